@@ -1,0 +1,83 @@
+/*
+ * client.h - internals of libsocknotify shared by its files.  Non-static names use the sn__
+ * prefix so that static linking cannot collide with the application.
+ *
+ * Threads and replies: one connection carries the requests of every thread.  Each request is
+ * a struct sn_pending on its caller's stack, found by request id.  Whichever waiting thread
+ * finds nobody reading becomes the reader: it receives one reply, decodes it into the arrays
+ * of the caller it belongs to (under the lock), wakes that caller, and either keeps reading
+ * (its own reply has not come) or hands the role to another waiting thread.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/codec.h"
+#include "socknotify.h"
+
+struct sn_pending;
+typedef void (*sn_reply_fn)(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
+                            const struct sn_msg_desc *d);
+
+struct sn_pending {
+        struct sn_pending *next;
+        uint32_t id;
+        uint16_t expect;  /* reply type */
+        bool done;
+        bool waiting;     /* asleep on cond, waiting for the reader */
+        int status;       /* 0 or negative errno, from the reply header or the transport */
+        pthread_cond_t cond;
+        sn_reply_fn on_reply;
+        void *ctx;
+};
+
+/* What the library remembers of a descriptor it registered (rule L1, L2). */
+struct sn_fdcache {
+        uint64_t dev, ino;
+        uint32_t port; /* 0: no registration made through this descriptor */
+};
+
+struct sn_conn {
+        int fd;
+        uint64_t fork_gen;
+        bool trace;
+        pthread_mutex_t lock;      /* everything below */
+        pthread_mutex_t send_lock; /* keeps the parts of one call together */
+        bool reader_active;
+        bool broken;
+        struct sn_pending *pending;
+        uint32_t next_id;
+        uint8_t *rbuf;
+        sn_limits_t limits;
+        struct sn_fdcache *cache;
+        uint32_t cache_cap;
+};
+
+struct sn_port {
+        sn_conn_t *conn;
+        uint32_t id;
+};
+
+/* Checks that conn may be used by this process: -EBADFD after fork, -ECONNRESET once lost. */
+int sn__conn_usable(sn_conn_t *conn);
+/* Registers p (id assigned) before its request is sent. */
+void sn__pending_add(sn_conn_t *conn, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
+                     void *ctx);
+/* Removes p if it is still waiting (after a failed send). */
+void sn__pending_remove(sn_conn_t *conn, struct sn_pending *p);
+/* Sends one message (caller holds send_lock when a call has several parts). */
+int sn__send(sn_conn_t *conn, const uint8_t *buf, size_t len, const int *fds, unsigned nfds);
+/* Waits for p's reply; returns p->status. */
+int sn__wait(sn_conn_t *conn, struct sn_pending *p);
+/* One request with a body-only reply: sends, waits, returns status. */
+int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
+             void *ctx);
+/* A per-thread buffer of the connection's max_message bytes. */
+uint8_t *sn__msgbuf(sn_conn_t *conn);
+
+/* Descriptor cache (socket.c); callers hold conn->lock. */
+struct sn_fdcache *sn__cache_get(sn_conn_t *conn, int fd);
+int sn__cache_set(sn_conn_t *conn, int fd, uint64_t dev, uint64_t ino, uint32_t port);
+void sn__cache_forget_port(sn_conn_t *conn, uint32_t port);

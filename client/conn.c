@@ -1,0 +1,365 @@
+/*
+ * conn.c - the connection to socknotifyd: handshake, request ids, and the shared reader.
+ *
+ * Invariants: conn->lock guards the pending list, the reader role and the descriptor cache;
+ * a pending request is on the list from before its first byte is sent until its reply has been
+ * decoded (or the connection is lost, when every pending request fails with -ECONNRESET).  The
+ * library never prints, except the messages a user asks for with SOCKNOTIFY_TRACE=1.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "client/client.h"
+#include "common/fdmsg.h"
+#include "common/macro.h"
+#include "common/path.h"
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static volatile uint64_t fork_generation;
+
+static void on_fork_child(void)
+{
+        fork_generation++;
+}
+
+static void install_fork_handler(void)
+{
+        pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+int sn__conn_usable(sn_conn_t *c)
+{
+        if (!c)
+                return -EINVAL;
+        if (c->fork_gen != fork_generation)
+                return -EBADFD;
+        if (c->broken)
+                return -ECONNRESET;
+        return 0;
+}
+
+static void trace(sn_conn_t *c, const char *dir, const uint8_t *buf, size_t len)
+{
+        char line[1024];
+
+        sn_msg_trace(line, sizeof(line), buf, len, 8);
+        fprintf(stderr, "socknotify[%d] %s %s\n", (int)getpid(), dir, line);
+}
+
+int sn__send(sn_conn_t *c, const uint8_t *buf, size_t len, const int *fds, unsigned nfds)
+{
+        if (c->trace)
+                trace(c, "->", buf, len);
+        return sn__fdmsg_send(c->fd, buf, len, fds, nfds, 0);
+}
+
+void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
+                     void *ctx)
+{
+        p->done = false;
+        p->waiting = false;
+        p->status = 0;
+        p->expect = expect;
+        p->on_reply = fn;
+        p->ctx = ctx;
+        pthread_cond_init(&p->cond, NULL);
+        pthread_mutex_lock(&c->lock);
+        if (++c->next_id == 0)
+                ++c->next_id;
+        p->id = c->next_id;
+        p->next = c->pending;
+        c->pending = p;
+        pthread_mutex_unlock(&c->lock);
+}
+
+static void unlink_pending(sn_conn_t *c, struct sn_pending *p)
+{
+        for (struct sn_pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
+                if (*pp == p) {
+                        *pp = p->next;
+                        return;
+                }
+        }
+}
+
+/* With c->lock held and nobody reading: wakes one thread that sleeps waiting for its reply so
+ * that it takes over reading. */
+static void hand_off(sn_conn_t *c)
+{
+        if (c->reader_active)
+                return;
+        for (struct sn_pending *q = c->pending; q; q = q->next) {
+                if (q->waiting) {
+                        pthread_cond_signal(&q->cond);
+                        return;
+                }
+        }
+}
+
+void sn__pending_remove(sn_conn_t *c, struct sn_pending *p)
+{
+        pthread_mutex_lock(&c->lock);
+        unlink_pending(c, p);
+        hand_off(c);
+        pthread_mutex_unlock(&c->lock);
+        pthread_cond_destroy(&p->cond);
+}
+
+/* Called with c->lock held: decodes one received reply into its pending request. */
+static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len)
+{
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        struct sn_pending *p;
+
+        if (sn_msg_check(buf, len, &h, &d) < 0)
+                return; /* nothing in it can be trusted, not even its id */
+        for (p = c->pending; p; p = p->next)
+                if (p->id == h.id)
+                        break;
+        if (!p)
+                return;
+        unlink_pending(c, p);
+        if (h.type == SN_MSG_ERROR) {
+                p->status = h.status ? -(int)h.status : -EPROTO;
+        } else if (h.type != p->expect) {
+                p->status = -EPROTO;
+        } else {
+                p->status = -(int)h.status;
+                if (p->on_reply)
+                        p->on_reply(p, buf, &h, d);
+        }
+        p->done = true;
+        pthread_cond_signal(&p->cond);
+}
+
+int sn__wait(sn_conn_t *c, struct sn_pending *p)
+{
+        pthread_mutex_lock(&c->lock);
+        while (!p->done) {
+                if (c->broken) {
+                        unlink_pending(c, p);
+                        p->status = -ECONNRESET;
+                        p->done = true;
+                        break;
+                }
+                if (c->reader_active) {
+                        p->waiting = true;
+                        pthread_cond_wait(&p->cond, &c->lock);
+                        p->waiting = false;
+                        continue;
+                }
+                c->reader_active = true;
+                pthread_mutex_unlock(&c->lock);
+
+                int fds[SN_PROTO_MAX_FDS];
+                unsigned nfds = 0;
+                ssize_t n = sn__fdmsg_recv(c->fd, c->rbuf, c->limits.max_message, fds, 0, &nfds,
+                                           0);
+
+                sn__fds_close(fds, nfds); /* the daemon never sends descriptors */
+                if (n > 0 && c->trace)
+                        trace(c, "<-", c->rbuf, (size_t)n);
+                pthread_mutex_lock(&c->lock);
+                c->reader_active = false;
+                if (n == -ETOOMANYREFS || n == -EMSGSIZE)
+                        continue;
+                if (n <= 0) {
+                        c->broken = true;
+                        for (struct sn_pending *q = c->pending; q; q = q->next)
+                                pthread_cond_signal(&q->cond);
+                        continue;
+                }
+                deliver(c, c->rbuf, (size_t)n);
+        }
+        hand_off(c);
+        pthread_mutex_unlock(&c->lock);
+        pthread_cond_destroy(&p->cond);
+        return p->status;
+}
+
+int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
+             void *ctx)
+{
+        struct sn_pending p;
+        int r;
+
+        sn__pending_add(c, &p, expect, fn, ctx);
+        /* The id is only known now: patch it into the header. */
+        sn_put_u32((uint8_t *)buf + 8, p.id);
+        r = sn__send(c, buf, len, NULL, 0);
+        if (r < 0) {
+                sn__pending_remove(c, &p);
+                return r == -EPIPE ? -ECONNRESET : r;
+        }
+        return sn__wait(c, &p);
+}
+
+static __thread uint8_t *tl_buf;
+static __thread size_t tl_cap;
+
+uint8_t *sn__msgbuf(sn_conn_t *c)
+{
+        if (tl_cap < c->limits.max_message) {
+                uint8_t *b = realloc(tl_buf, c->limits.max_message);
+
+                if (!b)
+                        return NULL;
+                tl_buf = b;
+                tl_cap = c->limits.max_message;
+        }
+        return tl_buf;
+}
+
+static int handshake(sn_conn_t *c)
+{
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_hello_reply + 64];
+        struct snw_hello hello = { .magic = SN_PROTO_MAGIC,
+                                  .version_min = SN_PROTO_VERSION,
+                                  .version_max = SN_PROTO_VERSION };
+        const struct sn_msg_desc *d;
+        struct snw_hello_reply rep;
+        struct snw_header h;
+        int fds[SN_PROTO_MAX_FDS];
+        unsigned nfds = 0;
+        ssize_t n;
+        int r;
+
+        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 0, 0, 0, 0, 0), &hello);
+        r = sn__send(c, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
+        if (r < 0)
+                return r;
+        n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, 0, &nfds, 0);
+        sn__fds_close(fds, nfds);
+        if (n == 0)
+                return -ECONNRESET;
+        if (n < 0)
+                return n == -EMSGSIZE ? -EPROTO : (int)n;
+        if (c->trace)
+                trace(c, "<-", buf, (size_t)n);
+        if (sn_msg_check(buf, (size_t)n, &h, &d) < 0)
+                return -EPROTO;
+        if (h.type == SN_MSG_ERROR)
+                return -EPROTO;
+        if (h.type != SN_MSG_HELLO_REPLY || h.status)
+                return -EPROTO;
+        snw_hello_reply_decode(sn_msg_body(buf), &rep);
+        if (rep.version != SN_PROTO_VERSION || rep.max_message < 4096 || rep.max_fds == 0)
+                return -EPROTO;
+        c->limits = (sn_limits_t){
+                .max_message = rep.max_message,
+                .max_fds = SN_MIN(rep.max_fds, (uint32_t)SN_PROTO_MAX_FDS),
+                .max_ports = rep.max_ports,
+                .max_registrations = rep.max_registrations,
+                .max_posted = rep.max_posted,
+                .max_waits = rep.max_waits,
+        };
+        return 0;
+}
+
+SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *tr = getenv("SOCKNOTIFY_TRACE");
+        sn_conn_t *c;
+        int r;
+
+        if (!ret_conn)
+                return -EINVAL;
+        pthread_once(&fork_once, install_fork_handler);
+        r = sn__socket_path(path, sa.sun_path, sizeof(sa.sun_path));
+        if (r < 0)
+                return r;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->fork_gen = fork_generation;
+        c->trace = tr && *tr && strcmp(tr, "0") != 0;
+        pthread_mutex_init(&c->lock, NULL);
+        pthread_mutex_init(&c->send_lock, NULL);
+        c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                r = -errno;
+                sn_conn_close(c);
+                return r;
+        }
+        r = handshake(c);
+        if (r == 0) {
+                c->rbuf = malloc(c->limits.max_message);
+                if (!c->rbuf)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                sn_conn_close(c);
+                return r;
+        }
+        *ret_conn = c;
+        return 0;
+}
+
+SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
+{
+        if (!c)
+                return NULL;
+        sn_close(c->fd);
+        pthread_mutex_destroy(&c->lock);
+        pthread_mutex_destroy(&c->send_lock);
+        free(c->rbuf);
+        free(c->cache);
+        free(c);
+        return NULL;
+}
+
+SN_EXPORT int sn_conn_limits(sn_conn_t *c, sn_limits_t *ret_limits)
+{
+        int r = sn__conn_usable(c);
+
+        if (r < 0)
+                return r;
+        if (!ret_limits)
+                return -EINVAL;
+        *ret_limits = c->limits;
+        return 0;
+}
+
+static void status_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
+                         const struct sn_msg_desc *d)
+{
+        char **out = p->ctx;
+
+        if (h->status)
+                return;
+        *out = malloc((size_t)h->count + 1);
+        if (!*out) {
+                p->status = -ENOMEM;
+                return;
+        }
+        memcpy(*out, sn_msg_array(buf, d, 1), h->count);
+        (*out)[h->count] = 0;
+}
+
+SN_EXPORT int sn_conn_status(sn_conn_t *c, char **ret_json)
+{
+        uint8_t buf[SN_HEADER_SIZE];
+        char *json = NULL;
+        int r = sn__conn_usable(c);
+
+        if (r < 0)
+                return r;
+        if (!ret_json)
+                return -EINVAL;
+        sn_msg_begin(buf, SN_MSG_STATUS, 0, 0, 0, 0, 0);
+        r = sn__call(c, buf, sizeof(buf), SN_MSG_STATUS_REPLY, status_reply, &json);
+        if (r < 0) {
+                free(json);
+                return r;
+        }
+        *ret_json = json;
+        return 0;
+}

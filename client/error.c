@@ -1,0 +1,41 @@
+/*
+ * error.c - sn_strerror().
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "socknotify.h"
+
+SN_EXPORT const char *sn_strerror(int err)
+{
+        const char *s;
+
+        switch (err) {
+        case 0:
+                return "success";
+        case -EBADFD:
+                return "connection inherited across fork(); open a new one in this process";
+        case -EPROTO:
+                return "protocol error: not a socknotifyd, or no common protocol version";
+        case -ECANCELED:
+                return "the completion port was closed while waiting";
+        case -ESHUTDOWN:
+                return "socknotifyd is shutting down";
+        case -ECONNRESET:
+                return "the connection to socknotifyd was lost";
+        case -EDQUOT:
+                return "a socknotifyd limit was reached";
+        case -ETIMEDOUT:
+                return "timed out with nothing dequeued";
+        case -ENOTSOCK:
+                return "not a socket";
+        case -EEXIST:
+                return "socket already registered on another port, or its removal is pending";
+        case -ENOENT:
+                return "no such registration on this port, or no daemon at the socket path";
+        }
+        s = err < 0 ? strerrordesc_np(-err) : NULL;
+        return s ? s : "unknown error";
+}

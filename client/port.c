@@ -1,0 +1,327 @@
+/*
+ * port.c - completion ports: create, close, process (register + dequeue), dequeue, post.
+ *
+ * A process call is encoded as one PROCESS message, or as several when its registrations or
+ * descriptors exceed one message (max_message bytes, max_fds descriptors): all parts but the
+ * last carry the PART flag, go out back to back under send_lock, and the daemon applies the
+ * whole call when the last part arrives, so a call failure still changes nothing (row 7).
+ *
+ * A descriptor is passed only when the daemon may not know its socket yet: an ENABLE of a
+ * descriptor this connection has not registered on this port.  DISABLE, REMOVE and re-ENABLE
+ * name the socket by identity (st_dev, st_ino), which costs one fstat() here instead of a
+ * descriptor transfer; if the daemon answers ESTALE for such an entry, it is sent again with its
+ * descriptor.  Nothing of the port object is touched once a call is waiting, so a port closed
+ * by another thread meanwhile is safe.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client/client.h"
+#include "common/macro.h"
+
+struct process_ctx {
+        sn_registration_t *regs;
+        const uint32_t *sent_idx;
+        uint32_t nsent;
+        sn_entry_t *entries;
+        uint32_t max_entries;
+        uint32_t nentries;
+};
+
+static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
+                          const struct sn_msg_desc *d)
+{
+        struct process_ctx *ctx = p->ctx;
+        const uint8_t *res = sn_msg_array(buf, d, 1);
+        const uint8_t *ent = sn_msg_array(buf, d, 2);
+        uint32_t n;
+
+        if (h->count == ctx->nsent)
+                for (uint32_t i = 0; i < ctx->nsent; i++)
+                        ctx->regs[ctx->sent_idx[i]].result = -(int32_t)sn_get_u32(res + 4 * i);
+        n = SN_MIN(h->count2, ctx->max_entries);
+        for (uint32_t i = 0; i < n; i++) {
+                struct snw_entry e;
+
+                ent = snw_entry_decode(ent, &e);
+                ctx->entries[i] = (sn_entry_t){
+                        .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
+                };
+        }
+        ctx->nentries = n;
+}
+
+struct prep {
+        uint64_t dev, ino;
+        bool attach;
+};
+
+static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
+                      sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, bool retry)
+{
+        sn_conn_t *c = port->conn;
+        const uint32_t port_id = port->id;
+        const size_t isz = SN_WIRE_SIZE_registration;
+        const size_t fixed = SN_HEADER_SIZE + SN_WIRE_SIZE_process;
+        uint32_t stack_idx[128];
+        struct prep stack_prep[128];
+        uint32_t *sent_idx = stack_idx;
+        struct prep *prep = stack_prep;
+        struct process_ctx ctx = { .regs = regs, .entries = entries, .max_entries = max_entries };
+        struct sn_pending pend;
+        uint32_t per_msg, nstale = 0;
+        uint8_t *buf;
+        int r;
+
+        buf = sn__msgbuf(c);
+        if (!buf)
+                return -ENOMEM;
+        if (nregs > SN_ARRAY_SIZE(stack_idx)) {
+                sent_idx = malloc((size_t)nregs * sizeof(*sent_idx));
+                prep = malloc((size_t)nregs * sizeof(*prep));
+                if (!sent_idx || !prep) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
+
+        /* Decide locally what the daemon need not see (rows 9, 14), and what needs an fd. */
+        pthread_mutex_lock(&c->lock);
+        for (uint32_t i = 0; i < nregs; i++) {
+                sn_registration_t *g = &regs[i];
+                struct sn_fdcache *k;
+                struct stat st;
+
+                g->result = 0;
+                if (g->op == SN_OP_NONE)
+                        continue;
+                if (g->fd < 0 || fstat(g->fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                        g->result = -ENOTSOCK;
+                        continue;
+                }
+                k = sn__cache_get(c, g->fd);
+                prep[ctx.nsent] = (struct prep){
+                        .dev = st.st_dev,
+                        .ino = st.st_ino,
+                        .attach = g->op == SN_OP_ENABLE &&
+                                  (retry || !k || k->port != port_id || k->dev != st.st_dev ||
+                                   k->ino != st.st_ino),
+                };
+                sent_idx[ctx.nsent++] = i;
+        }
+        pthread_mutex_unlock(&c->lock);
+        ctx.sent_idx = sent_idx;
+
+        /* Reply room: the daemon answers with nsent results plus the entries. */
+        if (max_entries) {
+                size_t room = c->limits.max_message -
+                              sn_msg_size(SN_MSG_PROCESS_REPLY, ctx.nsent, 0);
+                ctx.max_entries = max_entries =
+                        (uint32_t)SN_MIN((size_t)max_entries, room / SN_WIRE_SIZE_entry);
+                if (!max_entries) {
+                        r = -E2BIG;
+                        goto out;
+                }
+        }
+
+        per_msg = (uint32_t)((c->limits.max_message - fixed) / isz);
+        pthread_mutex_lock(&c->send_lock);
+        sn__pending_add(c, &pend, SN_MSG_PROCESS_REPLY, process_reply, &ctx);
+        r = 0;
+        for (uint32_t first = 0;;) {
+                int fds[SN_PROTO_MAX_FDS];
+                uint32_t n = 0, nfds = 0;
+                uint8_t *p = buf + fixed;
+                bool last;
+
+                while (first + n < ctx.nsent && n < per_msg) {
+                        const struct prep *pr = &prep[first + n];
+                        const sn_registration_t *g = &regs[sent_idx[first + n]];
+                        struct snw_registration it = {
+                                .key = g->key,
+                                .dev = pr->dev,
+                                .ino = pr->ino,
+                                .filter = g->filter,
+                                .op = g->op,
+                                .trigger = g->trigger,
+                                .fd_index = SN_PROTO_NO_FD,
+                        };
+
+                        if (pr->attach) {
+                                if (nfds == c->limits.max_fds)
+                                        break;
+                                it.fd_index = nfds;
+                                fds[nfds++] = g->fd;
+                        }
+                        p = snw_registration_encode(p, &it);
+                        n++;
+                }
+                last = first + n == ctx.nsent;
+                struct snw_process body = {
+                        .port = port_id,
+                        .timeout_ms = timeout_ms,
+                        .max_entries = max_entries,
+                        .flags = last ? 0 : SN_PROTO_PROCESS_PART,
+                };
+                snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, pend.id, 0, (uint16_t)nfds, n,
+                                               0),
+                                  &body);
+                r = sn__send(c, buf, (size_t)(p - buf), fds, nfds);
+                if (r < 0 || last)
+                        break;
+                first += n;
+        }
+        pthread_mutex_unlock(&c->send_lock);
+        if (r < 0) {
+                /* A part may have gone out: the connection can no longer be trusted. */
+                sn__pending_remove(c, &pend);
+                pthread_mutex_lock(&c->lock);
+                c->broken = true;
+                pthread_mutex_unlock(&c->lock);
+                r = -ECONNRESET;
+                goto out;
+        }
+        r = sn__wait(c, &pend);
+        if (r < 0 && r != -ETIMEDOUT)
+                goto out;
+
+        /* Learn what the daemon now knows (L1, L2), and find entries that need their fd. */
+        pthread_mutex_lock(&c->lock);
+        for (uint32_t i = 0; i < ctx.nsent; i++) {
+                sn_registration_t *g = &regs[sent_idx[i]];
+
+                if (g->op == SN_OP_ENABLE && g->result == 0) {
+                        sn__cache_set(c, g->fd, prep[i].dev, prep[i].ino, port_id);
+                } else if (g->op == SN_OP_ENABLE && g->result == -ESTALE) {
+                        sent_idx[nstale++] = sent_idx[i];
+                } else if (g->op == SN_OP_REMOVE) {
+                        struct sn_fdcache *k = sn__cache_get(c, g->fd);
+
+                        if (k && k->dev == prep[i].dev && k->ino == prep[i].ino)
+                                k->port = 0;
+                }
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (nstale && !retry) {
+                /* The cache was out of date (another thread raced us): pass the sockets. */
+                for (uint32_t i = 0; i < nstale; i++) {
+                        sn_registration_t one = regs[sent_idx[i]];
+                        int r2 = do_process(port, &one, 1, NULL, 0, 0, true);
+
+                        regs[sent_idx[i]].result = r2 < 0 ? r2 : one.result;
+                }
+        }
+        if (r == 0)
+                r = max_entries ? (int)ctx.nentries : 0;
+out:
+        if (sent_idx != stack_idx)
+                free(sent_idx);
+        if (prep != stack_prep)
+                free(prep);
+        return r;
+}
+
+SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
+                              sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms)
+{
+        int r;
+
+        if (!port || (nregs && !regs) || (max_entries && !entries))
+                return -EINVAL;
+        if (!max_entries && timeout_ms)
+                return -EINVAL; /* row 2 */
+        r = sn__conn_usable(port->conn);
+        if (r < 0)
+                return r;
+        return do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+}
+
+SN_EXPORT int sn_port_dequeue(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries,
+                              uint32_t timeout_ms)
+{
+        if (!max_entries)
+                return -EINVAL;
+        return sn_port_process(port, NULL, 0, entries, max_entries, timeout_ms);
+}
+
+SN_EXPORT int sn_port_post(sn_port_t *port, uint64_t key, uint32_t bytes, uint64_t overlapped)
+{
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_post + SN_WIRE_SIZE_packet];
+        struct snw_packet pk = { .key = key, .overlapped = overlapped, .bytes = bytes };
+        struct snw_post body;
+        uint8_t *p;
+        int r;
+
+        if (!port)
+                return -EINVAL;
+        r = sn__conn_usable(port->conn);
+        if (r < 0)
+                return r;
+        body.port = port->id;
+        p = snw_post_encode(sn_msg_begin(buf, SN_MSG_POST, 0, 0, 0, 1, 0), &body);
+        snw_packet_encode(p, &pk);
+        return sn__call(port->conn, buf, sizeof(buf), SN_MSG_POST_REPLY, NULL, NULL);
+}
+
+static void create_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
+                         const struct sn_msg_desc *d)
+{
+        snw_port_create_reply_decode(sn_msg_body(buf), p->ctx);
+}
+
+SN_EXPORT int sn_port_create(sn_conn_t *c, uint32_t concurrency, sn_port_t **ret_port)
+{
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_port_create];
+        struct snw_port_create body = { .concurrency = concurrency };
+        struct snw_port_create_reply rep = { 0 };
+        sn_port_t *port;
+        int r;
+
+        if (!ret_port)
+                return -EINVAL;
+        r = sn__conn_usable(c);
+        if (r < 0)
+                return r;
+        port = calloc(1, sizeof(*port));
+        if (!port)
+                return -ENOMEM;
+        snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, 0, 0, 0, 0, 0), &body);
+        r = sn__call(c, buf, sizeof(buf), SN_MSG_PORT_CREATE_REPLY, create_reply, &rep);
+        if (r < 0) {
+                free(port);
+                return r;
+        }
+        port->conn = c;
+        port->id = rep.port;
+        *ret_port = port;
+        return 0;
+}
+
+SN_EXPORT int sn_port_close(sn_port_t *port)
+{
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_port];
+        struct snw_port body;
+        sn_conn_t *c;
+        int r;
+
+        if (!port)
+                return 0;
+        c = port->conn;
+        body.port = port->id;
+        r = sn__conn_usable(c);
+        if (r == 0) {
+                snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, 0, 0, 0, 0, 0), &body);
+                r = sn__call(c, buf, sizeof(buf), SN_MSG_PORT_CLOSE_REPLY, NULL, NULL);
+        }
+        if (r == 0 || r == -ECONNRESET) {
+                pthread_mutex_lock(&c->lock);
+                sn__cache_forget_port(c, body.port);
+                pthread_mutex_unlock(&c->lock);
+        }
+        free(port);
+        return r == -ECONNRESET ? 0 : r;
+}

@@ -1,0 +1,109 @@
+/*
+ * fdmsg.c - SCM_RIGHTS plumbing.
+ *
+ * Kernel corner cases handled here: a message whose control data does not fit (MSG_CTRUNC)
+ * still installs the descriptors that did fit, so they are returned to the caller for closing;
+ * MSG_CMSG_CLOEXEC makes every received descriptor close-on-exec atomically.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/fdmsg.h"
+#include "common/macro.h"
+#include "proto/codec.h"
+
+int sn__fdmsg_send(int sock, const void *buf, size_t len, const int *fds, unsigned nfds,
+                   int flags)
+{
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS)];
+                struct cmsghdr align;
+        } control;
+        struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t n;
+
+        if (nfds > SN_PROTO_MAX_FDS)
+                return -EINVAL;
+        if (nfds) {
+                struct cmsghdr *c;
+
+                memset(&control, 0, sizeof(control));
+                mh.msg_control = control.buf;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        }
+        do
+                n = sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if ((size_t)n != len)
+                return -EMSGSIZE;
+        return 0;
+}
+
+ssize_t sn__fdmsg_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds,
+                       unsigned *ret_nfds, int flags)
+{
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS)];
+                struct cmsghdr align;
+        } control;
+        struct iovec iov = { .iov_base = buf, .iov_len = cap };
+        struct msghdr mh = {
+                .msg_iov = &iov,
+                .msg_iovlen = 1,
+                .msg_control = control.buf,
+                .msg_controllen = CMSG_SPACE(sizeof(int) * SN_MIN(max_fds, SN_PROTO_MAX_FDS)),
+        };
+        unsigned got = 0;
+        ssize_t n;
+
+        *ret_nfds = 0;
+        if (!max_fds) {
+                /* Still offer room for one fd so that an unexpected one is seen and closed. */
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS);
+        }
+        do
+                n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+                size_t k;
+
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < k; i++) {
+                        int fd;
+
+                        memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        if (got < SN_PROTO_MAX_FDS)
+                                fds[got++] = fd;
+                        else
+                                close(fd);
+                }
+        }
+        *ret_nfds = got;
+        if (mh.msg_flags & MSG_CTRUNC || got > max_fds)
+                return -ETOOMANYREFS;
+        if (mh.msg_flags & MSG_TRUNC)
+                return -EMSGSIZE;
+        return n;
+}
+
+void sn__fds_close(const int *fds, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++)
+                sn_close(fds[i]);
+}

@@ -1,0 +1,29 @@
+/*
+ * fdmsg.h - sending and receiving one SOCK_SEQPACKET message with attached file descriptors.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * Sends one message of len bytes with nfds descriptors (borrowed: the caller still owns them).
+ * flags are passed to sendmsg (MSG_NOSIGNAL is always added).  Returns 0 on success or a
+ * negative errno; -EMSGSIZE when the message cannot go out as one datagram.
+ */
+int sn__fdmsg_send(int sock, const void *buf, size_t len, const int *fds, unsigned nfds,
+                   int flags);
+
+/*
+ * Receives one message into buf (cap bytes) and up to max_fds descriptors into fds, all
+ * close-on-exec.  The caller owns the descriptors returned in *ret_nfds, on every outcome.
+ * Returns the message length, 0 at end of stream, or a negative errno: -EMSGSIZE when the
+ * message was larger than cap (truncated), -ETOOMANYREFS when the control data was truncated
+ * (more fds than max_fds: all received fds are returned so they can be closed).
+ */
+ssize_t sn__fdmsg_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds,
+                       unsigned *ret_nfds, int flags);
+
+/* Closes n descriptors of an array. */
+void sn__fds_close(const int *fds, unsigned n);

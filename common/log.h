@@ -1,0 +1,26 @@
+/*
+ * log.h - the daemon's only way to print.
+ *
+ * Lines go to stderr.  When stderr is connected to the journal (JOURNAL_STREAM names it), each
+ * line starts with a syslog "<N>" priority prefix so journald records the level; otherwise plain
+ * text with a level word.  The client library never uses this module.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <syslog.h>
+
+/* max_level: LOG_INFO by default, LOG_DEBUG with -v. */
+void sn_log_init(int max_level);
+bool sn_log_enabled(int level);
+void sn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) sn_log(LOG_ERR, __VA_ARGS__)
+#define log_warning(...) sn_log(LOG_WARNING, __VA_ARGS__)
+#define log_notice(...) sn_log(LOG_NOTICE, __VA_ARGS__)
+#define log_info(...) sn_log(LOG_INFO, __VA_ARGS__)
+#define log_debug(...)                                                                             \
+        do {                                                                                       \
+                if (sn_log_enabled(LOG_DEBUG))                                                     \
+                        sn_log(LOG_DEBUG, __VA_ARGS__);                                            \
+        } while (0)

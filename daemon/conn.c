@@ -1,0 +1,650 @@
+/*
+ * conn.c - one client connection: reading and validating its messages, running its requests,
+ * and sending its replies.
+ *
+ * Every message is checked (sn_msg_check) before any field is used, and every fd received
+ * with it is either handed to exactly one registration item or closed, on every path.  A
+ * request that cannot be decoded gets an ERROR reply carrying its id; the connection is only
+ * dropped when it breaks the handshake or stops reading its replies.  A connection is never
+ * freed from inside the processing of another: conn_kill() marks it and the reaper frees it
+ * on the next turn of the loop, so no caller is left holding a freed pointer.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/fdmsg.h"
+#include "common/log.h"
+#include "common/macro.h"
+#include "daemon/daemon.h"
+#include "socknotify.h"
+
+static void conn_io_cb(evutil_socket_t fd, short what, void *arg);
+
+void conn_accept(struct server *srv, int fd)
+{
+        struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+        struct conn *c;
+
+        if (srv->nconns >= srv->limits.max_connections) {
+                log_warning("refusing a connection: %u connections already (--max-connections)",
+                            srv->nconns);
+                close(fd);
+                return;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                log_error("out of memory accepting a connection");
+                close(fd);
+                return;
+        }
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &(socklen_t){ sizeof(cred) });
+        c->srv = srv;
+        c->fd = fd;
+        c->pid = cred.pid;
+        c->uid = cred.uid;
+        c->gid = cred.gid;
+        c->serial = ++srv->next_conn_serial;
+        sn_list_init(&c->ports);
+        sn_list_init(&c->waits);
+        sn_list_init(&c->outq);
+        sn_list_init(&c->dead_link);
+        event_assign(&c->ev, srv->base, fd, EV_READ | EV_PERSIST, conn_io_cb, c);
+        if (event_add(&c->ev, NULL) < 0) {
+                close(fd);
+                free(c);
+                return;
+        }
+        sn_list_add_tail(&srv->conns, &c->link);
+        srv->nconns++;
+        srv->counters.connections_total++;
+        log_debug("connection %llu: pid %d uid %u", (unsigned long long)c->serial, (int)c->pid,
+                  (unsigned)c->uid);
+}
+
+static void stage_reset(struct stage *st)
+{
+        sn__fds_close(st->fds, st->nfds);
+        free(st->items);
+        free(st->fds);
+        memset(st, 0, sizeof(*st));
+}
+
+void conn_free(struct conn *c, uint32_t status)
+{
+        if (!c)
+                return;
+        /* The connection's own waits need no answer once it is dead. */
+        if (c->dead)
+                while (!sn_list_empty(&c->waits))
+                        wait_free(sn_list_first(&c->waits, struct wait, conn_link));
+        while (!sn_list_empty(&c->ports))
+                port_free(sn_list_first(&c->ports, struct port, conn_link), status);
+        while (!sn_list_empty(&c->waits))
+                wait_free(sn_list_first(&c->waits, struct wait, conn_link));
+        stage_reset(&c->stage);
+        while (!sn_list_empty(&c->outq)) {
+                struct outmsg *m = sn_list_first(&c->outq, struct outmsg, link);
+                sn_list_del(&m->link);
+                free(m);
+        }
+        if (event_initialized(&c->ev))
+                event_del(&c->ev);
+        sn_close(c->fd);
+        sn_list_del(&c->dead_link);
+        sn_list_del(&c->link);
+        c->srv->nconns--;
+        log_debug("connection %llu closed", (unsigned long long)c->serial);
+        free(c);
+}
+
+void conn_kill(struct conn *c, const char *why)
+{
+        if (c->dead)
+                return;
+        c->dead = true;
+        log_debug("connection %llu (pid %d): %s", (unsigned long long)c->serial, (int)c->pid, why);
+        event_del(&c->ev);
+        while (!sn_list_empty(&c->waits))
+                wait_free(sn_list_first(&c->waits, struct wait, conn_link));
+        sn_list_add_tail(&c->srv->dead, &c->dead_link);
+        event_active(&c->srv->reaper, 0, 0);
+}
+
+static void conn_set_writing(struct conn *c, bool on)
+{
+        if (c->writing == on || c->dead)
+                return;
+        event_del(&c->ev);
+        event_assign(&c->ev, c->srv->base, c->fd, EV_READ | EV_PERSIST | (on ? EV_WRITE : 0),
+                     conn_io_cb, c);
+        event_add(&c->ev, NULL);
+        c->writing = on;
+}
+
+static void trace(struct conn *c, const char *dir, const uint8_t *buf, size_t len)
+{
+        char line[1024];
+
+        sn_msg_trace(line, sizeof(line), buf, len, 8);
+        log_info("conn %llu %s %s", (unsigned long long)c->serial, dir, line);
+}
+
+void conn_send(struct conn *c, const uint8_t *buf, size_t len)
+{
+        struct server *srv = c->srv;
+        struct outmsg *m;
+
+        if (c->dead)
+                return;
+        srv->counters.messages_out++;
+        if (srv->trace)
+                trace(c, "->", buf, len);
+        if (sn_list_empty(&c->outq)) {
+                ssize_t n = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                if (n == (ssize_t)len)
+                        return;
+                if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+                        conn_kill(c, "sending failed");
+                        return;
+                }
+        }
+        if (c->outq_bytes + len > srv->limits.max_output) {
+                conn_kill(c, "does not read its replies");
+                return;
+        }
+        m = malloc(sizeof(*m) + len);
+        if (!m) {
+                conn_kill(c, "out of memory queueing a reply");
+                return;
+        }
+        m->len = len;
+        memcpy(m->data, buf, len);
+        sn_list_add_tail(&c->outq, &m->link);
+        c->outq_bytes += len;
+        conn_set_writing(c, true);
+}
+
+static void conn_flush(struct conn *c)
+{
+        while (!sn_list_empty(&c->outq)) {
+                struct outmsg *m = sn_list_first(&c->outq, struct outmsg, link);
+                ssize_t n = send(c->fd, m->data, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return;
+                if (n != (ssize_t)m->len) {
+                        conn_kill(c, "sending failed");
+                        return;
+                }
+                sn_list_del(&m->link);
+                c->outq_bytes -= m->len;
+                free(m);
+        }
+        conn_set_writing(c, false);
+}
+
+static void reply_simple(struct conn *c, uint16_t type, uint32_t id, uint32_t status)
+{
+        uint8_t *buf = c->srv->wbuf;
+        uint8_t *p = sn_msg_begin(buf, type, id, status, 0, 0, 0);
+
+        /* Bodies of these replies are all zero when the call failed. */
+        memset(p, 0, sn_msg_size(type, 0, 0) - SN_HEADER_SIZE);
+        conn_send(c, buf, sn_msg_size(type, 0, 0));
+}
+
+static void violation(struct conn *c, uint32_t id, uint32_t status, const char *what)
+{
+        struct server *srv = c->srv;
+
+        srv->counters.protocol_violations++;
+        server_count_call_error(srv, status);
+        /* Rate-limited: at most the first few per connection reach the log. */
+        if (srv->counters.protocol_violations < 100 || sn_log_enabled(LOG_DEBUG))
+                log_notice("connection %llu (pid %d): %s", (unsigned long long)c->serial,
+                           (int)c->pid, what);
+        reply_simple(c, SN_MSG_ERROR, id, status);
+}
+
+void conn_reply_process(struct conn *c, uint32_t id, uint32_t status, const uint32_t *results,
+                        uint32_t nresults, const uint8_t *entries, uint32_t nentries)
+{
+        uint8_t *buf = c->srv->wbuf;
+        struct snw_process_reply body = { 0 };
+        uint8_t *p;
+
+        if (c->dead)
+                return;
+        p = sn_msg_begin(buf, SN_MSG_PROCESS_REPLY, id, status, 0, nresults, nentries);
+        p = snw_process_reply_encode(p, &body);
+        for (uint32_t i = 0; i < nresults; i++)
+                p = sn_put_u32(p, results[i]);
+        if (nentries) {
+                memcpy(p, entries, (size_t)nentries * SN_WIRE_SIZE_entry);
+                p += (size_t)nentries * SN_WIRE_SIZE_entry;
+        }
+        if (status && status != ETIMEDOUT)
+                server_count_call_error(c->srv, status);
+        conn_send(c, buf, (size_t)(p - buf));
+}
+
+/* ---- requests ---------------------------------------------------------------------------- */
+
+static void handle_hello(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+{
+        struct server *srv = c->srv;
+        struct snw_hello in;
+        struct snw_hello_reply out = {
+                .version = SN_PROTO_VERSION,
+                .max_message = srv->limits.max_message,
+                .max_fds = srv->limits.max_fds,
+                .max_ports = srv->limits.max_ports,
+                .max_registrations = srv->limits.max_registrations,
+                .max_posted = srv->limits.max_posted,
+                .max_waits = srv->limits.max_waits,
+                .daemon_pid = (uint32_t)getpid(),
+        };
+        uint8_t *p;
+
+        snw_hello_decode(sn_msg_body(buf), &in);
+        if (c->hello) {
+                violation(c, h->id, EPROTO, "second HELLO");
+                return;
+        }
+        if (in.magic != SN_PROTO_MAGIC || in.version_min > SN_PROTO_VERSION ||
+            in.version_max < SN_PROTO_VERSION) {
+                violation(c, h->id, EPROTONOSUPPORT, "no common protocol version");
+                conn_kill(c, "failed handshake");
+                return;
+        }
+        c->hello = true;
+        p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, h->id, 0, 0, 0, 0);
+        snw_hello_reply_encode(p, &out);
+        conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
+}
+
+static void handle_port_create(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+{
+        struct snw_port_create in;
+        struct snw_port_create_reply out;
+        struct port *port;
+        uint8_t *p;
+        int r;
+
+        snw_port_create_decode(sn_msg_body(buf), &in);
+        if (in.flags) {
+                reply_simple(c, SN_MSG_PORT_CREATE_REPLY, h->id, EINVAL);
+                return;
+        }
+        r = port_new(c, in.concurrency, &port);
+        if (r < 0) {
+                server_count_call_error(c->srv, (uint32_t)-r);
+                reply_simple(c, SN_MSG_PORT_CREATE_REPLY, h->id, (uint32_t)-r);
+                return;
+        }
+        out.port = port->id;
+        out.concurrency = port->concurrency;
+        p = sn_msg_begin(c->srv->wbuf, SN_MSG_PORT_CREATE_REPLY, h->id, 0, 0, 0, 0);
+        snw_port_create_reply_encode(p, &out);
+        conn_send(c, c->srv->wbuf, sn_msg_size(SN_MSG_PORT_CREATE_REPLY, 0, 0));
+}
+
+static void handle_port_close(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+{
+        struct snw_port in;
+        struct port *port;
+
+        snw_port_decode(sn_msg_body(buf), &in);
+        port = port_find(c, in.port);
+        if (!port) {
+                server_count_call_error(c->srv, EBADF);
+                reply_simple(c, SN_MSG_PORT_CLOSE_REPLY, h->id, EBADF);
+                return;
+        }
+        port_free(port, ECANCELED);
+        reply_simple(c, SN_MSG_PORT_CLOSE_REPLY, h->id, 0);
+}
+
+static void handle_post(struct conn *c, const struct snw_header *h, const uint8_t *buf,
+                        const struct sn_msg_desc *d)
+{
+        struct snw_post in;
+        struct snw_post_reply out = { 0 };
+        struct port *port;
+        uint8_t *p;
+        int r;
+
+        snw_post_decode(sn_msg_body(buf), &in);
+        port = port_find(c, in.port);
+        if (!port) {
+                server_count_call_error(c->srv, EBADF);
+                reply_simple(c, SN_MSG_POST_REPLY, h->id, EBADF);
+                return;
+        }
+        r = port_post(port, sn_msg_array(buf, d, 1), h->count);
+        if (r < 0) {
+                server_count_call_error(c->srv, (uint32_t)-r);
+                reply_simple(c, SN_MSG_POST_REPLY, h->id, (uint32_t)-r);
+                return;
+        }
+        out.queued = h->count;
+        p = sn_msg_begin(c->srv->wbuf, SN_MSG_POST_REPLY, h->id, 0, 0, 0, 0);
+        snw_post_reply_encode(p, &out);
+        conn_send(c, c->srv->wbuf, sn_msg_size(SN_MSG_POST_REPLY, 0, 0));
+        port_dispatch(port);
+}
+
+static void handle_socket_close(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+{
+        struct snw_socket_close in;
+        int r;
+
+        snw_socket_close_decode(sn_msg_body(buf), &in);
+        r = reg_close_socket(c, in.dev, in.ino);
+        reply_simple(c, SN_MSG_SOCKET_CLOSE_REPLY, h->id, (uint32_t)-r);
+}
+
+static void handle_status(struct conn *c, const struct snw_header *h)
+{
+        struct server *srv = c->srv;
+        char *json = server_status_json(srv);
+        size_t len = json ? strlen(json) : 0;
+        uint8_t *p;
+
+        if (!json || sn_msg_size(SN_MSG_STATUS_REPLY, (uint32_t)len, 0) > srv->limits.max_message) {
+                free(json);
+                reply_simple(c, SN_MSG_STATUS_REPLY, h->id, json ? E2BIG : ENOMEM);
+                return;
+        }
+        p = sn_msg_begin(srv->wbuf, SN_MSG_STATUS_REPLY, h->id, 0, 0, (uint32_t)len, 0);
+        memcpy(p, json, len);
+        conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_STATUS_REPLY, (uint32_t)len, 0));
+        free(json);
+}
+
+/* Checks that every fd of the message is named by exactly one registration item. */
+static bool fds_consistent(const uint8_t *items, uint32_t n, uint32_t nfds)
+{
+        uint8_t used[SN_PROTO_MAX_FDS] = { 0 };
+        uint32_t seen = 0;
+
+        for (uint32_t i = 0; i < n; i++) {
+                uint32_t idx = sn_get_u32(items + (size_t)i * SN_WIRE_SIZE_registration + 28);
+
+                if (idx == SN_PROTO_NO_FD)
+                        continue;
+                if (idx >= nfds || used[idx])
+                        return false;
+                used[idx] = 1;
+                seen++;
+        }
+        return seen == nfds;
+}
+
+/* Appends a part to the connection's staged call; takes the fds. Returns 0 or positive errno. */
+static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, int *fds,
+                             uint32_t nfds)
+{
+        struct stage *st = &c->stage;
+        size_t isz = SN_WIRE_SIZE_registration;
+
+        if (st->nitems + (uint64_t)n > c->srv->limits.max_registrations) {
+                sn__fds_close(fds, nfds);
+                return E2BIG;
+        }
+        if (st->nitems + n > st->cap) {
+                uint32_t cap = SN_MAX(st->cap * 2, st->nitems + n);
+                uint8_t *ni = realloc(st->items, (size_t)cap * isz);
+
+                if (!ni) {
+                        sn__fds_close(fds, nfds);
+                        return ENOMEM;
+                }
+                st->items = ni;
+                st->cap = cap;
+        }
+        if (st->nfds + nfds > st->fdcap) {
+                uint32_t cap = SN_MAX(st->fdcap * 2, st->nfds + nfds);
+                int *nf = realloc(st->fds, (size_t)cap * sizeof(int));
+
+                if (!nf) {
+                        sn__fds_close(fds, nfds);
+                        return ENOMEM;
+                }
+                st->fds = nf;
+                st->fdcap = cap;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+                uint8_t *dst = st->items + (size_t)(st->nitems + i) * isz;
+                uint32_t idx;
+
+                memcpy(dst, items + (size_t)i * isz, isz);
+                idx = sn_get_u32(dst + 28);
+                if (idx != SN_PROTO_NO_FD)
+                        sn_put_u32(dst + 28, idx + st->nfds);
+        }
+        memcpy(st->fds + st->nfds, fds, nfds * sizeof(int));
+        st->nitems += n;
+        st->nfds += nfds;
+        return 0;
+}
+
+static void handle_process(struct conn *c, const struct snw_header *h, const uint8_t *buf,
+                           const struct sn_msg_desc *d, int *fds, uint32_t nfds)
+{
+        struct server *srv = c->srv;
+        struct stage *st = &c->stage;
+        const uint8_t *items = sn_msg_array(buf, d, 1);
+        uint32_t nitems = h->count;
+        uint32_t *results = NULL, stack_results[256];
+        uint32_t status = 0, max, n;
+        struct snw_process in;
+        struct port *port;
+        size_t room;
+
+        snw_process_decode(sn_msg_body(buf), &in);
+        if (!fds_consistent(items, nitems, nfds)) {
+                sn__fds_close(fds, nfds);
+                if (st->active && st->id == h->id)
+                        stage_reset(st);
+                violation(c, h->id, EBADMSG, "fds attached do not match the registrations");
+                return;
+        }
+        if (st->active && st->id != h->id) {
+                sn__fds_close(fds, nfds);
+                violation(c, h->id, EBUSY, "interleaved multi-part PROCESS calls");
+                return;
+        }
+        if (in.flags & ~SN_PROTO_PROCESS_PART) {
+                sn__fds_close(fds, nfds);
+                stage_reset(st);
+                reply_simple(c, SN_MSG_PROCESS_REPLY, h->id, EINVAL);
+                return;
+        }
+        if (in.flags & SN_PROTO_PROCESS_PART || st->active) {
+                uint32_t err;
+
+                if (!st->active) {
+                        st->active = true;
+                        st->id = h->id;
+                        st->port = in.port;
+                }
+                err = stage_append(c, items, nitems, fds, nfds);
+                if (err && !st->error)
+                        st->error = err;
+                if (st->port != in.port && !st->error)
+                        st->error = EINVAL;
+                if (in.flags & SN_PROTO_PROCESS_PART)
+                        return; /* answered with the last part */
+                status = st->error;
+                items = st->items;
+                nitems = st->nitems;
+                fds = st->fds;
+                nfds = st->nfds;
+        }
+
+        port = port_find(c, in.port);
+        if (!status && !port)
+                status = EBADF;
+        if (!status && in.max_entries == 0 && in.timeout_ms != 0)
+                status = EINVAL; /* row 2 */
+        if (!status && in.max_entries && in.timeout_ms && c->nwaits >= srv->limits.max_waits)
+                status = EDQUOT;
+        if (!status && nitems > SN_ARRAY_SIZE(stack_results)) {
+                results = malloc((size_t)nitems * sizeof(uint32_t));
+                if (!results)
+                        status = ENOMEM;
+        }
+        if (status) {
+                /* Row 7: a failed call changes nothing. */
+                sn__fds_close(fds, nfds);
+                if (st->active)
+                        st->nfds = 0, stage_reset(st);
+                conn_reply_process(c, h->id, status, NULL, 0, NULL, 0);
+                return;
+        }
+        if (!results)
+                results = stack_results;
+
+        for (uint32_t i = 0; i < nitems; i++) {
+                struct snw_registration it;
+                int fd = -1;
+
+                snw_registration_decode(items + (size_t)i * SN_WIRE_SIZE_registration, &it);
+                if (it.fd_index != SN_PROTO_NO_FD) {
+                        fd = fds[it.fd_index];
+                        fds[it.fd_index] = -1;
+                }
+                results[i] = reg_apply(port, &it, fd);
+                if (results[i])
+                        server_count_entry_error(srv, results[i]);
+        }
+        if (st->active)
+                st->nfds = 0, stage_reset(st); /* every fd was consumed above */
+        if (!sn_list_empty(&port->skips))
+                port_harvest_skips(port);
+
+        if (in.max_entries == 0) {
+                conn_reply_process(c, h->id, 0, results, nitems, NULL, 0);
+                goto out;
+        }
+        room = srv->limits.max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, 0);
+        max = (uint32_t)SN_MIN((size_t)in.max_entries, room / SN_WIRE_SIZE_entry);
+        /* Row 11: this call's own registrations come first, then the dequeue. */
+        n = max ? port_take(port, srv->ebuf, max) : 0;
+        if (n || in.timeout_ms == 0) {
+                conn_reply_process(c, h->id, n ? 0 : ETIMEDOUT, results, nitems, srv->ebuf, n);
+        } else if (port_wait(port, c, h->id, max, in.timeout_ms, results, nitems) < 0) {
+                conn_reply_process(c, h->id, ENOMEM, results, nitems, NULL, 0);
+        }
+out:
+        if (port->nwaiters)
+                port_dispatch(port);
+        if (results != stack_results)
+                free(results);
+}
+
+static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds, uint32_t nfds)
+{
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        int r;
+
+        c->srv->counters.messages_in++;
+        if (c->srv->trace)
+                trace(c, "<-", buf, len);
+        r = sn_msg_check(buf, len, &h, &d);
+        if (r < 0) {
+                sn__fds_close(fds, nfds);
+                violation(c, len >= SN_HEADER_SIZE ? sn_get_u32(buf + 8) : 0, (uint32_t)-r,
+                          r == -EOPNOTSUPP ? "unknown message type" : "malformed message");
+                return;
+        }
+        if (h.nfds != nfds || h.status || (nfds && h.type != SN_MSG_PROCESS)) {
+                sn__fds_close(fds, nfds);
+                violation(c, h.id, EBADMSG,
+                          h.status ? "nonzero status in a request"
+                                   : "file descriptors missing or not expected");
+                return;
+        }
+        if (!c->hello && h.type != SN_MSG_HELLO) {
+                violation(c, h.id, EPROTO, "request before HELLO");
+                conn_kill(c, "request before HELLO");
+                return;
+        }
+        switch (h.type) {
+        case SN_MSG_HELLO:
+                handle_hello(c, &h, buf);
+                break;
+        case SN_MSG_PORT_CREATE:
+                handle_port_create(c, &h, buf);
+                break;
+        case SN_MSG_PORT_CLOSE:
+                handle_port_close(c, &h, buf);
+                break;
+        case SN_MSG_PROCESS:
+                handle_process(c, &h, buf, d, fds, nfds);
+                break;
+        case SN_MSG_POST:
+                handle_post(c, &h, buf, d);
+                break;
+        case SN_MSG_SOCKET_CLOSE:
+                handle_socket_close(c, &h, buf);
+                break;
+        case SN_MSG_STATUS:
+                handle_status(c, &h);
+                break;
+        default:
+                violation(c, h.id, EPROTO, "a reply type sent as a request");
+                break;
+        }
+}
+
+static void conn_read(struct conn *c)
+{
+        struct server *srv = c->srv;
+
+        for (int i = 0; i < 64 && !c->dead; i++) {
+                int fds[SN_PROTO_MAX_FDS];
+                unsigned nfds = 0;
+                ssize_t n = sn__fdmsg_recv(c->fd, srv->rbuf, srv->limits.max_message, fds,
+                                           srv->limits.max_fds, &nfds, MSG_DONTWAIT);
+
+                if (n == -EAGAIN || n == -EWOULDBLOCK)
+                        return;
+                if (n == 0) {
+                        conn_kill(c, "disconnected");
+                        return;
+                }
+                if (n == -EMSGSIZE || n == -ETOOMANYREFS) {
+                        /* SOCK_SEQPACKET keeps boundaries: the next message is still sound. */
+                        sn__fds_close(fds, nfds);
+                        violation(c, n == -EMSGSIZE ? sn_get_u32(srv->rbuf + 8) : 0,
+                                  (uint32_t)-n,
+                                  n == -EMSGSIZE ? "message larger than the limit"
+                                                 : "more fds than the limit");
+                        continue;
+                }
+                if (n < 0) {
+                        conn_kill(c, "receive failed");
+                        return;
+                }
+                conn_handle(c, srv->rbuf, (size_t)n, fds, nfds);
+        }
+}
+
+static void conn_io_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct conn *c = arg;
+
+        if (what & EV_WRITE)
+                conn_flush(c);
+        if (what & EV_READ && !c->dead)
+                conn_read(c);
+}

@@ -1,0 +1,287 @@
+/*
+ * daemon.h - the objects of socknotifyd and how they own each other.
+ *
+ * Ownership is one tree: server -> connection -> port -> registration -> its queued packet, and
+ * port -> posted packets.  A wait (a PROCESS request parked until entries arrive) belongs to its
+ * connection and is linked on its port; it is freed by whichever of answer, timeout, port close
+ * or connection close comes first, and unlinked from the other.
+ *
+ * Readiness comes from the kernel: each port has its own epoll instance holding its sockets,
+ * watched by the libevent loop edge-triggered.  Entries are harvested from that epoll only when
+ * a caller dequeues, and only as many as it can take, so nothing on any path scans the
+ * registrations of a port.
+ *
+ * Error convention: 0 success, negative errno failure passed up unchanged; positive values only
+ * where a comment documents them for the direct caller.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "common/list.h"
+#include "proto/codec.h"
+
+struct server;
+struct conn;
+struct port;
+struct reg;
+
+struct limits {
+        uint32_t max_message;
+        uint32_t max_fds;
+        uint32_t max_ports;
+        uint32_t max_registrations;
+        uint32_t max_posted;
+        uint32_t max_waits;
+        uint32_t max_connections;
+        uint32_t max_output; /* bytes of replies queued for a client that does not read */
+};
+
+#define SN_ERRNO_MAX 160
+struct counters {
+        uint64_t connections_total;
+        uint64_t messages_in;
+        uint64_t messages_out;
+        uint64_t registrations_applied;
+        uint64_t notifications;
+        uint64_t posted_delivered;
+        uint64_t protocol_violations;
+        uint64_t call_errors[SN_ERRNO_MAX];  /* call-level failures by errno */
+        uint64_t entry_errors[SN_ERRNO_MAX]; /* per-entry failures by errno */
+};
+
+/* ---- registry: kernel socket identity -> registration (registry.c) --------------------- */
+
+struct registry {
+        struct reg **buckets;
+        size_t nbuckets; /* power of two */
+        size_t count;
+};
+
+int registry_init(struct registry *r);
+void registry_deinit(struct registry *r);
+struct reg *registry_find(const struct registry *r, uint64_t dev, uint64_t ino);
+/* Inserts reg (not yet present).  Returns 0 or -ENOMEM (then reg is not inserted). */
+int registry_insert(struct registry *r, struct reg *reg);
+void registry_remove(struct registry *r, struct reg *reg);
+
+/* ---- packets, registrations (registration.c) ------------------------------------------ */
+
+struct packet {
+        struct sn_list link; /* in port->queue */
+        uint64_t key;
+        uint64_t overlapped;
+        uint32_t events;
+        uint32_t kind;  /* SN_PROTO_KIND_* */
+        uint64_t epoch; /* port->epoch when harvested */
+};
+
+enum reg_state {
+        REG_ENABLED,
+        REG_DISABLED,
+        REG_REMOVING, /* REMOVE applied; freed when its packet is dequeued */
+};
+
+struct reg {
+        struct reg *hnext;         /* registry chain */
+        struct sn_list port_link;  /* in port->regs */
+        struct sn_list skip_link;  /* in port->skips while edge_skip is set */
+        struct port *port;
+        uint64_t dev, ino;
+        uint64_t key;
+        int fd;                    /* the daemon's copy of the socket */
+        uint16_t filter;           /* SN_REGISTER_EVENT_* */
+        uint8_t trigger;           /* normalized: ONESHOT or PERSISTENT, and LEVEL or EDGE */
+        uint8_t state;             /* enum reg_state */
+        uint8_t edge_skip;         /* EDGE: events that held at ENABLE, not to be reported */
+        bool stream;               /* SOCK_STREAM or SOCK_SEQPACKET: HANGUP applies */
+        bool fresh;                /* never-connected stream socket (rule 14) */
+        bool in_epoll;
+        bool parked;               /* hung up and nothing reportable: out of epoll */
+        bool queued;               /* pkt is on port->queue */
+        struct packet pkt;
+};
+
+/*
+ * Applies one registration item to port (rule order and codes of the spec, section 3).
+ * fd is the descriptor received with the item or -1; it is consumed (kept by a new
+ * registration or closed).  Returns 0 or a positive errno value for the entry's result.
+ */
+uint32_t reg_apply(struct port *port, const struct snw_registration *item, int fd);
+/* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
+void reg_rearm(struct reg *reg);
+/* Forgets the EDGE events recorded at ENABLE. */
+void reg_skip_clear(struct reg *reg);
+/* Frees a registration: out of epoll, registry and port, its packet dequeued, fd closed. */
+void reg_free(struct reg *reg);
+/* Translates epoll readiness into notification bits for this registration; handles rule 14
+ * (fresh sockets), rule 15 (EDGE at enable) and hung-up sockets.  0 means nothing to report. */
+uint32_t reg_translate(struct reg *reg, uint32_t epoll_events);
+/* Re-reads readiness of a queued level-triggered packet that has waited past a dequeue; returns
+ * the current bits (0: drop the packet). */
+uint32_t reg_recheck(struct reg *reg);
+/* Drops the registration of socket (dev, ino) if it belongs to one of conn's ports, without a
+ * REMOVE packet (rule L1).  Returns 0 or -ENOENT. */
+int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino);
+
+/* ---- ports and waits (port.c) ---------------------------------------------------------- */
+
+struct wait {
+        struct sn_list port_link; /* in port->waiters, most recent first */
+        struct sn_list conn_link; /* in conn->waits */
+        struct conn *conn;
+        struct port *port;
+        uint32_t id;
+        uint32_t max_entries;
+        struct event timer;
+        bool timer_armed;
+        uint32_t nresults;
+        uint32_t results[]; /* per-registration results of the call, sent with the answer */
+};
+
+struct port {
+        struct sn_list conn_link; /* in owner->ports */
+        struct conn *owner;
+        uint32_t id;
+        uint32_t concurrency;
+        int epfd;
+        struct event ev;
+        bool ev_added;
+        struct sn_list queue;   /* struct packet, FIFO */
+        uint32_t nqueued;
+        uint32_t nposted;
+        struct sn_list waiters; /* struct wait, LIFO */
+        uint32_t nwaiters;
+        struct sn_list regs;    /* struct reg */
+        uint32_t nregs;
+        uint64_t epoch;
+        struct sn_list skips;   /* struct reg whose first EDGE report must be trimmed */
+};
+
+int port_new(struct conn *owner, uint32_t concurrency, struct port **ret_port);
+/* Closes the port (rule 9): waits answered with status (ECANCELED or ESHUTDOWN). */
+void port_free(struct port *port, uint32_t status);
+struct port *port_find(struct conn *conn, uint32_t id);
+/* Queues a packet of registration reg (OR-ing into one already queued). */
+void port_queue_reg(struct port *port, struct reg *reg, uint32_t events);
+/* Posts n packets; all or none.  Returns 0 or -EDQUOT/-ENOMEM. */
+int port_post(struct port *port, const uint8_t *items, uint32_t n);
+/* Harvests readiness for up to want new packets. */
+void port_harvest(struct port *port, uint32_t want);
+/* Consumes the initial reports of EDGE registrations enabled while ready (rule 15). */
+void port_harvest_skips(struct port *port);
+/* Moves up to max entries out of the queue into out (wire-encoded entries). */
+uint32_t port_take(struct port *port, uint8_t *out, uint32_t max);
+/* Hands queued entries to parked waiters, most recent first. */
+void port_dispatch(struct port *port);
+/* Parks a PROCESS request.  results (n) are copied.  Returns 0 or -ENOMEM/-EDQUOT. */
+int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t max_entries,
+              uint32_t timeout_ms, const uint32_t *results, uint32_t n);
+/* Answers a wait with status and no entries, and frees it. */
+void wait_cancel(struct wait *w, uint32_t status);
+/* Frees a wait without answering it. */
+void wait_free(struct wait *w);
+
+/* ---- connections (conn.c) -------------------------------------------------------------- */
+
+struct outmsg {
+        struct sn_list link;
+        size_t len;
+        uint8_t data[];
+};
+
+struct stage {
+        bool active;
+        uint32_t id;
+        uint32_t port;
+        uint32_t error;
+        uint8_t *items; /* wire-encoded registrations */
+        uint32_t nitems, cap;
+        int *fds;
+        uint32_t nfds, fdcap;
+};
+
+struct conn {
+        struct sn_list link; /* in server->conns */
+        struct server *srv;
+        uint64_t serial;
+        int fd;
+        struct event ev;
+        bool writing;
+        pid_t pid;
+        uid_t uid;
+        gid_t gid;
+        bool hello;
+        bool dead;
+        struct sn_list ports;
+        uint32_t nports;
+        struct sn_list waits;
+        uint32_t nwaits;
+        struct stage stage;
+        struct sn_list outq;
+        size_t outq_bytes;
+        struct sn_list dead_link; /* in server->dead */
+};
+
+void conn_accept(struct server *srv, int fd);
+void conn_free(struct conn *conn, uint32_t status);
+/* Marks the connection for closing at the next turn of the loop (never frees now). */
+void conn_kill(struct conn *conn, const char *why);
+/* Sends one encoded message (queued when the socket is full). */
+void conn_send(struct conn *conn, const uint8_t *buf, size_t len);
+/* Encodes and sends a PROCESS_REPLY. */
+void conn_reply_process(struct conn *conn, uint32_t id, uint32_t status, const uint32_t *results,
+                        uint32_t nresults, const uint8_t *entries, uint32_t nentries);
+
+/* ---- server (server.c, status.c) ------------------------------------------------------- */
+
+struct server {
+        struct event_base *base;
+        int listen_fd;
+        struct event listen_ev;
+        struct event sig_term, sig_int, sig_pipe;
+        struct event reaper;
+        char *path;
+        bool owns_path;
+        struct limits limits;
+        struct counters counters;
+        struct registry registry;
+        struct sn_list conns;
+        uint32_t nconns;
+        struct sn_list dead;
+        uint32_t next_port_id;
+        uint64_t next_conn_serial;
+        uint32_t nports, nwaits;
+        uint64_t nregs, nqueued;
+        bool trace;
+        struct timespec started;
+        uint8_t *rbuf;  /* one received message */
+        uint8_t *wbuf;  /* one reply being built */
+        uint8_t *ebuf;  /* encoded entries being taken */
+        struct epoll_event *evbuf;
+        uint32_t evcap;
+        uint64_t fd_capacity;
+};
+
+struct server_options {
+        const char *path;
+        uint32_t mode;
+        const char *group;
+        struct limits limits;
+        bool trace;
+        int listen_fd; /* an adopted listening socket, or -1 */
+};
+
+int server_new(const struct server_options *opt, struct server **ret_srv);
+int server_run(struct server *srv);
+void server_free(struct server *srv);
+/* Builds the status document; returns malloc'ed JSON text or NULL. */
+char *server_status_json(struct server *srv);
+void server_count_call_error(struct server *srv, uint32_t err);
+void server_count_entry_error(struct server *srv, uint32_t err);

@@ -1,0 +1,393 @@
+/*
+ * registration.c - one registration: a socket on a port, its filter, triggers and state.
+ *
+ * The kernel does the readiness work.  Each registration is an item of its port's epoll set:
+ * LEVEL maps to level-triggered epoll, EDGE to EPOLLET, LEVEL+ONESHOT to EPOLLONESHOT (disarmed
+ * by the kernel when the packet is harvested, which is when it is queued: rule 11).  What epoll
+ * does not express is handled here, where the events are translated:
+ *
+ *  - Rule 15 / row 39: EDGE must not report a condition that already holds at ENABLE, but
+ *    EPOLL_CTL_ADD/MOD put an item that is ready on the ready list at once.  The events that hold
+ *    at ENABLE are recorded in edge_skip and removed from the item's first report, which the
+ *    caller harvests before the request is answered (port.c), so no genuine edge can merge
+ *    into it in between.  EDGE+ONESHOT is disarmed by leaving epoll, because re-arming a
+ *    kernel ONESHOT item re-polls it and would report the old condition again.
+ *  - Rule 14: a never-connected stream socket polls as OUT|HUP on Linux.  Such a registration
+ *    waits edge-triggered, reporting nothing, until the socket changes state (connect progress,
+ *    an error, listen()); then it switches to its real mode, and the kernel's re-poll reports
+ *    what holds.
+ *  - Row 51 / rule 6: HANGUP only for stream sockets, from EPOLLRDHUP or EPOLLHUP.
+ *  - Row 49: a socket in error that is hung up (failed connect, reset) reports ERR without OUT.
+ *  - A hung-up socket whose filter can report nothing (filter NONE) would come back from a
+ *    level-triggered epoll forever: it is taken out of epoll ("parked") until enabled again.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <linux/tcp.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "daemon/daemon.h"
+#include "socknotify.h"
+
+/* From the kernel's include/net/tcp_states.h. */
+#define SN_TCP_CLOSE 7
+#define SN_TCP_LISTEN 10
+
+static uint32_t epoll_interest(const struct reg *g)
+{
+        uint32_t ev = 0;
+
+        if (g->filter & SN_REGISTER_EVENT_IN)
+                ev |= EPOLLIN;
+        if (g->filter & SN_REGISTER_EVENT_OUT)
+                ev |= EPOLLOUT;
+        if (g->stream && g->filter & SN_REGISTER_EVENT_HANGUP)
+                ev |= EPOLLRDHUP;
+        if (g->fresh)
+                return ev | EPOLLET;
+        if (g->trigger & SN_TRIGGER_EDGE)
+                ev |= EPOLLET;
+        else if (g->trigger & SN_TRIGGER_ONESHOT)
+                ev |= EPOLLONESHOT;
+        return ev;
+}
+
+static int reg_epoll_update(struct reg *g)
+{
+        struct epoll_event e = { .events = epoll_interest(g), .data.ptr = g };
+
+        if (epoll_ctl(g->port->epfd, g->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, g->fd, &e) < 0)
+                return -errno;
+        g->in_epoll = true;
+        g->parked = false;
+        return 0;
+}
+
+static void reg_epoll_remove(struct reg *g)
+{
+        if (!g->in_epoll)
+                return;
+        g->in_epoll = false;
+        if (g->port->epfd < 0)
+                return; /* the port's epoll instance is gone, and every item with it */
+        if (epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->fd, NULL) < 0)
+                log_warning("epoll_ctl(DEL) of a registered socket failed: %m");
+}
+
+void reg_rearm(struct reg *g)
+{
+        if (reg_epoll_update(g) < 0)
+                log_warning("epoll_ctl re-arming a registration failed: %m");
+}
+
+void reg_skip_clear(struct reg *g)
+{
+        g->edge_skip = 0;
+        sn_list_del(&g->skip_link);
+}
+
+/* Readiness bits as the registration reports them, without side effects. */
+static uint32_t raw_bits(const struct reg *g, uint32_t ev)
+{
+        uint32_t m = 0;
+
+        if (ev & EPOLLIN && g->filter & SN_REGISTER_EVENT_IN)
+                m |= SN_EVENT_IN;
+        if (ev & EPOLLOUT && g->filter & SN_REGISTER_EVENT_OUT)
+                m |= SN_EVENT_OUT;
+        if (g->stream && ev & (EPOLLRDHUP | EPOLLHUP) && g->filter & SN_REGISTER_EVENT_HANGUP)
+                m |= SN_EVENT_HANGUP;
+        if (ev & EPOLLERR) {
+                m |= SN_EVENT_ERR;
+                if (ev & EPOLLHUP)
+                        m &= ~SN_EVENT_OUT;
+        }
+        return m;
+}
+
+static uint32_t poll_now(const struct reg *g)
+{
+        struct pollfd p = { .fd = g->fd, .events = POLLIN | POLLOUT | POLLRDHUP };
+
+        if (poll(&p, 1, 0) <= 0)
+                return 0;
+        return (uint32_t)p.revents;
+}
+
+/* Rule 14: a stream socket that has never started to connect, is not listening and has no
+ * error.  TCP: TCP_INFO says CLOSE and no segment ever went either way.  Unix: no peer. */
+static bool sock_is_fresh(int fd)
+{
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+        struct sockaddr_un sa;
+        int acc = 0;
+
+        if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+                if (len < offsetof(struct tcp_info, tcpi_segs_in) + sizeof(ti.tcpi_segs_in))
+                        return false;
+                return ti.tcpi_state == SN_TCP_CLOSE && ti.tcpi_segs_out == 0 &&
+                       ti.tcpi_segs_in == 0;
+        }
+        len = sizeof(acc);
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && acc)
+                return false;
+        len = sizeof(sa);
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &acc, &(socklen_t){ sizeof(acc) }) < 0 ||
+            acc != AF_UNIX)
+                return false;
+        return getpeername(fd, (struct sockaddr *)&sa, &len) < 0 && errno == ENOTCONN;
+}
+
+static uint32_t check_enable(uint16_t filter, uint8_t trigger, uint8_t *ret_norm)
+{
+        bool level = trigger & SN_TRIGGER_LEVEL, edge = trigger & SN_TRIGGER_EDGE;
+        bool oneshot = trigger & SN_TRIGGER_ONESHOT, persistent = trigger & SN_TRIGGER_PERSISTENT;
+
+        if (filter & ~SN_REGISTER_EVENTS_ALL || trigger & ~SN_TRIGGER_ALL)
+                return EINVAL; /* rows 46 */
+        if (level == edge)
+                return EINVAL; /* row 34 */
+        if (oneshot && persistent)
+                return EINVAL; /* row 35 */
+        /* Rule 2: LEVEL or EDGE alone means PERSISTENT. */
+        *ret_norm = (uint8_t)((level ? SN_TRIGGER_LEVEL : SN_TRIGGER_EDGE) |
+                              (oneshot ? SN_TRIGGER_ONESHOT : SN_TRIGGER_PERSISTENT));
+        return 0;
+}
+
+/* (Re)arms an enabled registration.  Returns 0 or a positive errno. */
+static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
+{
+        int r;
+        uint32_t holding = 0;
+
+        g->filter = filter;
+        g->trigger = trigger;
+        g->state = REG_ENABLED;
+        reg_skip_clear(g);
+        if (!g->fresh && trigger & SN_TRIGGER_EDGE)
+                holding = raw_bits(g, poll_now(g)) & ~(uint32_t)SN_EVENT_ERR;
+        r = reg_epoll_update(g);
+        if (r < 0) {
+                g->state = REG_DISABLED;
+                return (uint32_t)-r;
+        }
+        if (holding) {
+                g->edge_skip = (uint8_t)holding;
+                sn_list_add_tail(&g->port->skips, &g->skip_link);
+        }
+        return 0;
+}
+
+static uint32_t reg_create(struct port *port, uint64_t dev, uint64_t ino,
+                           const struct snw_registration *it, uint16_t filter, uint8_t trigger,
+                           int fd)
+{
+        struct server *srv = port->owner->srv;
+        struct reg *g;
+        int type = 0;
+        uint32_t err;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) }) < 0) {
+                sn_close(fd);
+                return ENOTSOCK;
+        }
+        g = calloc(1, sizeof(*g));
+        if (!g) {
+                sn_close(fd);
+                return ENOMEM;
+        }
+        g->port = port;
+        g->dev = dev;
+        g->ino = ino;
+        g->key = it->key;
+        g->fd = fd;
+        g->stream = type == SOCK_STREAM || type == SOCK_SEQPACKET;
+        g->fresh = g->stream && sock_is_fresh(fd);
+        g->state = REG_DISABLED;
+        sn_list_init(&g->pkt.link);
+        sn_list_init(&g->skip_link);
+        g->pkt.kind = SN_PROTO_KIND_SOCKET;
+        if (registry_insert(&srv->registry, g) < 0) {
+                sn_close(fd);
+                free(g);
+                return ENOMEM;
+        }
+        sn_list_add_tail(&port->regs, &g->port_link);
+        port->nregs++;
+        srv->nregs++;
+        err = reg_configure(g, filter, trigger);
+        if (err)
+                reg_free(g);
+        return err;
+}
+
+uint32_t reg_apply(struct port *port, const struct snw_registration *it, int fd)
+{
+        struct server *srv = port->owner->srv;
+        uint64_t dev = it->dev, ino = it->ino;
+        uint8_t trigger = 0;
+        struct reg *g;
+        uint32_t err;
+
+        srv->counters.registrations_applied++;
+        if (it->op == SN_OP_NONE) {
+                sn_close(fd); /* row 14: no change */
+                return 0;
+        }
+        if (it->op != SN_OP_ENABLE && it->op != SN_OP_DISABLE && it->op != SN_OP_REMOVE) {
+                sn_close(fd);
+                return EINVAL; /* row 13 */
+        }
+        if (fd >= 0) {
+                struct stat st;
+
+                /* The identity of a passed socket is read here, never taken from the client. */
+                if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                        sn_close(fd);
+                        return ENOTSOCK;
+                }
+                dev = st.st_dev;
+                ino = st.st_ino;
+        }
+        g = registry_find(&srv->registry, dev, ino);
+
+        switch (it->op) {
+        case SN_OP_ENABLE:
+                err = check_enable(it->filter, it->trigger, &trigger);
+                if (err)
+                        break;
+                if (g) {
+                        if (g->port != port || g->state == REG_REMOVING) {
+                                err = EEXIST; /* row 64, rule 10 */
+                                break;
+                        }
+                        sn_close(fd);
+                        /* Rule 4: overwrite filter and triggers, keep the original key. */
+                        return reg_configure(g, it->filter, trigger);
+                }
+                if (fd < 0) {
+                        err = ESTALE; /* the client must pass the socket itself */
+                        break;
+                }
+                if (port->nregs >= srv->limits.max_registrations) {
+                        err = EDQUOT;
+                        break;
+                }
+                return reg_create(port, dev, ino, it, it->filter, trigger, fd);
+        case SN_OP_DISABLE:
+                if (!g || g->port != port || g->state == REG_REMOVING) {
+                        err = ENOENT; /* rules 8, 13 */
+                        break;
+                }
+                reg_epoll_remove(g);
+                g->state = REG_DISABLED;
+                reg_skip_clear(g);
+                err = 0; /* rule 3: a packet already queued stays deliverable */
+                break;
+        default: /* SN_OP_REMOVE */
+                if (!g || g->port != port) {
+                        err = ENOENT;
+                        break;
+                }
+                err = 0;
+                if (g->state == REG_REMOVING)
+                        break; /* rule 8: no second packet */
+                reg_epoll_remove(g);
+                reg_skip_clear(g);
+                g->state = REG_REMOVING;
+                port_queue_reg(port, g, SN_EVENT_REMOVE);
+                break;
+        }
+        sn_close(fd);
+        return err;
+}
+
+void reg_free(struct reg *g)
+{
+        struct port *port;
+        struct server *srv;
+
+        if (!g)
+                return;
+        port = g->port;
+        srv = port->owner->srv;
+        if (g->queued) {
+                sn_list_del(&g->pkt.link);
+                g->queued = false;
+                port->nqueued--;
+                srv->nqueued--;
+        }
+        reg_epoll_remove(g);
+        reg_skip_clear(g);
+        registry_remove(&srv->registry, g);
+        sn_list_del(&g->port_link);
+        port->nregs--;
+        srv->nregs--;
+        sn_close(g->fd);
+        free(g);
+}
+
+uint32_t reg_translate(struct reg *g, uint32_t ev)
+{
+        uint32_t mask;
+
+        if (g->state != REG_ENABLED)
+                return 0;
+        if (g->fresh) {
+                if (!(ev & EPOLLERR) && sock_is_fresh(g->fd))
+                        return 0;
+                /* Connect progress, an error or listen(): from now on the real mode; the
+                 * kernel re-polls on MOD and reports what holds at the next harvest. */
+                g->fresh = false;
+                if (reg_epoll_update(g) < 0)
+                        log_warning("epoll_ctl(MOD) leaving the fresh state failed: %m");
+                return 0;
+        }
+        mask = raw_bits(g, ev);
+        if (g->edge_skip) {
+                mask &= ~(uint32_t)g->edge_skip;
+                reg_skip_clear(g);
+                if (!mask)
+                        return 0;
+        }
+        if (!mask) {
+                if (ev & EPOLLHUP) {
+                        reg_epoll_remove(g);
+                        g->parked = true;
+                } else if (g->trigger & SN_TRIGGER_ONESHOT && reg_epoll_update(g) < 0) {
+                        /* Nothing was delivered, so the kernel's ONESHOT disarm is undone. */
+                        log_warning("epoll_ctl(MOD) re-arming a registration failed: %m");
+                }
+                return 0;
+        }
+        if ((g->trigger & (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT)) ==
+            (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT))
+                reg_epoll_remove(g);
+        return mask;
+}
+
+uint32_t reg_recheck(struct reg *g)
+{
+        return raw_bits(g, poll_now(g));
+}
+
+int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino)
+{
+        struct reg *g = registry_find(&conn->srv->registry, dev, ino);
+
+        if (!g || g->port->owner != conn)
+                return -ENOENT;
+        reg_free(g);
+        return 0;
+}

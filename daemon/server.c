@@ -1,0 +1,229 @@
+/*
+ * server.c - the listening socket, the event loop, signals and the reaper of dead connections.
+ *
+ * Start-up refuses to steal the socket path from a live daemon (a connect() succeeds) and only
+ * replaces a stale socket file (connect() refused, and the file is a socket).  SIGTERM/SIGINT
+ * answer every pending call with ESHUTDOWN, close every port and held socket, and leave the
+ * loop; server_free() then unlinks the socket file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "daemon/daemon.h"
+
+static void reaper_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct server *srv = arg;
+
+        while (!sn_list_empty(&srv->dead))
+                conn_free(sn_list_first(&srv->dead, struct conn, dead_link), ECANCELED);
+}
+
+static void listen_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct server *srv = arg;
+
+        for (int i = 0; i < 64; i++) {
+                int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+                if (c >= 0) {
+                        conn_accept(srv, c);
+                        continue;
+                }
+                if (errno == EINTR || errno == ECONNABORTED)
+                        continue;
+                if (errno == EMFILE || errno == ENFILE) {
+                        static const struct timeval pause = { 0, 100000 };
+
+                        /* Out of descriptors: stop accepting for a moment instead of spinning. */
+                        log_warning("accept: %m; not accepting for 100 ms");
+                        event_del(&srv->listen_ev);
+                        event_add(&srv->listen_ev, &pause);
+                }
+                return;
+        }
+}
+
+static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
+{
+        struct server *srv = arg;
+
+        log_info("signal %d: shutting down, %u connection(s) open", (int)sig, srv->nconns);
+        while (!sn_list_empty(&srv->conns))
+                conn_free(sn_list_first(&srv->conns, struct conn, link), ESHUTDOWN);
+        event_base_loopbreak(srv->base);
+}
+
+/* Makes the listening socket at srv->path.  Returns 0 or a negative errno (logged). */
+static int listen_on_path(struct server *srv, uint32_t mode, const char *group)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+        _sn_cleanup_close_ int fd = -1;
+        mode_t old;
+        int r;
+
+        strncpy(sa.sun_path, srv->path, sizeof(sa.sun_path) - 1);
+        if (lstat(srv->path, &st) == 0) {
+                _sn_cleanup_close_ int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+                if (!S_ISSOCK(st.st_mode)) {
+                        log_error("%s exists and is not a socket; not replacing it", srv->path);
+                        return -EEXIST;
+                }
+                if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+                        log_error("another socknotifyd is serving %s", srv->path);
+                        return -EADDRINUSE;
+                }
+                if (errno != ECONNREFUSED) {
+                        r = -errno;
+                        log_error("cannot probe %s: %s", srv->path, strerror(-r));
+                        return r;
+                }
+                log_info("replacing stale socket %s", srv->path);
+                unlink(srv->path);
+        } else if (!strcmp(srv->path, "/run/socknotify/socknotify.sock")) {
+                mkdir("/run/socknotify", 0755);
+        }
+
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                r = -errno;
+                log_error("socket: %s", strerror(-r));
+                return r;
+        }
+        old = umask((mode_t)(~mode & 0777));
+        r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (r < 0) {
+                r = -errno;
+                log_error("bind %s: %s", srv->path, strerror(-r));
+                return r;
+        }
+        srv->owns_path = true;
+        if (group) {
+                struct group *g = getgrnam(group);
+
+                if (!g || chown(srv->path, (uid_t)-1, g->gr_gid) < 0) {
+                        log_error("cannot give %s to group %s: %s", srv->path, group,
+                                  g ? strerror(errno) : "no such group");
+                        return -EINVAL;
+                }
+        }
+        if (chmod(srv->path, (mode_t)mode) < 0 || listen(fd, SOMAXCONN) < 0) {
+                r = -errno;
+                log_error("setting up %s: %s", srv->path, strerror(-r));
+                return r;
+        }
+        srv->listen_fd = SN_TAKE_FD(fd);
+        return 0;
+}
+
+int server_new(const struct server_options *opt, struct server **ret_srv)
+{
+        struct event_config *cfg;
+        struct server *srv;
+        int r;
+
+        srv = calloc(1, sizeof(*srv));
+        if (!srv)
+                return -ENOMEM;
+        srv->listen_fd = -1;
+        srv->limits = opt->limits;
+        srv->trace = opt->trace;
+        sn_list_init(&srv->conns);
+        sn_list_init(&srv->dead);
+        clock_gettime(CLOCK_MONOTONIC, &srv->started);
+        srv->path = strdup(opt->path);
+        srv->evcap = 1024;
+        srv->evbuf = calloc(srv->evcap, sizeof(*srv->evbuf));
+        srv->rbuf = malloc(srv->limits.max_message);
+        srv->wbuf = malloc(srv->limits.max_message);
+        srv->ebuf = malloc(srv->limits.max_message);
+        if (!srv->path || !srv->evbuf || !srv->rbuf || !srv->wbuf || !srv->ebuf ||
+            registry_init(&srv->registry) < 0) {
+                server_free(srv);
+                return -ENOMEM;
+        }
+        cfg = event_config_new();
+        if (cfg)
+                event_config_require_features(cfg, EV_FEATURE_ET | EV_FEATURE_O1);
+        srv->base = cfg ? event_base_new_with_config(cfg) : NULL;
+        if (cfg)
+                event_config_free(cfg);
+        if (!srv->base) {
+                log_error("libevent has no edge-triggered O(1) backend (epoll) here");
+                server_free(srv);
+                return -ENOTSUP;
+        }
+
+        if (opt->listen_fd >= 0) {
+                srv->listen_fd = opt->listen_fd;
+                evutil_make_socket_nonblocking(srv->listen_fd);
+        } else {
+                r = listen_on_path(srv, opt->mode, opt->group);
+                if (r < 0) {
+                        server_free(srv);
+                        return r;
+                }
+        }
+        event_assign(&srv->listen_ev, srv->base, srv->listen_fd, EV_READ | EV_PERSIST, listen_cb,
+                     srv);
+        evsignal_assign(&srv->sig_term, srv->base, SIGTERM, shutdown_cb, srv);
+        evsignal_assign(&srv->sig_int, srv->base, SIGINT, shutdown_cb, srv);
+        event_assign(&srv->reaper, srv->base, -1, 0, reaper_cb, srv);
+        if (event_add(&srv->listen_ev, NULL) < 0 || evsignal_add(&srv->sig_term, NULL) < 0 ||
+            evsignal_add(&srv->sig_int, NULL) < 0) {
+                server_free(srv);
+                return -ENOMEM;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        *ret_srv = srv;
+        return 0;
+}
+
+int server_run(struct server *srv)
+{
+        return event_base_dispatch(srv->base) < 0 ? -EIO : 0;
+}
+
+void server_free(struct server *srv)
+{
+        if (!srv)
+                return;
+        while (!sn_list_empty(&srv->conns))
+                conn_free(sn_list_first(&srv->conns, struct conn, link), ESHUTDOWN);
+        if (srv->base) {
+                if (event_initialized(&srv->listen_ev))
+                        event_del(&srv->listen_ev);
+                if (event_initialized(&srv->sig_term))
+                        event_del(&srv->sig_term);
+                if (event_initialized(&srv->sig_int))
+                        event_del(&srv->sig_int);
+                if (event_initialized(&srv->reaper))
+                        event_del(&srv->reaper);
+                event_base_free(srv->base);
+        }
+        sn_close(srv->listen_fd);
+        if (srv->owns_path)
+                unlink(srv->path);
+        registry_deinit(&srv->registry);
+        free(srv->evbuf);
+        free(srv->rbuf);
+        free(srv->wbuf);
+        free(srv->ebuf);
+        free(srv->path);
+        free(srv);
+}

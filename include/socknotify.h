@@ -1,0 +1,178 @@
+/*
+ * socknotify.h - native C API of libsocknotify.
+ *
+ * socknotify brings Windows socket state notifications (ProcessSocketNotifications and I/O
+ * completion ports) to Linux.  A process connects to the socknotifyd daemon, creates completion
+ * ports there, registers its sockets on them and dequeues notifications.  The Win32 names live
+ * in <socknotify/winsock.h>; this header is the native form, with negative errno results.
+ *
+ * Ownership rule (L1).  Registering a socket passes a copy of it to the daemon (SCM_RIGHTS): the
+ * daemon then holds a second reference to the same open socket.  Closing your descriptor with
+ * plain close() does NOT close the connection while the registration exists: the peer sees no
+ * EOF until the registration is removed (OP_REMOVE and its REMOVE notification) or the port is
+ * closed.  Close a registered socket with sn_socket_close(), which drops the daemon's copy
+ * (without a REMOVE notification) and then closes yours.
+ *
+ * Threads: every function may be called from any thread.  Several threads may wait on one port
+ * at once; each is a separate waiter, woken most-recent-first.  After fork() the child must not
+ * use a connection of its parent: every call on it fails with -EBADFD; open a new one.
+ *
+ * Errors: functions return 0 (or a count) on success and a negative errno value on failure;
+ * sn_strerror() describes them.  Nothing in this library prints.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SN_EXPORT __attribute__((visibility("default")))
+#else
+#define SN_EXPORT
+#endif
+
+/* Registration event filter (values of SOCK_NOTIFY_REGISTER_EVENT_*). */
+#define SN_REGISTER_EVENT_NONE 0x00u
+#define SN_REGISTER_EVENT_IN 0x01u
+#define SN_REGISTER_EVENT_OUT 0x02u
+#define SN_REGISTER_EVENT_HANGUP 0x04u
+#define SN_REGISTER_EVENTS_ALL 0x07u
+
+/* Notification event bits, in sn_entry.events (values of SOCK_NOTIFY_EVENT_*). */
+#define SN_EVENT_IN 0x01u
+#define SN_EVENT_OUT 0x02u
+#define SN_EVENT_HANGUP 0x04u
+#define SN_EVENT_ERR 0x40u
+#define SN_EVENT_REMOVE 0x80u
+#define SN_EVENTS_ALL 0xc7u
+
+/* Operations (values of SOCK_NOTIFY_OP_*); exactly one per registration. */
+#define SN_OP_NONE 0x00u
+#define SN_OP_ENABLE 0x01u
+#define SN_OP_DISABLE 0x02u
+#define SN_OP_REMOVE 0x04u
+
+/* Trigger flags (values of SOCK_NOTIFY_TRIGGER_*).  ENABLE needs LEVEL or EDGE; ONESHOT and
+ * PERSISTENT exclude each other and PERSISTENT is the default. */
+#define SN_TRIGGER_ONESHOT 0x01u
+#define SN_TRIGGER_PERSISTENT 0x02u
+#define SN_TRIGGER_LEVEL 0x04u
+#define SN_TRIGGER_EDGE 0x08u
+#define SN_TRIGGER_ALL 0x0fu
+
+/* Timeout value that waits without limit. */
+#define SN_INFINITE 0xffffffffu
+
+/* sn_entry.kind */
+#define SN_ENTRY_SOCKET 0u
+#define SN_ENTRY_POSTED 1u
+
+/* A connection to socknotifyd.  Opaque. */
+typedef struct sn_conn sn_conn_t;
+/* A completion port on the daemon.  Opaque; belongs to one connection. */
+typedef struct sn_port sn_port_t;
+
+/* One registration operation, the native SOCK_NOTIFY_REGISTRATION.  result is written back by
+ * sn_port_process(): 0, or a negative errno for that entry alone:
+ *   -ENOTSOCK  fd is not an open socket          -EINVAL   bad operation, filter or triggers
+ *   -EEXIST    socket registered on another port (or its REMOVE notification is still queued)
+ *   -ENOENT    DISABLE/REMOVE of a socket not registered on this port
+ *   -EDQUOT    the port holds its maximum number of registrations */
+typedef struct sn_registration {
+        int fd;
+        uint16_t filter;
+        uint8_t op;
+        uint8_t trigger;
+        uint64_t key;
+        int32_t result;
+} sn_registration_t;
+
+/* One dequeued entry, the native OVERLAPPED_ENTRY.  For a socket notification events holds the
+ * SN_EVENT_* bits and overlapped is 0; for a posted packet events and overlapped are the posted
+ * byte count and overlapped value, unchanged. */
+typedef struct sn_entry {
+        uint64_t key;
+        uint64_t overlapped;
+        uint32_t events;
+        uint32_t kind;
+} sn_entry_t;
+
+/* Daemon limits announced at connection time. */
+typedef struct sn_limits {
+        uint32_t max_message;
+        uint32_t max_fds;
+        uint32_t max_ports;
+        uint32_t max_registrations;
+        uint32_t max_posted;
+        uint32_t max_waits;
+} sn_limits_t;
+
+/*
+ * Connects to socknotifyd.  path NULL means: $SOCKNOTIFY_SOCKET, else
+ * $XDG_RUNTIME_DIR/socknotify.sock for a non-root user, else /run/socknotify/socknotify.sock.
+ * Errors: -ENOENT or -ECONNREFUSED (no daemon), -EPROTO (not a socknotifyd or no common
+ * protocol version), -ENAMETOOLONG, -ENOMEM.
+ */
+SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn);
+
+/* Closes the connection: the daemon closes every port of it (rule 9).  Accepts NULL; returns
+ * NULL.  No call on the connection or its ports may be running or start afterwards. */
+SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *conn);
+
+/* Copies the daemon's limits for this connection. */
+SN_EXPORT int sn_conn_limits(sn_conn_t *conn, sn_limits_t *ret_limits);
+
+/* Fetches the daemon's status document (JSON).  *ret_json is malloc'ed, NUL-terminated, and
+ * the caller frees it. */
+SN_EXPORT int sn_conn_status(sn_conn_t *conn, char **ret_json);
+
+/* Creates a completion port.  concurrency is NumberOfConcurrentThreads (0: the number of
+ * processors).  Errors: -EDQUOT (too many ports on this connection), -EBADFD, -ECONNRESET. */
+SN_EXPORT int sn_port_create(sn_conn_t *conn, uint32_t concurrency, sn_port_t **ret_port);
+
+/* Closes a port (rule 9): its registrations are dropped without REMOVE notifications, the
+ * daemon's copies of their sockets are closed, queued entries are discarded, and every thread
+ * waiting on it returns -ECANCELED.  Consumes the caller's reference: port must not be used
+ * afterwards.  Accepts NULL. */
+SN_EXPORT int sn_port_close(sn_port_t *port);
+
+/*
+ * The native ProcessSocketNotifications: applies nregs registrations in array order (each
+ * result written back), then dequeues up to max_entries entries into entries, waiting up to
+ * timeout_ms (0 polls; SN_INFINITE waits without limit).
+ * Returns the number of entries dequeued (0 when max_entries is 0), -ETIMEDOUT when
+ * max_entries > 0 and nothing arrived in time (registrations did take effect), or a call-level
+ * error after which no registration took effect: -EINVAL (timeout without max_entries, NULL
+ * arrays with nonzero counts), -EBADF (port closed), -ECANCELED (port closed while waiting),
+ * -ESHUTDOWN (daemon stopping), -ECONNRESET (daemon gone), -EBADFD (used after fork).
+ */
+SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
+                              sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms);
+
+/* sn_port_process() without registrations. */
+SN_EXPORT int sn_port_dequeue(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries,
+                              uint32_t timeout_ms);
+
+/* Queues a packet (PostQueuedCompletionStatus); key, bytes and overlapped are delivered
+ * unchanged and never interpreted.  Errors: -EDQUOT when the port holds its maximum number of
+ * posted packets (L4), -EBADF. */
+SN_EXPORT int sn_port_post(sn_port_t *port, uint64_t key, uint32_t bytes, uint64_t overlapped);
+
+/*
+ * Closes a socket that may be registered (rule L1, closesocket): when fd is the descriptor the
+ * registration was made with, the daemon drops the registration without a REMOVE notification
+ * and closes its copy; then fd itself is closed.  Notifications already dequeued stay valid;
+ * ones not yet dequeued are discarded.  fd is consumed on every outcome.  Returns 0, or -EBADF
+ * when fd is not open.
+ */
+SN_EXPORT int sn_socket_close(sn_conn_t *conn, int fd);
+
+/* Describes an error returned by this library (negative errno).  Never NULL. */
+SN_EXPORT const char *sn_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
