@@ -149,6 +149,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                                 .op = g->op,
                                 .trigger = g->trigger,
                                 .fd_index = SN_PROTO_NO_FD,
+                                .client_fd = (uint32_t)g->fd,
                         };
 
                         if (pr->attach) {

@@ -74,7 +74,7 @@ SN_EXPORT int sn_socket_close(sn_conn_t *c, int fd)
         }
         if (known) {
                 uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_socket_close];
-                struct snw_socket_close body = { .dev = dev, .ino = ino };
+                struct snw_socket_close body = { .dev = dev, .ino = ino, .client_fd = (uint32_t)fd };
 
                 snw_socket_close_encode(sn_msg_begin(buf, SN_MSG_SOCKET_CLOSE, 0, 0, 0, 0, 0),
                                        &body);

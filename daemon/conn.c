@@ -346,7 +346,7 @@ static void handle_socket_close(struct conn *c, const struct snw_header *h, cons
         int r;
 
         snw_socket_close_decode(sn_msg_body(buf), &in);
-        r = reg_close_socket(c, in.dev, in.ino);
+        r = reg_close_socket(c, in.dev, in.ino, in.client_fd);
         reply_simple(c, SN_MSG_SOCKET_CLOSE_REPLY, h->id, (uint32_t)-r);
 }
 
@@ -375,7 +375,8 @@ static bool fds_consistent(const uint8_t *items, uint32_t n, uint32_t nfds)
         uint32_t seen = 0;
 
         for (uint32_t i = 0; i < n; i++) {
-                uint32_t idx = sn_get_u32(items + (size_t)i * SN_WIRE_SIZE_registration + 28);
+                uint32_t idx = sn_get_u32(items + (size_t)i * SN_WIRE_SIZE_registration + SN_REG_FD_INDEX_OFFSET);
+
 
                 if (idx == SN_PROTO_NO_FD)
                         continue;
@@ -425,9 +426,9 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 uint32_t idx;
 
                 memcpy(dst, items + (size_t)i * isz, isz);
-                idx = sn_get_u32(dst + 28);
+                idx = sn_get_u32(dst + SN_REG_FD_INDEX_OFFSET);
                 if (idx != SN_PROTO_NO_FD)
-                        sn_put_u32(dst + 28, idx + st->nfds);
+                        sn_put_u32(dst + SN_REG_FD_INDEX_OFFSET, idx + st->nfds);
         }
         memcpy(st->fds + st->nfds, fds, nfds * sizeof(int));
         st->nitems += n;

@@ -96,6 +96,7 @@ struct reg {
         uint64_t dev, ino;
         uint64_t key;
         int fd;                    /* the daemon's copy of the socket */
+        uint32_t client_fd;        /* the client's descriptor number that created it */
         uint16_t filter;           /* SN_REGISTER_EVENT_* */
         uint8_t trigger;           /* normalized: ONESHOT or PERSISTENT, and LEVEL or EDGE */
         uint8_t state;             /* enum reg_state */
@@ -126,9 +127,10 @@ uint32_t reg_translate(struct reg *reg, uint32_t epoll_events);
 /* Re-reads readiness of a queued level-triggered packet that has waited past a dequeue; returns
  * the current bits (0: drop the packet). */
 uint32_t reg_recheck(struct reg *reg);
-/* Drops the registration of socket (dev, ino) if it belongs to one of conn's ports, without a
- * REMOVE packet (rule L1).  Returns 0 or -ENOENT. */
-int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino);
+/* Drops the registration of socket (dev, ino) if it belongs to one of conn's ports and was made
+ * through the client's descriptor client_fd (row 62), without a REMOVE packet (rule L1).
+ * Returns 0 or -ENOENT. */
+int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino, uint32_t client_fd);
 
 /* ---- ports and waits (port.c) ---------------------------------------------------------- */
 

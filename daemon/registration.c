@@ -212,6 +212,7 @@ static uint32_t reg_create(struct port *port, uint64_t dev, uint64_t ino,
         g->ino = ino;
         g->key = it->key;
         g->fd = fd;
+        g->client_fd = it->client_fd;
         g->stream = type == SOCK_STREAM || type == SOCK_SEQPACKET;
         g->fresh = g->stream && sock_is_fresh(fd);
         g->state = REG_DISABLED;
@@ -382,11 +383,11 @@ uint32_t reg_recheck(struct reg *g)
         return raw_bits(g, poll_now(g));
 }
 
-int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino)
+int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino, uint32_t client_fd)
 {
         struct reg *g = registry_find(&conn->srv->registry, dev, ino);
 
-        if (!g || g->port->owner != conn)
+        if (!g || g->port->owner != conn || g->client_fd != client_fd)
                 return -ENOENT;
         reg_free(g);
         return 0;

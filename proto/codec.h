@@ -159,3 +159,8 @@ uint8_t *sn_msg_begin(uint8_t *buf, uint16_t type, uint32_t id, uint32_t status,
 /* Formats a one-line human-readable rendering of a checked message into out (always
  * terminated, truncated with "..." when too long).  Shows at most max_items array items. */
 void sn_msg_trace(char *out, size_t outsz, const uint8_t *buf, size_t len, unsigned max_items);
+
+/* Byte offset of fd_index inside a registration item (the daemon renumbers it when it joins
+ * the parts of a multi-part call). */
+#define SN_REG_FD_INDEX_OFFSET 28
+_Static_assert(SN_WIRE_SIZE_registration == 36, "registration item layout changed");

@@ -1,0 +1,210 @@
+/*
+ * daemon.c - test helpers (see daemon.h).  Real processes, real sockets; nothing is mocked.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "tests/helpers/daemon.h"
+
+long long now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool can_connect(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        bool ok;
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+void test_daemon_start(struct test_daemon *d, const char *const *args)
+{
+        const char *builddir = getenv("SN_BUILDDIR");
+        const char *wrapper = getenv("SN_TEST_DAEMON_WRAPPER");
+        char bin[512];
+        pid_t parent = getpid();
+        long long deadline;
+
+        snprintf(d->dir, sizeof(d->dir), "/tmp/sn-test-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(d->dir));
+        snprintf(d->path, sizeof(d->path), "%s/socknotify.sock", d->dir);
+        snprintf(bin, sizeof(bin), "%s/daemon/socknotifyd", builddir ? builddir : SN_BUILDDIR);
+
+        d->pid = fork();
+        ck_assert_int_ge(d->pid, 0);
+        if (d->pid == 0) {
+                const char *argv[64];
+                int n = 0;
+                char *w = wrapper ? strdup(wrapper) : NULL;
+
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent)
+                        _exit(127);
+                for (char *t = w ? strtok(w, " ") : NULL; t && n < 32; t = strtok(NULL, " "))
+                        argv[n++] = t;
+                argv[n++] = bin;
+                argv[n++] = "--socket";
+                argv[n++] = d->path;
+                for (int i = 0; args && args[i] && n < 62; i++)
+                        argv[n++] = args[i];
+                argv[n] = NULL;
+                execv(argv[0], (char *const *)argv);
+                _exit(127);
+        }
+        deadline = now_ms() + 20000;
+        while (!can_connect(d->path)) {
+                int st;
+
+                if (waitpid(d->pid, &st, WNOHANG) == d->pid)
+                        ck_abort_msg("socknotifyd exited during start-up (status %d)", st);
+                ck_assert_msg(now_ms() < deadline, "socknotifyd did not start");
+                usleep(5000);
+        }
+        /* The probe connection above must be gone before descriptors are counted. */
+        test_daemon_wait_fds(d, -1, 0);
+}
+
+int test_daemon_stop(struct test_daemon *d)
+{
+        if (d->pid <= 0)
+                return -1;
+        kill(d->pid, SIGTERM);
+        return test_daemon_reap(d);
+}
+
+int test_daemon_reap(struct test_daemon *d)
+{
+        int st = 0;
+
+        if (d->pid <= 0)
+                return -1;
+        while (waitpid(d->pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        d->pid = 0;
+        unlink(d->path);
+        rmdir(d->dir);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int test_daemon_fds(const struct test_daemon *d)
+{
+        char p[64];
+        DIR *dir;
+        struct dirent *e;
+        int n = 0;
+
+        snprintf(p, sizeof(p), "/proc/%d/fd", (int)d->pid);
+        dir = opendir(p);
+        if (!dir)
+                return -1;
+        while ((e = readdir(dir)))
+                if (e->d_name[0] != '.')
+                        n++;
+        closedir(dir);
+        return n;
+}
+
+int test_daemon_wait_fds(const struct test_daemon *d, int want, int timeout_ms)
+{
+        long long deadline = now_ms() + timeout_ms;
+        int n = test_daemon_fds(d), last = -2, stable = 0;
+
+        if (want < 0) {
+                /* Wait until the count stops changing (used after start-up). */
+                for (int i = 0; i < 200 && stable < 5; i++) {
+                        usleep(2000);
+                        n = test_daemon_fds(d);
+                        stable = n == last ? stable + 1 : 0;
+                        last = n;
+                }
+                return n;
+        }
+        while (n != want && now_ms() < deadline) {
+                usleep(2000);
+                n = test_daemon_fds(d);
+        }
+        return n;
+}
+
+int tcp_listener(unsigned short *port)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(sa);
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(l, 0);
+        ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(l, 128), 0);
+        ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &len), 0);
+        *port = sa.sin_port;
+        return l;
+}
+
+void tcp_pair(int *client, int *server)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        unsigned short port;
+        int l = tcp_listener(&port);
+
+        sa.sin_port = port;
+        *client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(*client, 0);
+        ck_assert_int_eq(connect(*client, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        *server = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        ck_assert_int_ge(*server, 0);
+        close(l);
+}
+
+void udp_pair(int *a, int *b)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct sockaddr_in sb = sa;
+        socklen_t len = sizeof(sa);
+
+        *a = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        *b = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        ck_assert_int_eq(bind(*a, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(bind(*b, (struct sockaddr *)&sb, sizeof(sb)), 0);
+        ck_assert_int_eq(getsockname(*a, (struct sockaddr *)&sa, &len), 0);
+        len = sizeof(sb);
+        ck_assert_int_eq(getsockname(*b, (struct sockaddr *)&sb, &len), 0);
+        ck_assert_int_eq(connect(*a, (struct sockaddr *)&sb, sizeof(sb)), 0);
+        ck_assert_int_eq(connect(*b, (struct sockaddr *)&sa, sizeof(sa)), 0);
+}
+
+bool peer_closed(int fd, int timeout_ms)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        char c;
+
+        if (poll(&p, 1, timeout_ms) <= 0)
+                return false;
+        return recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
+}

@@ -1,0 +1,40 @@
+/*
+ * daemon.h - test helpers: start the real socknotifyd on a private socket, count its open
+ * descriptors, and make real socket pairs.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct test_daemon {
+        pid_t pid;
+        char dir[64];
+        char path[96];
+};
+
+/* Starts daemon/socknotifyd from the build tree on DIR/socknotify.sock with extra arguments
+ * (NULL-terminated, may be NULL) and waits until it accepts connections.  The daemon dies with
+ * the calling process (PR_SET_PDEATHSIG).  $SN_TEST_DAEMON_WRAPPER (for example
+ * "valgrind --error-exitcode=99 --leak-check=full") is put in front of the command.  Aborts the
+ * test on failure. */
+void test_daemon_start(struct test_daemon *d, const char *const *args);
+/* SIGTERM, wait, remove the directory; returns the daemon's exit status (-1 if killed). */
+int test_daemon_stop(struct test_daemon *d);
+/* Waits for a daemon that was told to stop; returns its exit status as test_daemon_stop(). */
+int test_daemon_reap(struct test_daemon *d);
+/* Open descriptors of the daemon (/proc/PID/fd). */
+int test_daemon_fds(const struct test_daemon *d);
+/* Waits up to timeout_ms for the daemon's descriptor count to equal want; returns the count. */
+int test_daemon_wait_fds(const struct test_daemon *d, int want, int timeout_ms);
+
+/* Connected loopback TCP pair; the server side is non-blocking. */
+void tcp_pair(int *client, int *server);
+/* A listening loopback TCP socket; *port receives its port (network order). */
+int tcp_listener(unsigned short *port);
+/* Connected UDP pair over loopback. */
+void udp_pair(int *a, int *b);
+/* Milliseconds on the monotonic clock. */
+long long now_ms(void);
+/* True when fd's peer has closed (recv returns 0) within timeout_ms. */
+bool peer_closed(int fd, int timeout_ms);
