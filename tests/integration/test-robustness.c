@@ -1,0 +1,361 @@
+/*
+ * test-robustness.c - garbage in (rule L6), isolation (L5) and clients that misbehave, against
+ * a real socknotifyd.  A raw SOCK_SEQPACKET client writes messages by hand with the codec, so
+ * every malformation can be produced; a well-behaved native client runs alongside and must
+ * never notice.  After each test the daemon's descriptor count is back to its baseline.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/fdmsg.h"
+#include "proto/codec.h"
+#include "socknotify.h"
+#include "tests/helpers/daemon.h"
+
+static struct test_daemon D;
+static int baseline;
+static sn_conn_t *good;
+static sn_port_t *good_port;
+static int good_cl, good_sv;
+
+static void setup(void)
+{
+        test_daemon_start(&D, NULL);
+        baseline = test_daemon_fds(&D);
+        /* A well-behaved client with a live registration, checked after every abuse. */
+        ck_assert_int_eq(sn_conn_open(D.path, &good), 0);
+        ck_assert_int_eq(sn_port_create(good, 0, &good_port), 0);
+        tcp_pair(&good_cl, &good_sv);
+        sn_registration_t r = { .fd = good_sv, .key = 77, .op = SN_OP_ENABLE,
+                                .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(good_port, &r, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(r.result, 0);
+        baseline += 3; /* its connection, port and socket copy */
+}
+
+static void good_client_still_served(void)
+{
+        sn_entry_t e;
+        char c;
+
+        ck_assert_int_eq(send(good_cl, "z", 1, 0), 1);
+        ck_assert_int_eq(sn_port_dequeue(good_port, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.key, 77);
+        ck_assert_int_eq(recv(good_sv, &c, 1, 0), 1);
+}
+
+static void teardown(void)
+{
+        good_client_still_served();
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 2000), baseline);
+        sn_port_close(good_port);
+        sn_conn_close(good);
+        close(good_cl);
+        close(good_sv);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+
+static int raw_connect(void)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+        strcpy(sa.sun_path, D.path);
+        ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        return fd;
+}
+
+static void raw_send(int fd, const uint8_t *buf, size_t len, const int *fds, unsigned nfds)
+{
+        ck_assert_int_eq(sn__fdmsg_send(fd, buf, len, fds, nfds, 0), 0);
+}
+
+/* Receives one message within 2 s; returns its length, 0 at EOF. */
+static ssize_t raw_recv(int fd, uint8_t *buf, size_t cap)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int fds[SN_PROTO_MAX_FDS];
+        unsigned nfds;
+        ssize_t n;
+
+        ck_assert_int_eq(poll(&p, 1, 2000), 1);
+        n = sn__fdmsg_recv(fd, buf, cap, fds, 0, &nfds, 0);
+        ck_assert_uint_eq(nfds, 0);
+        return n;
+}
+
+static void expect_reply(int fd, uint16_t type, uint32_t id, uint32_t status)
+{
+        uint8_t buf[4096];
+        ssize_t n = raw_recv(fd, buf, sizeof(buf));
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+
+        ck_assert_int_gt(n, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+        ck_assert_uint_eq(h.type, type);
+        ck_assert_uint_eq(h.id, id);
+        ck_assert_uint_eq(h.status, status);
+}
+
+static int raw_hello(void)
+{
+        int fd = raw_connect();
+        uint8_t buf[64];
+        struct snw_hello hello = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 1 };
+
+        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &hello);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_HELLO_REPLY, 1, 0);
+        return fd;
+}
+
+static void status_works(int fd, uint32_t id)
+{
+        uint8_t buf[SN_HEADER_SIZE];
+
+        sn_msg_begin(buf, SN_MSG_STATUS, id, 0, 0, 0, 0);
+        raw_send(fd, buf, sizeof(buf), NULL, 0);
+        expect_reply(fd, SN_MSG_STATUS_REPLY, id, 0);
+}
+
+START_TEST(test_handshake_required)
+{
+        uint8_t buf[64];
+        int fd = raw_connect();
+
+        /* Anything before HELLO: an error reply, then the connection is closed. */
+        sn_msg_begin(buf, SN_MSG_STATUS, 5, 0, 0, 0, 0);
+        raw_send(fd, buf, SN_HEADER_SIZE, NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 5, EPROTO);
+        ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), 0);
+        close(fd);
+
+        /* A HELLO with no common version. */
+        struct snw_hello hello = { .magic = SN_PROTO_MAGIC, .version_min = 9, .version_max = 12 };
+        fd = raw_connect();
+        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 6, 0, 0, 0, 0), &hello);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 6, EPROTONOSUPPORT);
+        ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), 0);
+        close(fd);
+}
+END_TEST
+
+START_TEST(test_malformed_messages)
+{
+        int fd = raw_hello();
+        uint8_t buf[256] = { 0 };
+
+        /* Too short for a header. */
+        raw_send(fd, buf, 10, NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 0, EBADMSG);
+        /* Size field that lies. */
+        sn_msg_begin(buf, SN_MSG_STATUS, 8, 0, 0, 0, 0);
+        sn_put_u32(buf, 100);
+        raw_send(fd, buf, SN_HEADER_SIZE, NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 8, EBADMSG);
+        /* Unknown type. */
+        sn_msg_begin(buf, SN_MSG_STATUS, 9, 0, 0, 0, 0);
+        sn_put_u16(buf + 4, 0x55);
+        raw_send(fd, buf, SN_HEADER_SIZE, NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 9, EOPNOTSUPP);
+        /* A reply type sent as a request. */
+        sn_msg_begin(buf, SN_MSG_PORT_CLOSE_REPLY, 10, 0, 0, 0, 0);
+        raw_send(fd, buf, SN_HEADER_SIZE, NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 10, EPROTO);
+        /* A truncated PROCESS (count says 2 items, one present). */
+        struct snw_process body = { .port = 1 };
+        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 11, 0, 0, 2, 0), &body);
+        p += SN_WIRE_SIZE_registration;
+        raw_send(fd, buf, (size_t)(p - buf), NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 11, EBADMSG);
+        /* The connection is still served. */
+        status_works(fd, 12);
+        close(fd);
+}
+END_TEST
+
+START_TEST(test_wrong_fds_are_closed)
+{
+        int fd = raw_hello();
+        uint8_t buf[512];
+        int extra[3], sp[2];
+        int before;
+
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        extra[0] = sp[0];
+        extra[1] = sp[1];
+        extra[2] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        before = test_daemon_wait_fds(&D, baseline + 1, 2000);
+        ck_assert_int_eq(before, baseline + 1);
+
+        /* fds on a message that takes none. */
+        sn_msg_begin(buf, SN_MSG_STATUS, 20, 0, 2, 0, 0);
+        raw_send(fd, buf, SN_HEADER_SIZE, extra, 2);
+        expect_reply(fd, SN_MSG_ERROR, 20, EBADMSG);
+        /* nfds in the header disagrees with what is attached. */
+        struct snw_process body = { .port = 1 };
+        struct snw_registration r = { .op = SN_OP_ENABLE, .filter = 1, .trigger = 4, .fd_index = 0 };
+        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 21, 0, 2, 1, 0), &body);
+        p = snw_registration_encode(p, &r);
+        raw_send(fd, buf, (size_t)(p - buf), extra, 1);
+        expect_reply(fd, SN_MSG_ERROR, 21, EBADMSG);
+        /* An fd named by no item, and an index out of range. */
+        p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 22, 0, 2, 1, 0), &body);
+        p = snw_registration_encode(p, &r);
+        raw_send(fd, buf, (size_t)(p - buf), extra, 2);
+        expect_reply(fd, SN_MSG_ERROR, 22, EBADMSG);
+        r.fd_index = 5;
+        p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 23, 0, 1, 1, 0), &body);
+        p = snw_registration_encode(p, &r);
+        raw_send(fd, buf, (size_t)(p - buf), extra, 1);
+        expect_reply(fd, SN_MSG_ERROR, 23, EBADMSG);
+        /* Every fd received with those messages was closed. */
+        ck_assert_int_eq(test_daemon_wait_fds(&D, before, 2000), before);
+        status_works(fd, 24);
+        close(fd);
+        close(extra[0]);
+        close(extra[1]);
+        close(extra[2]);
+}
+END_TEST
+
+START_TEST(test_oversized_message)
+{
+        int fd = raw_hello();
+        size_t len = 200000;
+        uint8_t *buf = calloc(1, len);
+        int sz = (int)len + 4096;
+
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+        sn_msg_begin(buf, SN_MSG_STATUS, 30, 0, 0, 0, 0);
+        if (sn__fdmsg_send(fd, buf, len, NULL, 0, 0) == 0)
+                expect_reply(fd, SN_MSG_ERROR, 30, EMSGSIZE);
+        free(buf);
+        status_works(fd, 31);
+        close(fd);
+}
+END_TEST
+
+START_TEST(test_ports_are_private)
+{
+        sn_conn_t *other;
+        sn_port_t *mine;
+        sn_entry_t e;
+        int fd = raw_hello();
+        uint8_t buf[128];
+
+        ck_assert_int_eq(sn_conn_open(D.path, &other), 0);
+        ck_assert_int_eq(sn_port_create(other, 0, &mine), 0);
+        ck_assert_int_eq(sn_port_post(mine, 1, 2, 3), 0);
+        /* L5: port ids 1..8 of the daemon are not usable from another connection. */
+        for (uint32_t id = 1; id <= 8; id++) {
+                struct snw_process body = { .port = id, .max_entries = 1 };
+                struct snw_post post = { .port = id };
+                struct snw_port close_body = { .port = id };
+
+                snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 40, 0, 0, 0, 0), &body);
+                raw_send(fd, buf, sn_msg_size(SN_MSG_PROCESS, 0, 0), NULL, 0);
+                expect_reply(fd, SN_MSG_PROCESS_REPLY, 40, EBADF);
+                snw_post_encode(sn_msg_begin(buf, SN_MSG_POST, 41, 0, 0, 0, 0), &post);
+                raw_send(fd, buf, sn_msg_size(SN_MSG_POST, 0, 0), NULL, 0);
+                expect_reply(fd, SN_MSG_POST_REPLY, 41, EBADF);
+                snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, 42, 0, 0, 0, 0), &close_body);
+                raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CLOSE, 0, 0), NULL, 0);
+                expect_reply(fd, SN_MSG_PORT_CLOSE_REPLY, 42, EBADF);
+        }
+        /* The owner's packet is still there. */
+        ck_assert_int_eq(sn_port_dequeue(mine, &e, 1, 0), 1);
+        ck_assert_uint_eq(e.key, 1);
+        sn_port_close(mine);
+        sn_conn_close(other);
+        close(fd);
+}
+END_TEST
+
+START_TEST(test_vanish_mid_call)
+{
+        int fd = raw_hello();
+        uint8_t buf[512];
+        int sp[2];
+        struct snw_port_create pc = { 0 };
+
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, 50, 0, 0, 0, 0), &pc);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CREATE, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_PORT_CREATE_REPLY, 50, 0);
+        /* The first part of a multi-part call, with an fd, and then the client is gone. */
+        struct snw_process body = { .port = 0, .flags = SN_PROTO_PROCESS_PART };
+        struct snw_registration r = { .op = SN_OP_ENABLE, .filter = 1, .trigger = 4, .fd_index = 0 };
+        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 51, 0, 1, 1, 0), &body);
+        p = snw_registration_encode(p, &r);
+        raw_send(fd, buf, (size_t)(p - buf), sp, 1);
+        close(sp[0]);
+        close(fd);
+        /* The staged copy is closed: the peer sees EOF, and the daemon is back to baseline. */
+        ck_assert(peer_closed(sp[1], 2000));
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 2000), baseline);
+        close(sp[1]);
+}
+END_TEST
+
+START_TEST(test_client_that_never_reads)
+{
+        int fd = raw_hello();
+        uint8_t buf[SN_HEADER_SIZE];
+        long sent = 0;
+
+        /* Requests without ever reading a reply: the daemon buffers up to its limit, then drops
+         * this client alone. */
+        for (int i = 0; i < 40000; i++) {
+                sn_msg_begin(buf, SN_MSG_STATUS, (uint32_t)i, 0, 0, 0, 0);
+                if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL) < 0)
+                        break;
+                sent++;
+        }
+        ck_assert_int_gt(sent, 1000);
+        /* Drain: the stream must end with EOF once the daemon gave up on us. */
+        uint8_t rb[4096];
+        long got = 0;
+        ssize_t n;
+        while ((n = raw_recv(fd, rb, sizeof(rb))) > 0)
+                got++;
+        ck_assert_int_eq(n, 0);
+        ck_assert_int_lt(got, sent);
+        close(fd);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("robustness");
+        TCase *tc = tcase_create("garbage-in");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_handshake_required);
+        tcase_add_test(tc, test_malformed_messages);
+        tcase_add_test(tc, test_wrong_fds_are_closed);
+        tcase_add_test(tc, test_oversized_message);
+        tcase_add_test(tc, test_ports_are_private);
+        tcase_add_test(tc, test_vanish_mid_call);
+        tcase_add_test(tc, test_client_that_never_reads);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
