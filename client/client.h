@@ -74,8 +74,8 @@ int sn__wait(sn_conn_t *conn, struct sn_pending *p);
 /* One request with a body-only reply: sends, waits, returns status. */
 int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
              void *ctx);
-/* A per-thread buffer of the connection's max_message bytes. */
-uint8_t *sn__msgbuf(sn_conn_t *conn);
+/* A per-thread buffer of at least size bytes, valid until the thread's next call. */
+uint8_t *sn__msgbuf(size_t size);
 
 /* Descriptor cache (socket.c); callers hold conn->lock. */
 struct sn_fdcache *sn__cache_get(sn_conn_t *conn, int fd);

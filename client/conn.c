@@ -201,20 +201,41 @@ int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_r
         return sn__wait(c, &p);
 }
 
-static __thread uint8_t *tl_buf;
-static __thread size_t tl_cap;
+/* Each thread's message buffer is freed with the thread (pthread key destructor). */
+struct msgbuf {
+        size_t cap;
+        uint8_t data[];
+};
 
-uint8_t *sn__msgbuf(sn_conn_t *c)
+static pthread_key_t msgbuf_key;
+static pthread_once_t msgbuf_once = PTHREAD_ONCE_INIT;
+
+static void msgbuf_key_init(void)
 {
-        if (tl_cap < c->limits.max_message) {
-                uint8_t *b = realloc(tl_buf, c->limits.max_message);
+        pthread_key_create(&msgbuf_key, free);
+}
 
-                if (!b)
+uint8_t *sn__msgbuf(size_t size)
+{
+        struct msgbuf *b;
+
+        pthread_once(&msgbuf_once, msgbuf_key_init);
+        b = pthread_getspecific(msgbuf_key);
+        if (!b || b->cap < size) {
+                size_t cap = b ? b->cap : 4096;
+
+                while (cap < size)
+                        cap *= 2;
+                free(b);
+                b = malloc(sizeof(*b) + cap);
+                if (!b || pthread_setspecific(msgbuf_key, b) != 0) {
+                        free(b);
+                        pthread_setspecific(msgbuf_key, NULL);
                         return NULL;
-                tl_buf = b;
-                tl_cap = c->limits.max_message;
+                }
+                b->cap = cap;
         }
-        return tl_buf;
+        return b->data;
 }
 
 static int handshake(sn_conn_t *c)

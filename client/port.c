@@ -77,9 +77,6 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         uint8_t *buf;
         int r;
 
-        buf = sn__msgbuf(c);
-        if (!buf)
-                return -ENOMEM;
         if (nregs > SN_ARRAY_SIZE(stack_idx)) {
                 sent_idx = malloc((size_t)nregs * sizeof(*sent_idx));
                 prep = malloc((size_t)nregs * sizeof(*prep));
@@ -129,6 +126,11 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         }
 
         per_msg = (uint32_t)((c->limits.max_message - fixed) / isz);
+        buf = sn__msgbuf(fixed + (size_t)SN_MIN(per_msg, ctx.nsent) * isz);
+        if (!buf) {
+                r = -ENOMEM;
+                goto out;
+        }
         pthread_mutex_lock(&c->send_lock);
         sn__pending_add(c, &pend, SN_MSG_PROCESS_REPLY, process_reply, &ctx);
         r = 0;

@@ -75,7 +75,7 @@ void test_daemon_start(struct test_daemon *d, const char *const *args)
                 for (int i = 0; args && args[i] && n < 62; i++)
                         argv[n++] = args[i];
                 argv[n] = NULL;
-                execv(argv[0], (char *const *)argv);
+                execvp(argv[0], (char *const *)argv);
                 _exit(127);
         }
         deadline = now_ms() + 20000;
