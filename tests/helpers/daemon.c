@@ -23,6 +23,17 @@
 
 #include "tests/helpers/daemon.h"
 
+int test_run_suite(Suite *s)
+{
+        SRunner *sr = srunner_create(s);
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
+
 long long now_ms(void)
 {
         struct timespec ts;

@@ -34,6 +34,9 @@ void tcp_pair(int *client, int *server);
 int tcp_listener(unsigned short *port);
 /* Connected UDP pair over loopback. */
 void udp_pair(int *a, int *b);
+/* Runs a Check suite (fork mode, every case isolated) and returns the process exit status. */
+struct Suite;
+int test_run_suite(struct Suite *s);
 /* Milliseconds on the monotonic clock. */
 long long now_ms(void);
 /* True when fd's peer has closed (recv returns 0) within timeout_ms. */

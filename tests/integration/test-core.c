@@ -986,11 +986,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(suite());
-        int failed;
-
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        return test_run_suite(suite());
 }

@@ -340,8 +340,6 @@ int main(void)
 {
         Suite *s = suite_create("robustness");
         TCase *tc = tcase_create("garbage-in");
-        SRunner *sr;
-        int failed;
 
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
@@ -353,9 +351,5 @@ int main(void)
         tcase_add_test(tc, test_vanish_mid_call);
         tcase_add_test(tc, test_client_that_never_reads);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        return test_run_suite(s);
 }

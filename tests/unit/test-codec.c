@@ -8,6 +8,8 @@
 
 #include <check.h>
 
+#include "tests/helpers/daemon.h"
+
 #include "proto/codec.h"
 
 START_TEST(test_sizes_are_fixed)
@@ -193,8 +195,6 @@ int main(void)
 {
         Suite *s = suite_create("codec");
         TCase *tc = tcase_create("codec");
-        SRunner *sr;
-        int failed;
 
         tcase_add_test(tc, test_sizes_are_fixed);
         tcase_add_test(tc, test_little_endian);
@@ -205,9 +205,5 @@ int main(void)
         tcase_add_test(tc, test_trace);
         tcase_set_timeout(tc, 60);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        return test_run_suite(s);
 }

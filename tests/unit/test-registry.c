@@ -6,6 +6,8 @@
 
 #include <check.h>
 
+#include "tests/helpers/daemon.h"
+
 #include "daemon/daemon.h"
 
 START_TEST(test_insert_find_remove)
@@ -43,14 +45,8 @@ int main(void)
 {
         Suite *s = suite_create("registry");
         TCase *tc = tcase_create("registry");
-        SRunner *sr;
-        int failed;
 
         tcase_add_test(tc, test_insert_find_remove);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        return test_run_suite(s);
 }
