@@ -55,10 +55,16 @@ struct sn_conn {
         uint32_t cache_cap;
 };
 
+/* A port object lives while its creator's reference or any call in progress holds it;
+ * sn_port_close() closes it on the daemon at once and drops the creator's reference. */
 struct sn_port {
         sn_conn_t *conn;
         uint32_t id;
+        int refs; /* atomic */
 };
+
+sn_port_t *sn__port_ref(sn_port_t *port);
+sn_port_t *sn__port_unref(sn_port_t *port);
 
 /* Checks that conn may be used by this process: -EBADFD after fork, -ECONNRESET once lost. */
 int sn__conn_usable(sn_conn_t *conn);

@@ -228,6 +228,19 @@ out:
         return r;
 }
 
+sn_port_t *sn__port_ref(sn_port_t *port)
+{
+        __atomic_add_fetch(&port->refs, 1, __ATOMIC_RELAXED);
+        return port;
+}
+
+sn_port_t *sn__port_unref(sn_port_t *port)
+{
+        if (port && __atomic_sub_fetch(&port->refs, 1, __ATOMIC_ACQ_REL) == 0)
+                free(port);
+        return NULL;
+}
+
 SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                               sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms)
 {
@@ -240,7 +253,10 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
         r = sn__conn_usable(port->conn);
         if (r < 0)
                 return r;
-        return do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+        sn__port_ref(port);
+        r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+        sn__port_unref(port);
+        return r;
 }
 
 SN_EXPORT int sn_port_dequeue(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries,
@@ -300,6 +316,7 @@ SN_EXPORT int sn_port_create(sn_conn_t *c, uint32_t concurrency, sn_port_t **ret
         }
         port->conn = c;
         port->id = rep.port;
+        port->refs = 1;
         *ret_port = port;
         return 0;
 }
@@ -325,6 +342,6 @@ SN_EXPORT int sn_port_close(sn_port_t *port)
                 sn__cache_forget_port(c, body.port);
                 pthread_mutex_unlock(&c->lock);
         }
-        free(port);
+        sn__port_unref(port);
         return r == -ECONNRESET ? 0 : r;
 }

@@ -28,14 +28,15 @@ fi
 lib=$(ls "$build"/client/.libs/libsocknotify.so.* 2>/dev/null | head -n 1)
 if [ -n "$lib" ]; then
         nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' | sort > "$tmp/exported"
-        sed -n 's/^ *\(sn_[a-z_]*\);$/\1/p' "$src/client/libsocknotify.sym" | sort > "$tmp/declared"
+        sed -n 's/^ *\(sn_[a-z0-9_]*\);$/\1/p' "$src/client/libsocknotify.sym" | sort > "$tmp/declared"
         if diff -u "$tmp/declared" "$tmp/exported"; then
                 echo "PASS: libsocknotify exports exactly its version script ($(wc -l < "$tmp/exported") symbols)"
         else
                 echo "FAIL: exported symbols differ from client/libsocknotify.sym"; fail=1
         fi
         for f in $(cat "$tmp/declared"); do
-                grep -q "\b$f(" "$src/include/socknotify.h" || { echo "FAIL: $f not declared in socknotify.h"; fail=1; }
+                cat "$src/include/socknotify.h" "$src/include/socknotify/winsock.h" | grep -q "\b$f(" ||
+                        { echo "FAIL: $f not declared in the installed headers"; fail=1; }
         done
 else
         echo "SKIP: shared library not built"

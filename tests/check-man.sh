@@ -22,7 +22,7 @@ for opt in $("$build/daemon/socknotifyd" --help | grep -o -- '--[a-z][a-z-]*' | 
                 echo "FAIL: socknotifyd option $opt missing from socknotifyd.8"; fail=1
         fi
 done
-for fn in $(sed -n 's/^ *\(sn_[a-z_]*\);$/\1/p' "$src/client/libsocknotify.sym"); do
+for fn in $(sed -n 's/^ *\(sn_[a-z0-9_]*\);$/\1/p' "$src/client/libsocknotify.sym"); do
         if ! grep -q "\\.BR\\? $fn ()\\|^\\.BI \"[^\"]*$fn(" "$src/man/socknotify.3"; then
                 echo "FAIL: $fn missing from socknotify.3"; fail=1
         fi

@@ -1,0 +1,472 @@
+/*
+ * win32.c - the Win32-compatible functions of <socknotify/winsock.h>, over the native API.
+ *
+ * The layer adds no semantics of its own: it validates arguments the way Windows does, maps
+ * HANDLEs to native ports, converts structures, and turns native results into Windows return
+ * values and last-error codes (errmap.c).  Everything else happens in the daemon.
+ *
+ * Handles.  A port HANDLE is an index into a table plus a generation, so a closed handle is
+ * recognised (ERROR_INVALID_HANDLE) instead of being dereferenced.  A call looks its handle up
+ * and takes a reference on the native port under the table lock; CloseHandle() removes the
+ * entry and closes the port on the daemon at once (waiters wake with ERROR_ABANDONED_WAIT_0),
+ * while the port object lives until the last call holding it returns.
+ *
+ * The process's connection to socknotifyd is opened by the first call that needs it.  After
+ * fork() the child starts with no connection and no handles: its parent's port handles are
+ * invalid in it, as completion ports are on Windows.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/win32.h"
+#include "common/macro.h"
+
+struct hentry {
+        sn_port_t *port; /* NULL: free slot */
+        uint32_t gen;
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static sn_conn_t *g_conn;
+static struct hentry *g_handles;
+static uint32_t g_cap;
+static uint32_t g_open;
+static int g_startups;
+
+#define H_INDEX_BITS 24
+/* Generation bits that fit in a pointer above the index and the two low zero bits. */
+#define H_GEN_MASK ((uint32_t)((UINTPTR_MAX >> (2 + H_INDEX_BITS)) & 0xffffffu))
+
+static void atfork_prepare(void)
+{
+        pthread_mutex_lock(&g_lock);
+}
+
+static void atfork_parent(void)
+{
+        pthread_mutex_unlock(&g_lock);
+}
+
+static void atfork_child(void)
+{
+        /* The parent's connection and ports are not the child's; their memory is left alone
+         * because other threads of the parent may have held their locks at fork time. */
+        g_conn = NULL;
+        g_handles = NULL;
+        g_cap = g_open = 0;
+        pthread_mutex_unlock(&g_lock);
+}
+
+static void init_once(void)
+{
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static HANDLE handle_of(uint32_t idx, uint32_t gen)
+{
+        uint64_t v = ((uint64_t)gen << H_INDEX_BITS | (idx + 1)) << 2;
+
+        return (HANDLE)(uintptr_t)v;
+}
+
+/* Looks a handle up and returns its port with a reference, or NULL. */
+static sn_port_t *port_get(HANDLE h)
+{
+        uint64_t v = (uint64_t)(uintptr_t)h;
+        sn_port_t *port = NULL;
+        uint32_t idx, gen;
+
+        if (!h || h == INVALID_HANDLE_VALUE || v & 3)
+                return NULL;
+        v >>= 2;
+        idx = (uint32_t)(v & ((1u << H_INDEX_BITS) - 1));
+        gen = (uint32_t)(v >> H_INDEX_BITS);
+        if (idx == 0)
+                return NULL;
+        idx--;
+        pthread_mutex_lock(&g_lock);
+        if (idx < g_cap && g_handles[idx].port && g_handles[idx].gen == gen)
+                port = sn__port_ref(g_handles[idx].port);
+        pthread_mutex_unlock(&g_lock);
+        return port;
+}
+
+/* Returns the process's connection, opening it on first use.  Called with g_lock held. */
+static int conn_get(sn_conn_t **ret)
+{
+        int r;
+
+        if (g_conn && sn__conn_usable(g_conn) == -ECONNRESET && g_open == 0)
+                g_conn = sn_conn_close(g_conn); /* the daemon restarted: reconnect */
+        if (!g_conn) {
+                r = sn_conn_open(NULL, &g_conn);
+                if (r < 0)
+                        return r;
+        }
+        *ret = g_conn;
+        return 0;
+}
+
+static BOOL fail(DWORD code)
+{
+        sn_w32_set_last_error(code);
+        return FALSE;
+}
+
+SN_EXPORT HANDLE sn_w32_create_io_completion_port(HANDLE file, HANDLE existing, ULONG_PTR key,
+                                                  DWORD threads)
+{
+        sn_conn_t *conn;
+        sn_port_t *port;
+        uint32_t idx;
+        HANDLE h;
+        int r;
+
+        pthread_once(&g_once, init_once);
+        if (file != INVALID_HANDLE_VALUE) {
+                /* Associating a file for overlapped I/O: socknotify delivers socket state
+                 * notifications, not I/O completions. */
+                sn_w32_set_last_error(ERROR_NOT_SUPPORTED);
+                return NULL;
+        }
+        if (existing) {
+                sn_w32_set_last_error(ERROR_INVALID_PARAMETER); /* row 71 */
+                return NULL;
+        }
+        pthread_mutex_lock(&g_lock);
+        r = conn_get(&conn);
+        if (r < 0) {
+                pthread_mutex_unlock(&g_lock);
+                sn_w32_set_last_error(r == -ENOMEM ? ERROR_NOT_ENOUGH_MEMORY : WSASYSNOTREADY);
+                return NULL;
+        }
+        for (idx = 0; idx < g_cap && g_handles[idx].port; idx++)
+                ;
+        if (idx == g_cap) {
+                uint32_t cap = g_cap ? g_cap * 2 : 16;
+                struct hentry *n = cap < (1u << H_INDEX_BITS) - 1
+                                           ? realloc(g_handles, cap * sizeof(*n))
+                                           : NULL;
+
+                if (!n) {
+                        pthread_mutex_unlock(&g_lock);
+                        sn_w32_set_last_error(ERROR_NOT_ENOUGH_MEMORY);
+                        return NULL;
+                }
+                memset(n + g_cap, 0, (cap - g_cap) * sizeof(*n));
+                g_handles = n;
+                g_cap = cap;
+        }
+        /* The daemon call happens under the lock: creation is rare and keeps slots simple. */
+        r = sn_port_create(conn, threads, &port);
+        if (r < 0) {
+                pthread_mutex_unlock(&g_lock);
+                sn_w32_set_last_error(sn__w32_map(r, SN_W32_CALL));
+                return NULL;
+        }
+        g_handles[idx].port = port;
+        g_handles[idx].gen = (g_handles[idx].gen + 1) & H_GEN_MASK;
+        h = handle_of(idx, g_handles[idx].gen);
+        g_open++;
+        pthread_mutex_unlock(&g_lock);
+        (void)key; /* ignored for a new port (row 71) */
+        return h;
+}
+
+SN_EXPORT BOOL sn_w32_close_handle(HANDLE h)
+{
+        sn_port_t *port = port_get(h);
+        uint64_t v = (uint64_t)(uintptr_t)h >> 2;
+        uint32_t idx = (uint32_t)(v & ((1u << H_INDEX_BITS) - 1)) - 1;
+
+        if (!port)
+                return fail(ERROR_INVALID_HANDLE);
+        pthread_mutex_lock(&g_lock);
+        if (g_handles[idx].port != port) {
+                /* Another thread closed it first. */
+                pthread_mutex_unlock(&g_lock);
+                sn__port_unref(port);
+                return fail(ERROR_INVALID_HANDLE);
+        }
+        g_handles[idx].port = NULL;
+        g_open--;
+        pthread_mutex_unlock(&g_lock);
+        /* Rule 9: closes on the daemon now (waiters get ECANCELED); drops the table's reference. */
+        sn_port_close(port);
+        sn__port_unref(port);
+        return TRUE;
+}
+
+/* Fills Win32 entries from native ones. */
+static void to_overlapped_entries(OVERLAPPED_ENTRY *out, const sn_entry_t *in, uint32_t n)
+{
+        for (uint32_t i = 0; i < n; i++) {
+                out[i].lpCompletionKey = (ULONG_PTR)in[i].key;
+                out[i].lpOverlapped = (LPOVERLAPPED)(uintptr_t)in[i].overlapped;
+                out[i].Internal = 0;
+                out[i].dwNumberOfBytesTransferred = in[i].events;
+        }
+}
+
+static bool overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+        uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+        return alen && blen && x < y + blen && y < x + alen;
+}
+
+SN_EXPORT DWORD sn_w32_process_socket_notifications(HANDLE h, UINT32 count,
+                                                    SOCK_NOTIFY_REGISTRATION *infos,
+                                                    UINT32 timeout_ms, ULONG cc,
+                                                    OVERLAPPED_ENTRY *entries, UINT32 *received)
+{
+        sn_registration_t stack_regs[32], *regs = stack_regs;
+        sn_entry_t stack_ents[64], *ents = stack_ents;
+        sn_port_t *port;
+        DWORD ret;
+        int r;
+
+        if (!g_startups)
+                return WSANOTINITIALISED;
+        /* Rows 2-5: argument combinations.  A failed call changes nothing (row 7). */
+        if ((count == 0) != (infos == NULL))
+                return ERROR_INVALID_PARAMETER;
+        if (cc == 0 && (timeout_ms != 0 || entries || received))
+                return ERROR_INVALID_PARAMETER;
+        if (cc && (!entries || !received))
+                return ERROR_INVALID_PARAMETER;
+        if (overlap(infos, (size_t)count * sizeof(*infos), entries, (size_t)cc * sizeof(*entries)))
+                return ERROR_INVALID_PARAMETER;
+        port = port_get(h);
+        if (!port)
+                return ERROR_INVALID_HANDLE; /* row 6 */
+
+        if (count > SN_ARRAY_SIZE(stack_regs))
+                regs = malloc((size_t)count * sizeof(*regs));
+        if (cc > SN_ARRAY_SIZE(stack_ents))
+                ents = malloc((size_t)cc * sizeof(*ents));
+        if (!regs || !ents) {
+                ret = ERROR_NOT_ENOUGH_MEMORY;
+                goto out;
+        }
+        for (UINT32 i = 0; i < count; i++) {
+                regs[i] = (sn_registration_t){
+                        .fd = infos[i].socket > INT_MAX ? -1 : (int)infos[i].socket,
+                        .key = (uint64_t)(uintptr_t)infos[i].completionKey,
+                        .filter = infos[i].eventFilter,
+                        .op = infos[i].operation,
+                        .trigger = infos[i].triggerFlags,
+                };
+        }
+        r = sn_port_process(port, regs, count, ents, cc, timeout_ms);
+        if (r < 0 && r != -ETIMEDOUT) {
+                ret = sn__w32_map(r, SN_W32_CALL);
+                goto out;
+        }
+        /* Row 8: every result is written back after ERROR_SUCCESS or WAIT_TIMEOUT. */
+        for (UINT32 i = 0; i < count; i++)
+                infos[i].registrationResult = regs[i].result ? sn__w32_map(regs[i].result,
+                                                                          SN_W32_ENTRY)
+                                                             : ERROR_SUCCESS;
+        if (cc) {
+                uint32_t n = r > 0 ? (uint32_t)r : 0;
+
+                to_overlapped_entries(entries, ents, n);
+                *received = n;
+        }
+        /* Rule 1 / row 17: WAIT_TIMEOUT, never ERROR_TIMEOUT.  Row 1: cc == 0 is a success. */
+        ret = r == -ETIMEDOUT ? WAIT_TIMEOUT : ERROR_SUCCESS;
+out:
+        if (regs != stack_regs)
+                free(regs);
+        if (ents != stack_ents)
+                free(ents);
+        sn__port_unref(port);
+        return ret;
+}
+
+/* Dequeues up to n entries; returns the count or a Win32 failure code through *ret_code. */
+static int dequeue(HANDLE h, sn_entry_t *ents, uint32_t n, DWORD ms, DWORD *ret_code)
+{
+        sn_port_t *port = port_get(h);
+        int r;
+
+        if (!port) {
+                *ret_code = ERROR_INVALID_HANDLE;
+                return -1;
+        }
+        r = sn_port_dequeue(port, ents, n, ms);
+        sn__port_unref(port);
+        if (r < 0) {
+                *ret_code = sn__w32_map(r, SN_W32_CALL);
+                return -1;
+        }
+        return r;
+}
+
+SN_EXPORT BOOL sn_w32_get_queued_completion_status(HANDLE h, LPDWORD bytes, PULONG_PTR key,
+                                                   LPOVERLAPPED *overlapped, DWORD ms)
+{
+        sn_entry_t e;
+        DWORD code;
+
+        if (!bytes || !key || !overlapped)
+                return fail(ERROR_INVALID_PARAMETER);
+        if (dequeue(h, &e, 1, ms, &code) < 0) {
+                /* Rows 75, 77: no packet: *lpOverlapped is NULL, the reason in GetLastError. */
+                *overlapped = NULL;
+                return fail(code);
+        }
+        *bytes = e.events;
+        *key = (ULONG_PTR)e.key;
+        *overlapped = (LPOVERLAPPED)(uintptr_t)e.overlapped;
+        return TRUE;
+}
+
+SN_EXPORT BOOL sn_w32_get_queued_completion_status_ex(HANDLE h, LPOVERLAPPED_ENTRY entries,
+                                                      ULONG count, PULONG removed, DWORD ms,
+                                                      BOOL alertable)
+{
+        sn_entry_t stack_ents[64], *ents = stack_ents;
+        DWORD code;
+        int n;
+
+        (void)alertable; /* no APCs on Linux: never WAIT_IO_COMPLETION */
+        if (!entries || !count || !removed)
+                return fail(ERROR_INVALID_PARAMETER);
+        if (count > SN_ARRAY_SIZE(stack_ents)) {
+                ents = malloc((size_t)count * sizeof(*ents));
+                if (!ents)
+                        return fail(ERROR_NOT_ENOUGH_MEMORY);
+        }
+        n = dequeue(h, ents, count, ms, &code);
+        if (n < 0) {
+                *removed = 0;
+                if (ents != stack_ents)
+                        free(ents);
+                return fail(code);
+        }
+        to_overlapped_entries(entries, ents, (uint32_t)n);
+        *removed = (ULONG)n;
+        if (ents != stack_ents)
+                free(ents);
+        return TRUE;
+}
+
+SN_EXPORT BOOL sn_w32_post_queued_completion_status(HANDLE h, DWORD bytes, ULONG_PTR key,
+                                                    LPOVERLAPPED overlapped)
+{
+        sn_port_t *port = port_get(h);
+        int r;
+
+        if (!port)
+                return fail(ERROR_INVALID_HANDLE); /* row 79 */
+        r = sn_port_post(port, key, bytes, (uint64_t)(uintptr_t)overlapped);
+        sn__port_unref(port);
+        if (r < 0)
+                return fail(sn__w32_map(r, SN_W32_CALL)); /* L4: ERROR_NOT_ENOUGH_QUOTA */
+        return TRUE;
+}
+
+SN_EXPORT int sn_w32_closesocket(SOCKET s)
+{
+        sn_conn_t *conn;
+        int r;
+
+        if (!g_startups) {
+                sn_w32_set_last_error(WSANOTINITIALISED);
+                return SOCKET_ERROR;
+        }
+        if (s > INT_MAX) {
+                sn_w32_set_last_error(WSAENOTSOCK);
+                return SOCKET_ERROR;
+        }
+        pthread_mutex_lock(&g_lock);
+        conn = g_conn;
+        pthread_mutex_unlock(&g_lock);
+        /* Rule L1: the daemon's copy goes first (no REMOVE packet), then ours. */
+        r = sn_socket_close(conn, (int)s);
+        if (r < 0) {
+                sn_w32_set_last_error(WSAENOTSOCK);
+                return SOCKET_ERROR;
+        }
+        return 0;
+}
+
+SN_EXPORT int sn_w32_wsa_startup(WORD version, LPWSADATA data)
+{
+        pthread_once(&g_once, init_once);
+        if (!data)
+                return WSAEFAULT;
+        memset(data, 0, sizeof(*data));
+        data->wVersion = MAKEWORD(2, 2);
+        data->wHighVersion = MAKEWORD(2, 2);
+        snprintf(data->szDescription, sizeof(data->szDescription), "socknotify %s",
+                 PACKAGE_VERSION);
+        snprintf(data->szSystemStatus, sizeof(data->szSystemStatus), "Running");
+        if ((version & 0xff) < 2)
+                return WSAVERNOTSUPPORTED;
+        pthread_mutex_lock(&g_lock);
+        g_startups++;
+        pthread_mutex_unlock(&g_lock);
+        return 0;
+}
+
+SN_EXPORT int sn_w32_wsa_cleanup(void)
+{
+        pthread_mutex_lock(&g_lock);
+        if (!g_startups) {
+                pthread_mutex_unlock(&g_lock);
+                sn_w32_set_last_error(WSANOTINITIALISED);
+                return SOCKET_ERROR;
+        }
+        /* The last cleanup closes the connection once no port handle is open. */
+        if (--g_startups == 0 && g_open == 0 && g_conn)
+                g_conn = sn_conn_close(g_conn);
+        pthread_mutex_unlock(&g_lock);
+        return 0;
+}
+
+SN_EXPORT int sn_w32_ioctlsocket(SOCKET s, long cmd, unsigned long *arg)
+{
+        int fd = s > INT_MAX ? -1 : (int)s;
+
+        if (!g_startups) {
+                sn_w32_set_last_error(WSANOTINITIALISED);
+                return SOCKET_ERROR;
+        }
+        if (!arg) {
+                sn_w32_set_last_error(WSAEFAULT);
+                return SOCKET_ERROR;
+        }
+        if (cmd == (long)FIONBIO) {
+                int fl = fcntl(fd, F_GETFL);
+
+                if (fl < 0 || fcntl(fd, F_SETFL, *arg ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) < 0) {
+                        sn_w32_set_last_error(sn__w32_map(errno, SN_W32_SOCKET));
+                        return SOCKET_ERROR;
+                }
+                return 0;
+        }
+        if (cmd == (long)FIONREAD) {
+                int n = 0;
+
+                if (ioctl(fd, FIONREAD, &n) < 0) {
+                        sn_w32_set_last_error(sn__w32_map(errno, SN_W32_SOCKET));
+                        return SOCKET_ERROR;
+                }
+                *arg = (unsigned long)n;
+                return 0;
+        }
+        sn_w32_set_last_error(WSAEINVAL);
+        return SOCKET_ERROR;
+}
