@@ -19,6 +19,9 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+/* What winsock2.h brings along on Windows: addresses, protocols and conversions. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <socknotify.h>
 
