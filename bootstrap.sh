@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev libjansson-dev check
-          mandoc systemd"
+          libsystemd-dev mandoc man-db systemd"
 
 demo=yes
 deps_only=no

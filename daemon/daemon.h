@@ -249,6 +249,9 @@ struct server {
         struct event listen_ev;
         struct event sig_term, sig_int, sig_pipe;
         struct event reaper;
+        struct event watchdog;  /* WATCHDOG=1 at half of WATCHDOG_USEC */
+        struct event status_tick; /* STATUS= when the summary changes */
+        char last_status[128];
         char *path;
         bool owns_path;
         struct limits limits;

@@ -15,6 +15,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include "common/log.h"
 #include "common/path.h"
 #include "daemon/daemon.h"
@@ -68,6 +72,37 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, int base, uint32
                 return -EINVAL;
         *ret = (uint32_t)v;
         return 0;
+}
+
+/*
+ * Socket activation: adopts the one listening socket passed with LISTEN_FDS/LISTEN_PID (the
+ * variables are unset afterwards, so children do not see them).  Returns the descriptor, 0 when
+ * none was passed, or -1 (logged) when what was passed is not one listening Unix
+ * SOCK_SEQPACKET socket.  Writes the socket's path (for logs and the status document) to path.
+ */
+static int adopt_listen_fd(char *path, size_t size)
+{
+        struct sockaddr_un sa;
+        socklen_t len = sizeof(sa);
+        int n = sd_listen_fds(1);
+
+        if (n <= 0)
+                return n < 0 ? (log_error("LISTEN_FDS: %s", strerror(-n)), -1) : 0;
+        if (n != 1) {
+                log_error("socket activation passed %d sockets; socknotifyd takes exactly one", n);
+                return -1;
+        }
+        if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+                log_error("the activated socket is not a listening Unix SOCK_SEQPACKET socket");
+                return -1;
+        }
+        memset(&sa, 0, sizeof(sa));
+        if (getsockname(SD_LISTEN_FDS_START, (struct sockaddr *)&sa, &len) == 0 &&
+            sa.sun_path[0])
+                snprintf(path, size, "%.*s", (int)sizeof(sa.sun_path), sa.sun_path);
+        else
+                snprintf(path, size, "(activated socket)");
+        return SD_LISTEN_FDS_START;
 }
 
 /* Raises the soft RLIMIT_NOFILE to the hard limit; returns the resulting soft limit. */
@@ -183,7 +218,15 @@ int main(int argc, char **argv)
                 return 2;
         }
         sn_log_init(verbose ? LOG_DEBUG : LOG_INFO);
-        if (sn__socket_path(path_arg, path, sizeof(path)) < 0) {
+        r = adopt_listen_fd(path, sizeof(path));
+        if (r < 0)
+                return 1;
+        if (r > 0) {
+                opt.listen_fd = r;
+                if (path_arg)
+                        log_warning("--socket ignored: using the socket passed by the service "
+                                    "manager");
+        } else if (sn__socket_path(path_arg, path, sizeof(path)) < 0) {
                 log_error("socket path too long");
                 return 1;
         }

@@ -19,6 +19,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/daemon.h"
@@ -56,10 +58,30 @@ static void listen_cb(evutil_socket_t fd, short what, void *arg)
         }
 }
 
+static void watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+        sd_notify(0, "WATCHDOG=1");
+}
+
+/* Sends STATUS= to the service manager when the one-line summary changed. */
+static void status_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct server *srv = arg;
+        char line[128];
+
+        snprintf(line, sizeof(line), "STATUS=%u connection(s), %u port(s), %llu registration(s)",
+                 srv->nconns, srv->nports, (unsigned long long)srv->nregs);
+        if (strcmp(line, srv->last_status)) {
+                sd_notify(0, line);
+                memcpy(srv->last_status, line, sizeof(line));
+        }
+}
+
 static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
 {
         struct server *srv = arg;
 
+        sd_notify(0, "STOPPING=1");
         log_info("signal %d: shutting down, %u connection(s) open", (int)sig, srv->nconns);
         while (!sn_list_empty(&srv->conns))
                 conn_free(sn_list_first(&srv->conns, struct conn, link), ESHUTDOWN);
@@ -196,6 +218,22 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
 
 int server_run(struct server *srv)
 {
+        static const struct timeval status_every = { 1, 0 };
+        uint64_t usec = 0;
+
+        event_assign(&srv->status_tick, srv->base, -1, EV_PERSIST, status_tick_cb, srv);
+        event_add(&srv->status_tick, &status_every);
+        if (sd_watchdog_enabled(0, &usec) > 0 && usec) {
+                struct timeval half = { (time_t)(usec / 2 / 1000000),
+                                        (suseconds_t)(usec / 2 % 1000000) };
+
+                event_assign(&srv->watchdog, srv->base, -1, EV_PERSIST, watchdog_cb, srv);
+                event_add(&srv->watchdog, &half);
+                log_info("watchdog: WATCHDOG=1 every %llu ms", (unsigned long long)usec / 2000);
+        }
+        /* Serving from here on: the listening socket is open and the loop starts. */
+        status_tick_cb(-1, 0, srv);
+        sd_notify(0, "READY=1");
         return event_base_dispatch(srv->base) < 0 ? -EIO : 0;
 }
 
@@ -214,6 +252,10 @@ void server_free(struct server *srv)
                         event_del(&srv->sig_int);
                 if (event_initialized(&srv->reaper))
                         event_del(&srv->reaper);
+                if (event_initialized(&srv->watchdog))
+                        event_del(&srv->watchdog);
+                if (event_initialized(&srv->status_tick))
+                        event_del(&srv->status_tick);
                 event_base_free(srv->base);
         }
         sn_close(srv->listen_fd);
