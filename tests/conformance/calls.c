@@ -1,0 +1,439 @@
+/*
+ * calls.c - sections A and B of the spec: call shape, parameter validation, return values,
+ * timeouts and counts (rows 1-23).
+ */
+#include "tests/conformance/conformance.h"
+
+static SOCK_NOTIFY_REGISTRATION enable_of(SOCKET s, uintptr_t key)
+{
+        return (SOCK_NOTIFY_REGISTRATION){ .socket = s, .completionKey = (PVOID)key,
+                                           .eventFilter = F_IN, .operation = OP_ENABLE,
+                                           .triggerFlags = LEVEL };
+}
+
+/* A TCP pair with one byte waiting on the server side. */
+static void readable_pair(int *cl, int *sv)
+{
+        tcp_pair(cl, sv);
+        ck_assert_int_eq(send(*cl, "x", 1, 0), 1);
+        usleep(10000);
+}
+
+void conf_row_01(int _i)
+{
+        int cl, sv;
+        OVERLAPPED_ENTRY e;
+
+        readable_pair(&cl, &sv);
+        /* Registrations only: success (never WAIT_TIMEOUT) though the socket is readable... */
+        ck_assert_uint_eq(reg(P, sv, 1, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        /* ...and the packet is still there for the next dequeue. */
+        ck_assert_uint_eq(deq(P, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.lpCompletionKey, 1);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_02(int _i)
+{
+        int cl, sv;
+        SOCK_NOTIFY_REGISTRATION r;
+
+        readable_pair(&cl, &sv);
+        r = enable_of(sv, 2);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 1, &r, 10, 0, NULL, NULL),
+                          ERROR_INVALID_PARAMETER);
+        none(P, 50); /* not registered */
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_03(int _i)
+{
+        SOCK_NOTIFY_REGISTRATION r = { 0 };
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, &r, 0, 0, NULL, NULL),
+                          ERROR_INVALID_PARAMETER);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 1, NULL, 0, 0, NULL, NULL),
+                          ERROR_INVALID_PARAMETER);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 0, 0, &e, NULL),
+                          ERROR_INVALID_PARAMETER);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 0, 0, NULL, &n),
+                          ERROR_INVALID_PARAMETER);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 0, 0, NULL, NULL), ERROR_SUCCESS);
+}
+
+void conf_row_04(int _i)
+{
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+        pid_t pid;
+        int st;
+
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 0, 1, NULL, &n),
+                          ERROR_INVALID_PARAMETER);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 0, 1, &e, NULL),
+                          ERROR_INVALID_PARAMETER);
+        /* Divergence: an unwritable (non-NULL) count pointer cannot be probed in user space;
+         * writing through it faults, as in any library. */
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                /* A child has no handles of its parent (row 66): it makes its own port. */
+                void *page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                HANDLE own = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+
+                signal(SIGSEGV, SIG_DFL); /* a sanitizer's handler would turn it into abort */
+                if (!own || !PostQueuedCompletionStatus(own, 0, 1, NULL))
+                        _exit(2);
+                ProcessSocketNotifications(own, 0, NULL, 0, 1, &e, (UINT32 *)page);
+                _exit(0);
+        }
+        waitpid(pid, &st, 0);
+        ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+}
+
+void conf_row_05(int _i)
+{
+        union {
+                SOCK_NOTIFY_REGISTRATION r[2];
+                OVERLAPPED_ENTRY e[2];
+        } u;
+        UINT32 n;
+
+        memset(&u, 0, sizeof(u));
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 1, u.r, 0, 1, u.e, &n),
+                          ERROR_INVALID_PARAMETER);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 2, u.r, 0, 1, &u.e[1], &n),
+                          ERROR_INVALID_PARAMETER);
+}
+
+void conf_row_06(int _i)
+{
+        int cl, sv;
+        SOCK_NOTIFY_REGISTRATION r;
+        HANDLE closed = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+
+        ck_assert(CloseHandle(closed));
+        readable_pair(&cl, &sv);
+        r = enable_of(sv, 6);
+        ck_assert_uint_eq(ProcessSocketNotifications(closed, 1, &r, 0, 0, NULL, NULL),
+                          ERROR_INVALID_HANDLE);
+        ck_assert_uint_eq(ProcessSocketNotifications((HANDLE)&r, 1, &r, 0, 0, NULL, NULL),
+                          ERROR_INVALID_HANDLE);
+        ck_assert_uint_eq(ProcessSocketNotifications(NULL, 1, &r, 0, 0, NULL, NULL),
+                          ERROR_INVALID_HANDLE);
+        /* Nothing applied: the socket is free for this port. */
+        ck_assert_uint_eq(reg(P, sv, 6, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 6), E_IN);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_07(int _i)
+{
+        int cl, sv;
+        SOCK_NOTIFY_REGISTRATION r[2];
+        OVERLAPPED_ENTRY e;
+
+        readable_pair(&cl, &sv);
+        r[0] = enable_of(sv, 7);
+        r[1] = enable_of(sv, 8);
+        /* Two kinds of call failure; neither applies anything. */
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 2, r, 5, 0, NULL, NULL),
+                          ERROR_INVALID_PARAMETER);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 2, r, 0, 1, &e, NULL),
+                          ERROR_INVALID_PARAMETER);
+        ck_assert_uint_eq(reg(P, sv, 0, 0, OP_REMOVE, 0), ERROR_NOT_FOUND);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_08(int _i)
+{
+        int cl, sv;
+        SOCK_NOTIFY_REGISTRATION r[3];
+
+        readable_pair(&cl, &sv);
+        r[0] = enable_of(sv, 9);
+        r[1] = enable_of(INVALID_SOCKET, 10);
+        r[2] = enable_of(sv, 11);
+        r[2].operation = OP_DISABLE;
+        for (int i = 0; i < 3; i++)
+                r[i].registrationResult = 0xbad;
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 3, r, 0, 0, NULL, NULL), ERROR_SUCCESS);
+        ck_assert_uint_eq(r[0].registrationResult, ERROR_SUCCESS);
+        ck_assert_uint_eq(r[1].registrationResult, WSAENOTSOCK);
+        ck_assert_uint_eq(r[2].registrationResult, ERROR_SUCCESS); /* the failure in between
+                                                                    * did not stop it */
+        none(P, 50);                                                /* disabled */
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_09(int _i)
+{
+        int cl, sv, file = open("/dev/null", O_RDONLY | O_CLOEXEC), gone = dup(file);
+        SOCK_NOTIFY_REGISTRATION r[4];
+
+        close(gone);
+        readable_pair(&cl, &sv);
+        r[0] = enable_of(INVALID_SOCKET, 1);
+        r[1] = enable_of((SOCKET)gone, 2);
+        r[2] = enable_of((SOCKET)file, 3);
+        r[3] = enable_of(sv, 4);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 4, r, 0, 0, NULL, NULL), ERROR_SUCCESS);
+        for (int i = 0; i < 3; i++)
+                ck_assert_uint_eq(r[i].registrationResult, WSAENOTSOCK);
+        ck_assert_uint_eq(r[3].registrationResult, ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 4), E_IN);
+        close(file);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_10(int _i)
+{
+        int sp[2];
+
+        /* Windows refuses sockets of non-Microsoft providers; Linux has no providers, and a
+         * socket of any family registers (here AF_UNIX). */
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        ck_assert_uint_eq(reg(P, sp[0], 10, F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 10), E_OUT);
+        remove_wait(P, sp[0], 10);
+        closesocket(sp[0]);
+        close(sp[1]);
+}
+
+void conf_row_11(int _i)
+{
+        int cl, sv;
+        SOCK_NOTIFY_REGISTRATION r;
+        OVERLAPPED_ENTRY e[4];
+        UINT32 n;
+
+        readable_pair(&cl, &sv);
+        /* A LEVEL registration on a readable socket: its IN comes back from the same call. */
+        r = enable_of(sv, 11);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 1, &r, 0, 4, e, &n), ERROR_SUCCESS);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_uint_eq(e[0].lpCompletionKey, 11);
+        /* A REMOVE: its packet comes back from the same call. */
+        r.operation = OP_REMOVE;
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 1, &r, 0, 4, e, &n), ERROR_SUCCESS);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_uint_eq(SocketNotificationRetrieveEvents(&e[0]) & E_REMOVE, E_REMOVE);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_12(int _i)
+{
+        int cl, sv;
+        SOCK_NOTIFY_REGISTRATION r;
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+
+        tcp_pair(&cl, &sv);
+        r = enable_of(sv, 12);
+        r.registrationResult = 0xbad;
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 1, &r, 50, 1, &e, &n), WAIT_TIMEOUT);
+        ck_assert_uint_eq(r.registrationResult, ERROR_SUCCESS);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_uint_eq(one(P, 12), E_IN); /* it did take effect */
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_13(int _i)
+{
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 13, F_IN, OP_ENABLE | OP_REMOVE, LEVEL), WSAEINVAL);
+        ck_assert_uint_eq(reg(P, sv, 13, F_IN, OP_ENABLE | OP_DISABLE, LEVEL), WSAEINVAL);
+        ck_assert_uint_eq(reg(P, sv, 13, F_IN, 8, LEVEL), WSAEINVAL);
+        ck_assert_uint_eq(reg(P, sv, 0, 0, OP_REMOVE, 0), ERROR_NOT_FOUND); /* nothing applied */
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_14(int _i)
+{
+        int cl, sv;
+
+        readable_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 14, F_IN, SOCK_NOTIFY_OP_NONE, LEVEL), ERROR_SUCCESS);
+        none(P, 50);
+        ck_assert_uint_eq(reg(P, sv, 14, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, sv, 99, F_OUT, SOCK_NOTIFY_OP_NONE, EDGE), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 14), E_IN); /* unchanged by the OP_NONE */
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_15(int _i)
+{
+        int cl, sv;
+        SOCK_NOTIFY_REGISTRATION r[3];
+
+        readable_pair(&cl, &sv);
+        r[0] = enable_of(sv, 15);
+        r[1] = r[0];
+        r[1].operation = OP_DISABLE;
+        r[2] = r[0];
+        r[2].eventFilter = F_OUT;
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 3, r, 0, 0, NULL, NULL), ERROR_SUCCESS);
+        /* Enabled, disabled, enabled again for OUT: the last decides. */
+        ck_assert_uint_eq(one(P, 15), E_OUT);
+        close(cl);
+        closesocket(sv);
+}
+
+static void on_signal(int sig)
+{
+        (void)sig;
+}
+
+struct kicker {
+        pthread_t target;
+};
+
+static void *kick(void *arg)
+{
+        struct kicker *k = arg;
+
+        usleep(50000);
+        pthread_kill(k->target, SIGUSR1);
+        return NULL;
+}
+
+void conf_row_16(int _i)
+{
+        struct sigaction sa = { .sa_handler = on_signal }; /* no SA_RESTART */
+        struct kicker k = { .target = pthread_self() };
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+        pthread_t t;
+        long long t0;
+
+        sigaction(SIGUSR1, &sa, NULL);
+        pthread_create(&t, NULL, kick, &k);
+        t0 = now_ms();
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 300, 1, &e, &n), WAIT_TIMEOUT);
+        ck_assert_int_ge(now_ms() - t0, 290);
+        pthread_join(t, NULL);
+}
+
+void conf_row_17(int _i)
+{
+        OVERLAPPED_ENTRY e;
+        UINT32 n = 77;
+
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 30, 1, &e, &n), WAIT_TIMEOUT);
+        ck_assert_uint_eq(n, 0);
+}
+
+void conf_row_18(int _i)
+{
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+        long long t0 = now_ms();
+
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 0, 1, &e, &n), WAIT_TIMEOUT);
+        ck_assert_int_lt(now_ms() - t0, 50);
+}
+
+struct poster {
+        HANDLE port;
+        int delay_ms;
+};
+
+static void *post_later(void *arg)
+{
+        struct poster *p = arg;
+
+        usleep((useconds_t)p->delay_ms * 1000);
+        PostQueuedCompletionStatus(p->port, 1, 19, NULL);
+        return NULL;
+}
+
+void conf_row_19(int _i)
+{
+        struct poster p = { P, 200 };
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+        pthread_t t;
+        long long t0 = now_ms();
+
+        pthread_create(&t, NULL, post_later, &p);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, INFINITE, 1, &e, &n),
+                          ERROR_SUCCESS);
+        ck_assert_int_ge(now_ms() - t0, 190);
+        ck_assert_uint_eq(e.lpCompletionKey, 19);
+        pthread_join(t, NULL);
+}
+
+void conf_row_20(int _i)
+{
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+
+        for (int ms = 20; ms <= 160; ms *= 2) {
+                long long t0 = now_ms();
+
+                ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, (UINT32)ms, 1, &e, &n),
+                                  WAIT_TIMEOUT);
+                ck_assert_int_ge(now_ms() - t0, ms - 1);
+                ck_assert_int_lt(now_ms() - t0, ms + 200);
+        }
+}
+
+void conf_row_21(int _i)
+{
+        OVERLAPPED_ENTRY e[8];
+        UINT32 n;
+        long long t0;
+
+        for (int i = 0; i < 3; i++)
+                ck_assert(PostQueuedCompletionStatus(P, 0, 21, NULL));
+        t0 = now_ms();
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 5000, 8, e, &n), ERROR_SUCCESS);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_int_lt(now_ms() - t0, 1000);
+        for (int i = 0; i < 3; i++)
+                ck_assert(PostQueuedCompletionStatus(P, 0, 21, NULL));
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 5000, 2, e, &n), ERROR_SUCCESS);
+        ck_assert_uint_eq(n, 2);
+}
+
+void conf_row_22(int _i)
+{
+        OVERLAPPED_ENTRY e[4];
+        UINT32 n;
+
+        memset(e, 0xab, sizeof(e));
+        ck_assert(PostQueuedCompletionStatus(P, 5, 22, NULL));
+        ck_assert(PostQueuedCompletionStatus(P, 6, 22, NULL));
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 1000, 4, e, &n), ERROR_SUCCESS);
+        ck_assert_uint_eq(n, 2);
+        ck_assert_uint_eq(e[0].dwNumberOfBytesTransferred, 5);
+        ck_assert_uint_eq(e[1].dwNumberOfBytesTransferred, 6);
+        ck_assert_uint_eq(e[2].lpCompletionKey, (ULONG_PTR)0xabababababababab);
+}
+
+void conf_row_23(int _i)
+{
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+
+        SetLastError(1234);
+        ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 0, 1, &e, &n), WAIT_TIMEOUT);
+        ck_assert_uint_eq(GetLastError(), 1234);
+        ck_assert_uint_eq(ProcessSocketNotifications(NULL, 0, NULL, 0, 1, &e, &n),
+                          ERROR_INVALID_HANDLE);
+        ck_assert_uint_eq(GetLastError(), 1234);
+}

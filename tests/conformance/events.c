@@ -1,0 +1,349 @@
+/*
+ * events.c - sections E, F and G of the spec: what events mean, coalescing and order, and the
+ * lifetime guarantees of closesocket and REMOVE (rows 43-63).
+ */
+#include "tests/conformance/conformance.h"
+
+static void reset_peer(int fd)
+{
+        struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        close(fd);
+}
+
+void conf_row_43(int _i)
+{
+        int cl, sv;
+        OVERLAPPED_ENTRY e;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, (uintptr_t)&e, F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        memset(&e, 0x5a, sizeof(e));
+        ck_assert_uint_eq(deq(P, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.lpCompletionKey, (ULONG_PTR)&e);
+        ck_assert_uint_eq(e.dwNumberOfBytesTransferred, E_OUT);
+        ck_assert_ptr_null(e.lpOverlapped);
+        ck_assert_uint_eq(e.Internal, 0);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_44(int _i)
+{
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        usleep(10000);
+        /* Readable and writable; the filter says IN: only IN. */
+        ck_assert_uint_eq(reg(P, sv, 44, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 44), E_IN);
+        /* Filter OUT on a reset connection: ERR arrives though not asked for. */
+        ck_assert_uint_eq(reg(P, sv, 44, F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        reset_peer(cl);
+        ck_assert_uint_eq(collect(P, 44, E_ERR, 2000) & E_ERR, E_ERR);
+        closesocket(sv);
+}
+
+void conf_row_45(int _i)
+{
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 45, SOCK_NOTIFY_REGISTER_EVENT_NONE, OP_ENABLE, LEVEL),
+                          ERROR_SUCCESS);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        none(P, 100);
+        reset_peer(cl);
+        ck_assert_uint_eq(collect(P, 45, E_ERR, 2000), E_ERR);
+        closesocket(sv);
+}
+
+void conf_row_46(int _i)
+{
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 46, 0x08, OP_ENABLE, LEVEL), WSAEINVAL);
+        ck_assert_uint_eq(reg(P, sv, 46, 0x40, OP_ENABLE, LEVEL), WSAEINVAL);
+        ck_assert_uint_eq(reg(P, sv, 46, 0x107, OP_ENABLE, LEVEL), WSAEINVAL);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_47(int _i)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        unsigned short port;
+        int l = tcp_listener(&port), c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_uint_eq(reg(P, l, 47, F_IN | F_OUT | F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        none(P, 50);
+        sa.sin_port = port;
+        ck_assert_int_eq(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_uint_eq(one(P, 47), E_IN);
+        closesocket(l);
+        close(c);
+}
+
+void conf_row_48(int _i)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        unsigned short port;
+        int l = tcp_listener(&port), s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int acc;
+        char c;
+
+        ck_assert_uint_eq(reg(P, s, 48, F_IN | F_OUT, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        sa.sin_port = port;
+        ck_assert(connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS);
+        ck_assert_uint_eq(collect(P, 48, E_OUT, 2000), E_OUT);
+        ck_assert_int_eq(send(s, "y", 1, MSG_DONTWAIT), 1); /* OUT: send did not block */
+        acc = accept(l, NULL, NULL);
+        ck_assert_int_eq(send(acc, "z", 1, 0), 1);
+        ck_assert_uint_eq(reg(P, s, 48, F_IN, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 48), E_IN);
+        ck_assert_int_eq(recv(s, &c, 1, MSG_DONTWAIT), 1); /* IN: recv did not block */
+        close(acc);
+        close(l);
+        closesocket(s);
+}
+
+void conf_row_49(int _i)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        unsigned short port;
+        int l = tcp_listener(&port), s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        UINT32 ev;
+
+        close(l); /* nothing listens there now */
+        ck_assert_uint_eq(reg(P, s, 49, F_IN | F_OUT, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        sa.sin_port = port;
+        connect(s, (struct sockaddr *)&sa, sizeof(sa));
+        ev = one(P, 49);
+        ck_assert(ev & E_ERR);
+        ck_assert_uint_eq(ev & E_OUT, 0);
+        closesocket(s);
+}
+
+void conf_row_50(int _i)
+{
+        int cl, sv, cl2, sv2;
+
+        tcp_pair(&cl, &sv);
+        tcp_pair(&cl2, &sv2);
+        ck_assert_uint_eq(reg(P, sv, 50, F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, sv2, 51, F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        none(P, 50);
+        shutdown(cl, SHUT_WR); /* FIN */
+        ck_assert_uint_eq(collect(P, 50, E_HUP, 2000) & E_HUP, E_HUP);
+        reset_peer(cl2); /* RST */
+        ck_assert_uint_eq(collect(P, 51, E_HUP, 2000) & E_HUP, E_HUP);
+        close(cl);
+        closesocket(sv);
+        closesocket(sv2);
+}
+
+void conf_row_51(int _i)
+{
+        int a, b;
+        UINT32 seen;
+
+        udp_pair(&a, &b);
+        ck_assert_uint_eq(reg(P, a, 51, F_IN | F_OUT | F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(send(b, "x", 1, 0), 1);
+        close(b);
+        shutdown(a, SHUT_RDWR);
+        seen = collect(P, 51, 0xff, 300);
+        ck_assert_uint_ne(seen, 0);
+        ck_assert_uint_eq(seen & E_HUP, 0);
+        closesocket(a);
+}
+
+void conf_row_52(int _i)
+{
+        int cl, sv;
+        char buf[4];
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 52, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        reset_peer(cl);
+        ck_assert_uint_eq(collect(P, 52, E_ERR, 2000) & E_ERR, E_ERR);
+        ck_assert_int_eq(recv(sv, buf, sizeof(buf), 0), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAECONNRESET);
+        closesocket(sv);
+}
+
+void conf_row_53(int _i)
+{
+        OVERLAPPED_ENTRY e = { .dwNumberOfBytesTransferred = 0x12345678 };
+
+        ck_assert_uint_eq(SocketNotificationRetrieveEvents(&e), 0x12345678);
+        ck_assert(PostQueuedCompletionStatus(P, 0xfeed, 53, (LPOVERLAPPED)(uintptr_t)7));
+        ck_assert_uint_eq(deq(P, &e, 1, 1000), 1);
+        ck_assert_uint_eq(SocketNotificationRetrieveEvents(&e), 0xfeed);
+}
+
+void conf_row_54(int _i)
+{
+        int cl, sv;
+        OVERLAPPED_ENTRY e[8];
+
+        tcp_pair(&cl, &sv);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_int_eq(send(cl, "y", 1, 0), 1);
+        usleep(10000);
+        ck_assert_uint_eq(reg(P, sv, 54, F_IN | F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        /* Two arrivals and writability: one entry for the registration, carrying IN|OUT. */
+        ck_assert_uint_eq(deq(P, e, 8, 1000), 1);
+        ck_assert_uint_eq(SocketNotificationRetrieveEvents(&e[0]), E_IN | E_OUT);
+        ck_assert_uint_le(daemon_count("queued"), 1);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_55(int _i)
+{
+        OVERLAPPED_ENTRY e[8];
+
+        for (uintptr_t k = 1; k <= 5; k++)
+                ck_assert(PostQueuedCompletionStatus(P, 0, k, NULL));
+        ck_assert_uint_eq(deq(P, e, 8, 1000), 5);
+        for (ULONG i = 0; i < 5; i++)
+                ck_assert_uint_eq(e[i].lpCompletionKey, i + 1);
+}
+
+void conf_row_56(int _i)
+{
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 56, F_IN | F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_uint_eq(reg(P, sv, 0, 0, OP_REMOVE, 0), ERROR_SUCCESS);
+        ck_assert_uint_eq(collect(P, 56, E_REMOVE, 2000) & E_REMOVE, E_REMOVE);
+        none(P, 100); /* nothing after the REMOVE, though the socket is still ready */
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_57(int _i)
+{
+        int cl, sv, a, b;
+
+        tcp_pair(&cl, &sv);
+        udp_pair(&a, &b);
+        ck_assert_uint_eq(reg(P, sv, 57, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_int_eq(send(b, "y", 1, 0), 1);
+        usleep(10000);
+        /* An EDGE enable of a ready socket harvests the port, which queues sv's IN packet;
+         * the REMOVE then joins that packet. */
+        ck_assert_uint_eq(reg(P, a, 571, F_IN, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, sv, 0, 0, OP_REMOVE, 0), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 57), E_REMOVE | E_IN);
+        remove_wait(P, a, 571);
+        close(cl);
+        closesocket(sv);
+        closesocket(a);
+        close(b);
+}
+
+void conf_row_58(int _i)
+{
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 58, F_IN | F_OUT, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 58), E_OUT);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        none(P, 100);
+        ck_assert_uint_eq(reg(P, sv, 58, F_IN, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 58), E_IN);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_59(int _i)
+{
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 59, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(daemon_count("registrations"), 1);
+        ck_assert_int_eq(closesocket(sv), 0);
+        ck_assert_int_eq(daemon_count("registrations"), 0);
+        none(P, 100);
+        close(cl);
+}
+
+void conf_row_60(int _i)
+{
+        int cl, sv, a, b;
+
+        tcp_pair(&cl, &sv);
+        udp_pair(&a, &b);
+        ck_assert_uint_eq(reg(P, sv, 60, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_int_eq(send(b, "y", 1, 0), 1);
+        usleep(10000);
+        ck_assert_uint_eq(reg(P, a, 601, F_IN, OP_ENABLE, EDGE), ERROR_SUCCESS); /* queues sv's */
+        ck_assert_int_eq(daemon_count("queued"), 1);
+        ck_assert_int_eq(closesocket(sv), 0);
+        ck_assert_int_eq(daemon_count("queued"), 0); /* discarded, not delivered */
+        none(P, 50);
+        remove_wait(P, a, 601);
+        close(cl);
+        closesocket(a);
+        close(b);
+}
+
+void conf_row_61(int _i)
+{
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 61, F_IN | F_OUT | F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        remove_wait(P, sv, 61);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        shutdown(cl, SHUT_WR);
+        none(P, 150);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_62(int _i)
+{
+        int cl, sv, dup1;
+
+        tcp_pair(&cl, &sv);
+        dup1 = dup(sv);
+        ck_assert_uint_eq(reg(P, sv, 62, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(closesocket(dup1), 0);
+        ck_assert_int_eq(daemon_count("registrations"), 1);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_uint_eq(one(P, 62), E_IN);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_63(int _i)
+{
+        int cl, sv, cl2, sv2;
+
+        tcp_pair(&cl, &sv);
+        tcp_pair(&cl2, &sv2);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_uint_eq(reg(P, sv, 63, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        remove_wait(P, sv, 63);
+        /* Key 63 again, on another socket that is not readable: nothing of the old one. */
+        ck_assert_uint_eq(reg(P, sv2, 63, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        none(P, 100);
+        ck_assert_int_eq(send(cl2, "y", 1, 0), 1);
+        ck_assert_uint_eq(one(P, 63), E_IN);
+        close(cl);
+        close(cl2);
+        closesocket(sv);
+        closesocket(sv2);
+}

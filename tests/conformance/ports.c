@@ -1,0 +1,410 @@
+/*
+ * ports.c - sections H, I and J of the spec: one port per socket, port scope, posted packets,
+ * and the completion-port core (rows 64-80).
+ */
+#include "tests/conformance/conformance.h"
+
+void conf_row_64(int _i)
+{
+        HANDLE b = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 64, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(b, sv, 640, F_IN, OP_ENABLE, LEVEL), ERROR_ALREADY_EXISTS);
+        ck_assert_uint_eq(reg(P, sv, 0, 0, OP_DISABLE, 0), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(b, sv, 640, F_IN, OP_ENABLE, LEVEL), ERROR_ALREADY_EXISTS);
+        ck_assert_uint_eq(reg(P, sv, 64, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_uint_eq(one(P, 64), E_IN); /* unchanged on the first port */
+        none(b, 50);
+        CloseHandle(b);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_65(int _i)
+{
+        HANDLE b = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 65, F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, sv, 0, 0, OP_REMOVE, 0), ERROR_SUCCESS);
+        /* Before the REMOVE packet is dequeued the registration still exists. */
+        ck_assert_uint_eq(reg(b, sv, 650, F_OUT, OP_ENABLE, LEVEL), ERROR_ALREADY_EXISTS);
+        ck_assert_uint_eq(collect(P, 65, E_REMOVE, 1000) & E_REMOVE, E_REMOVE);
+        ck_assert_uint_eq(reg(b, sv, 650, F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(b, 650), E_OUT);
+        CloseHandle(b);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_66(int _i)
+{
+        pid_t pid;
+        int st;
+
+        ck_assert(PostQueuedCompletionStatus(P, 1, 66, NULL));
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                OVERLAPPED_ENTRY e;
+                UINT32 n;
+                WSADATA wsa;
+                DWORD r;
+
+                WSAStartup(WINSOCK_VERSION, &wsa);
+                /* The parent's port means nothing here, and its packet stays the parent's. */
+                r = ProcessSocketNotifications(P, 0, NULL, 0, 1, &e, &n);
+                _exit(r == ERROR_INVALID_HANDLE && !PostQueuedCompletionStatus(P, 0, 0, NULL) &&
+                                      GetLastError() == ERROR_INVALID_HANDLE
+                              ? 0
+                              : 1);
+        }
+        waitpid(pid, &st, 0);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        OVERLAPPED_ENTRY e;
+        ck_assert_uint_eq(deq(P, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.lpCompletionKey, 66);
+}
+
+struct worker {
+        HANDLE port;
+        int fd;
+        uintptr_t key;
+        int got_posts;
+        bool own_ok;
+};
+
+static void *worker(void *arg)
+{
+        struct worker *w = arg;
+        SOCK_NOTIFY_REGISTRATION r = { .socket = (SOCKET)w->fd, .completionKey = (PVOID)w->key,
+                                       .eventFilter = F_OUT, .operation = OP_ENABLE,
+                                       .triggerFlags = LEVEL | ONESHOT };
+        OVERLAPPED_ENTRY e[4];
+        UINT32 n;
+
+        /* Each thread registers its own socket, then takes packets until an idle second. */
+        w->own_ok = ProcessSocketNotifications(w->port, 1, &r, 0, 0, NULL, NULL) ==
+                            ERROR_SUCCESS &&
+                    r.registrationResult == ERROR_SUCCESS;
+        while (ProcessSocketNotifications(w->port, 0, NULL, 300, 4, e, &n) == ERROR_SUCCESS)
+                for (UINT32 i = 0; i < n; i++)
+                        w->got_posts += e[i].lpCompletionKey == 1000;
+        return NULL;
+}
+
+void conf_row_67(int _i)
+{
+        struct worker w[4];
+        pthread_t t[4];
+        int sp[4][2], total = 0;
+
+        for (int i = 0; i < 4; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[i]), 0);
+                w[i] = (struct worker){ .port = P, .fd = sp[i][0], .key = 670 + (uintptr_t)i };
+                pthread_create(&t[i], NULL, worker, &w[i]);
+        }
+        for (int i = 0; i < 40; i++)
+                ck_assert(PostQueuedCompletionStatus(P, 0, 1000, NULL));
+        for (int i = 0; i < 4; i++) {
+                pthread_join(t[i], NULL);
+                ck_assert(w[i].own_ok);
+                total += w[i].got_posts;
+        }
+        ck_assert_int_eq(total, 40); /* each exactly once */
+        for (int i = 0; i < 4; i++) {
+                closesocket(sp[i][0]);
+                close(sp[i][1]);
+        }
+}
+
+void conf_row_68(int _i)
+{
+        int cl, sv;
+        OVERLAPPED_ENTRY e[4];
+        int posted = 0, sockets = 0;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 68, F_OUT, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert(PostQueuedCompletionStatus(P, 0xffffffff, (ULONG_PTR)-2,
+                                             (LPOVERLAPPED)(uintptr_t)0xdeadbeef));
+        ULONG n = deq(P, e, 4, 1000);
+        for (ULONG i = 0; i < n; i++) {
+                if (e[i].lpCompletionKey == (ULONG_PTR)-2) {
+                        posted++;
+                        ck_assert_uint_eq(e[i].dwNumberOfBytesTransferred, 0xffffffff);
+                        ck_assert_ptr_eq(e[i].lpOverlapped, (LPOVERLAPPED)(uintptr_t)0xdeadbeef);
+                } else {
+                        sockets += e[i].lpCompletionKey == 68;
+                }
+        }
+        ck_assert_int_eq(posted, 1);
+        ck_assert_int_eq(sockets, 1);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_69(int _i)
+{
+        OVERLAPPED_ENTRY e;
+
+        ck_assert(PostQueuedCompletionStatus(P, SOCK_NOTIFY_EVENT_REMOVE, 3, NULL));
+        ck_assert_uint_eq(deq(P, &e, 1, 1000), 1);
+        ck_assert_uint_eq(SocketNotificationRetrieveEvents(&e), E_REMOVE);
+        ck_assert_uint_eq(e.lpCompletionKey, 3);
+}
+
+void conf_row_70(int _i)
+{
+        int cl, sv;
+        DWORD bytes;
+        ULONG_PTR key;
+        LPOVERLAPPED ov = (LPOVERLAPPED)1;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 70, F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert(GetQueuedCompletionStatus(P, &bytes, &key, &ov, 1000));
+        ck_assert_uint_eq(bytes, E_OUT);
+        ck_assert_uint_eq(key, 70);
+        ck_assert_ptr_null(ov);
+        close(cl);
+        closesocket(sv);
+}
+
+void conf_row_71(int _i)
+{
+        HANDLE a = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 12345, 0);
+        HANDLE b = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 3);
+
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_nonnull(b);
+        ck_assert_ptr_ne(a, b);
+        ck_assert_ptr_null(CreateIoCompletionPort(INVALID_HANDLE_VALUE, a, 0, 0));
+        ck_assert_uint_eq(GetLastError(), ERROR_INVALID_PARAMETER);
+        ck_assert(CloseHandle(a));
+        ck_assert(CloseHandle(b));
+}
+
+struct gq {
+        HANDLE port;
+        DWORD ms;
+        BOOL ok;
+        ULONG_PTR key;
+        DWORD error;
+        LPOVERLAPPED ov;
+        long long returned;
+};
+
+static void *gq_thread(void *arg)
+{
+        struct gq *g = arg;
+        DWORD bytes;
+
+        g->ov = (LPOVERLAPPED)1;
+        g->ok = GetQueuedCompletionStatus(g->port, &bytes, &g->key, &g->ov, g->ms);
+        g->error = GetLastError();
+        g->returned = now_ms();
+        return NULL;
+}
+
+void conf_row_72(int _i)
+{
+        HANDLE c1 = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 1);
+        struct gq g[2] = { { .port = c1, .ms = 2000 }, { .port = c1, .ms = 2000 } };
+        pthread_t t[2];
+
+        /* Divergence: with concurrency 1 and one running waiter, Windows keeps the second
+         * packet from a second waiter; this release releases both. */
+        for (int i = 0; i < 2; i++)
+                pthread_create(&t[i], NULL, gq_thread, &g[i]);
+        wait_waiters(2);
+        ck_assert(PostQueuedCompletionStatus(c1, 0, 1, NULL));
+        ck_assert(PostQueuedCompletionStatus(c1, 0, 2, NULL));
+        for (int i = 0; i < 2; i++) {
+                pthread_join(t[i], NULL);
+                ck_assert(g[i].ok);
+        }
+        CloseHandle(c1);
+}
+
+void conf_row_73(int _i)
+{
+        struct gq g[3];
+        pthread_t t[3];
+        OVERLAPPED_ENTRY e[8];
+
+        for (int i = 0; i < 3; i++) {
+                g[i] = (struct gq){ .port = P, .ms = 3000 };
+                pthread_create(&t[i], NULL, gq_thread, &g[i]);
+                wait_waiters(i + 1);
+        }
+        /* Three posts, oldest first; the most recent waiter gets the oldest packet. */
+        for (uintptr_t k = 1; k <= 3; k++)
+                ck_assert(PostQueuedCompletionStatus(P, 0, k, NULL));
+        for (int i = 0; i < 3; i++)
+                pthread_join(t[i], NULL);
+        ck_assert_uint_eq(g[2].key, 1);
+        ck_assert_uint_eq(g[1].key, 2);
+        ck_assert_uint_eq(g[0].key, 3);
+        /* One GQCSEx takes several at once. */
+        for (uintptr_t k = 1; k <= 5; k++)
+                ck_assert(PostQueuedCompletionStatus(P, 0, k, NULL));
+        ck_assert_uint_eq(deq(P, e, 8, 1000), 5);
+}
+
+void conf_row_74(int _i)
+{
+        HANDLE b = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        OVERLAPPED_ENTRY e;
+
+        ck_assert(PostQueuedCompletionStatus(P, 0, 1, NULL));
+        ck_assert(PostQueuedCompletionStatus(b, 0, 2, NULL));
+        ck_assert_uint_eq(deq(P, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.lpCompletionKey, 1);
+        ck_assert_uint_eq(deq(b, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.lpCompletionKey, 2);
+        CloseHandle(b);
+}
+
+void conf_row_75(int _i)
+{
+        DWORD bytes;
+        ULONG_PTR key;
+        LPOVERLAPPED ov = (LPOVERLAPPED)1;
+
+        ck_assert(!GetQueuedCompletionStatus(P, &bytes, &key, &ov, 20));
+        ck_assert_ptr_null(ov);
+        ck_assert_uint_eq(GetLastError(), WAIT_TIMEOUT);
+        ck_assert(PostQueuedCompletionStatus(P, 0, 75, NULL));
+        ov = (LPOVERLAPPED)1;
+        ck_assert(GetQueuedCompletionStatus(P, &bytes, &key, &ov, 20));
+        ck_assert_ptr_null(ov);
+        ck_assert_uint_eq(key, 75);
+}
+
+static void on_signal(int sig)
+{
+        (void)sig;
+}
+
+static void *kick(void *arg)
+{
+        usleep(50000);
+        pthread_kill(*(pthread_t *)arg, SIGUSR1);
+        return NULL;
+}
+
+void conf_row_76(int _i)
+{
+        struct sigaction sa = { .sa_handler = on_signal };
+        OVERLAPPED_ENTRY e;
+        ULONG removed = 9;
+        pthread_t self = pthread_self(), t;
+
+        ck_assert(!GetQueuedCompletionStatusEx(P, &e, 1, &removed, 20, FALSE));
+        ck_assert_uint_eq(GetLastError(), WAIT_TIMEOUT);
+        ck_assert_uint_eq(removed, 0);
+        /* Divergence: no APCs on Linux.  An alertable wait interrupted by a signal still ends
+         * with WAIT_TIMEOUT, never WAIT_IO_COMPLETION. */
+        sigaction(SIGUSR1, &sa, NULL);
+        pthread_create(&t, NULL, kick, &self);
+        ck_assert(!GetQueuedCompletionStatusEx(P, &e, 1, &removed, 200, TRUE));
+        ck_assert_uint_eq(GetLastError(), WAIT_TIMEOUT);
+        pthread_join(t, NULL);
+        ck_assert(PostQueuedCompletionStatus(P, 0, 76, NULL));
+        ck_assert(GetQueuedCompletionStatusEx(P, &e, 1, &removed, 20, TRUE));
+        ck_assert_uint_eq(removed, 1);
+}
+
+void conf_row_77(int _i)
+{
+        struct gq g[2] = { { .port = P, .ms = INFINITE }, { .port = P, .ms = INFINITE } };
+        pthread_t t[2];
+        DWORD bytes;
+        ULONG_PTR key;
+        LPOVERLAPPED ov;
+
+        for (int i = 0; i < 2; i++)
+                pthread_create(&t[i], NULL, gq_thread, &g[i]);
+        wait_waiters(2);
+        ck_assert(CloseHandle(P));
+        for (int i = 0; i < 2; i++) {
+                pthread_join(t[i], NULL);
+                ck_assert(!g[i].ok);
+                ck_assert_ptr_null(g[i].ov);
+                ck_assert_uint_eq(g[i].error, ERROR_ABANDONED_WAIT_0);
+        }
+        ck_assert(!GetQueuedCompletionStatus(P, &bytes, &key, &ov, 0));
+        ck_assert_uint_eq(GetLastError(), ERROR_INVALID_HANDLE);
+        P = NULL;
+}
+
+void conf_row_78(int _i)
+{
+        for (int i = 0; i < 5; i++)
+                ck_assert(PostQueuedCompletionStatus(P, 0, 78, NULL));
+        ck_assert_int_eq(daemon_count("queued"), 5);
+        ck_assert(CloseHandle(P));
+        P = NULL;
+        ck_assert_int_eq(daemon_count("queued"), 0);
+}
+
+void conf_row_79(int _i)
+{
+        struct gq g = { .port = P, .ms = 3000 };
+        pthread_t t;
+
+        pthread_create(&t, NULL, gq_thread, &g);
+        wait_waiters(1);
+        ck_assert(PostQueuedCompletionStatus(P, 0, 79, NULL));
+        pthread_join(t, NULL);
+        ck_assert(g.ok);
+        ck_assert_uint_eq(g.key, 79);
+        ck_assert(CloseHandle(P));
+        ck_assert(!PostQueuedCompletionStatus(P, 0, 79, NULL));
+        ck_assert_uint_eq(GetLastError(), ERROR_INVALID_HANDLE);
+        P = NULL;
+}
+
+struct psn {
+        HANDLE port;
+        DWORD ret;
+};
+
+static void *psn_thread(void *arg)
+{
+        struct psn *p = arg;
+        OVERLAPPED_ENTRY e;
+        UINT32 n;
+
+        p->ret = ProcessSocketNotifications(p->port, 0, NULL, INFINITE, 1, &e, &n);
+        return NULL;
+}
+
+void conf_row_80(int _i)
+{
+        struct psn w = { .port = P };
+        HANDLE b = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        pthread_t t;
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 80, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        pthread_create(&t, NULL, psn_thread, &w);
+        wait_waiters(1);
+        ck_assert(CloseHandle(P));
+        pthread_join(t, NULL);
+        ck_assert_uint_eq(w.ret, ERROR_ABANDONED_WAIT_0);
+        P = NULL;
+        /* The socket is free at once, without a REMOVE. */
+        ck_assert_uint_eq(reg(b, sv, 800, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_uint_eq(one(b, 800), E_IN);
+        CloseHandle(b);
+        close(cl);
+        closesocket(sv);
+}
