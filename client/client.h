@@ -40,6 +40,7 @@ struct sn_fdcache {
 };
 
 struct sn_conn {
+        struct sn_conn *next_live; /* in the list of open connections (conn.c) */
         int fd;
         uint64_t fork_gen;
         bool trace;
@@ -80,6 +81,9 @@ int sn__wait(sn_conn_t *conn, struct sn_pending *p);
 /* One request with a body-only reply: sends, waits, returns status. */
 int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
              void *ctx);
+/* The calling thread's id for the concurrency rule; remembers that this thread waited on conn,
+ * so that its exit is reported to the daemon (THREAD_EXIT). */
+uint32_t sn__thread_id(sn_conn_t *conn);
 /* A per-thread buffer of at least size bytes, valid until the thread's next call. */
 uint8_t *sn__msgbuf(size_t size);
 

@@ -21,6 +21,10 @@
 #include "common/path.h"
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* Open connections, so that a thread's exit handler only talks to live ones. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static sn_conn_t *live;
 static volatile uint64_t fork_generation;
 
 static void on_fork_child(void)
@@ -201,6 +205,68 @@ int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_r
         return sn__wait(c, &p);
 }
 
+/* ---- threads: the concurrency rule needs to know when a thread is gone ------------------- */
+
+struct thread_info {
+        uint32_t tid;
+        unsigned n;
+        sn_conn_t *conns[8];
+};
+
+static pthread_key_t thread_key;
+static pthread_once_t thread_once = PTHREAD_ONCE_INIT;
+
+/* At thread exit: tell every live connection it waited on that it no longer runs. */
+static void thread_exit(void *arg)
+{
+        struct thread_info *ti = arg;
+
+        pthread_mutex_lock(&live_lock);
+        for (unsigned i = 0; i < ti->n; i++) {
+                for (sn_conn_t *c = live; c; c = c->next_live) {
+                        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_thread];
+                        struct snw_thread body = { .thread = ti->tid };
+
+                        if (c != ti->conns[i] || sn__conn_usable(c) < 0)
+                                continue;
+                        /* Fire and forget: id 0 is never a pending request's. */
+                        snw_thread_encode(sn_msg_begin(buf, SN_MSG_THREAD_EXIT, 0, 0, 0, 0, 0),
+                                          &body);
+                        pthread_mutex_lock(&c->send_lock);
+                        sn__send(c, buf, sizeof(buf), NULL, 0);
+                        pthread_mutex_unlock(&c->send_lock);
+                }
+        }
+        pthread_mutex_unlock(&live_lock);
+        free(ti);
+}
+
+static void thread_key_init(void)
+{
+        pthread_key_create(&thread_key, thread_exit);
+}
+
+uint32_t sn__thread_id(sn_conn_t *c)
+{
+        struct thread_info *ti;
+
+        pthread_once(&thread_once, thread_key_init);
+        ti = pthread_getspecific(thread_key);
+        if (!ti) {
+                ti = calloc(1, sizeof(*ti));
+                if (!ti)
+                        return (uint32_t)gettid();
+                ti->tid = (uint32_t)gettid();
+                pthread_setspecific(thread_key, ti);
+        }
+        for (unsigned i = 0; i < ti->n; i++)
+                if (ti->conns[i] == c)
+                        return ti->tid;
+        if (ti->n < SN_ARRAY_SIZE(ti->conns))
+                ti->conns[ti->n++] = c;
+        return ti->tid;
+}
+
 /* Each thread's message buffer is freed with the thread (pthread key destructor). */
 struct msgbuf {
         size_t cap;
@@ -320,6 +386,10 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
                 sn_conn_close(c);
                 return r;
         }
+        pthread_mutex_lock(&live_lock);
+        c->next_live = live;
+        live = c;
+        pthread_mutex_unlock(&live_lock);
         *ret_conn = c;
         return 0;
 }
@@ -328,6 +398,14 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
 {
         if (!c)
                 return NULL;
+        pthread_mutex_lock(&live_lock);
+        for (sn_conn_t **pp = &live; *pp; pp = &(*pp)->next_live) {
+                if (*pp == c) {
+                        *pp = c->next_live;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&live_lock);
         sn_close(c->fd);
         pthread_mutex_destroy(&c->lock);
         pthread_mutex_destroy(&c->send_lock);

@@ -74,6 +74,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         struct process_ctx ctx = { .regs = regs, .entries = entries, .max_entries = max_entries };
         struct sn_pending pend;
         uint32_t per_msg, nstale = 0;
+        uint32_t thread = max_entries ? sn__thread_id(c) : 0;
         uint8_t *buf;
         int r;
 
@@ -169,6 +170,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                         .timeout_ms = timeout_ms,
                         .max_entries = max_entries,
                         .flags = last ? 0 : SN_PROTO_PROCESS_PART,
+                        .thread = thread,
                 };
                 snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, pend.id, 0, (uint16_t)nfds, n,
                                                0),
@@ -292,15 +294,19 @@ static void create_reply(struct sn_pending *p, const uint8_t *buf, const struct 
         snw_port_create_reply_decode(sn_msg_body(buf), p->ctx);
 }
 
-SN_EXPORT int sn_port_create(sn_conn_t *c, uint32_t concurrency, sn_port_t **ret_port)
+/* Creates (type PORT_CREATE) or opens (PORT_OPEN) a port; name may be NULL for create. */
+static int port_get(sn_conn_t *c, uint16_t type, const char *name, uint32_t concurrency,
+                    sn_port_t **ret_port)
 {
-        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_port_create];
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_port_create + 256];
         struct snw_port_create body = { .concurrency = concurrency };
         struct snw_port_create_reply rep = { 0 };
+        size_t len = name ? strlen(name) : 0;
         sn_port_t *port;
+        uint8_t *p;
         int r;
 
-        if (!ret_port)
+        if (!ret_port || len > 255 || (type == SN_MSG_PORT_OPEN && len == 0))
                 return -EINVAL;
         r = sn__conn_usable(c);
         if (r < 0)
@@ -308,8 +314,13 @@ SN_EXPORT int sn_port_create(sn_conn_t *c, uint32_t concurrency, sn_port_t **ret
         port = calloc(1, sizeof(*port));
         if (!port)
                 return -ENOMEM;
-        snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, 0, 0, 0, 0, 0), &body);
-        r = sn__call(c, buf, sizeof(buf), SN_MSG_PORT_CREATE_REPLY, create_reply, &rep);
+        p = sn_msg_begin(buf, type, 0, 0, 0, (uint32_t)len, 0);
+        if (type == SN_MSG_PORT_CREATE)
+                p = snw_port_create_encode(p, &body);
+        memcpy(p, name, len);
+        r = sn__call(c, buf, sn_msg_size(type, (uint32_t)len, 0),
+                     type == SN_MSG_PORT_CREATE ? SN_MSG_PORT_CREATE_REPLY : SN_MSG_PORT_OPEN_REPLY,
+                     create_reply, &rep);
         if (r < 0) {
                 free(port);
                 return r;
@@ -319,6 +330,24 @@ SN_EXPORT int sn_port_create(sn_conn_t *c, uint32_t concurrency, sn_port_t **ret
         port->refs = 1;
         *ret_port = port;
         return 0;
+}
+
+SN_EXPORT int sn_port_create(sn_conn_t *c, uint32_t concurrency, sn_port_t **ret_port)
+{
+        return port_get(c, SN_MSG_PORT_CREATE, NULL, concurrency, ret_port);
+}
+
+SN_EXPORT int sn_port_create_named(sn_conn_t *c, const char *name, uint32_t concurrency,
+                                   sn_port_t **ret_port)
+{
+        if (!name || !*name)
+                return -EINVAL;
+        return port_get(c, SN_MSG_PORT_CREATE, name, concurrency, ret_port);
+}
+
+SN_EXPORT int sn_port_open(sn_conn_t *c, const char *name, sn_port_t **ret_port)
+{
+        return port_get(c, SN_MSG_PORT_OPEN, name, 0, ret_port);
 }
 
 SN_EXPORT int sn_port_close(sn_port_t *port)

@@ -49,7 +49,9 @@ void conn_accept(struct server *srv, int fd)
         c->uid = cred.uid;
         c->gid = cred.gid;
         c->serial = ++srv->next_conn_serial;
-        sn_list_init(&c->ports);
+        sn_list_init(&c->handles);
+        sn_list_init(&c->regs);
+        sn_list_init(&c->runners);
         sn_list_init(&c->waits);
         sn_list_init(&c->outq);
         sn_list_init(&c->dead_link);
@@ -82,8 +84,20 @@ void conn_free(struct conn *c, uint32_t status)
         if (c->dead)
                 while (!sn_list_empty(&c->waits))
                         wait_free(sn_list_first(&c->waits, struct wait, conn_link));
-        while (!sn_list_empty(&c->ports))
-                port_free(sn_list_first(&c->ports, struct port, conn_link), status);
+        /* Its threads no longer run anywhere: others' waiters may proceed. */
+        while (!sn_list_empty(&c->runners)) {
+                struct runner *r = sn_list_first(&c->runners, struct runner, conn_link);
+                struct port *p = r->port;
+
+                runner_free(r);
+                if (p->nwaiters)
+                        port_dispatch(p);
+        }
+        /* Rule L3: its registrations go, on shared ports too, without REMOVE packets. */
+        while (!sn_list_empty(&c->regs))
+                reg_free(sn_list_first(&c->regs, struct reg, conn_link));
+        while (!sn_list_empty(&c->handles))
+                port_close_handle(sn_list_first(&c->handles, struct handle, conn_link), status);
         while (!sn_list_empty(&c->waits))
                 wait_free(sn_list_first(&c->waits, struct wait, conn_link));
         stage_reset(&c->stage);
@@ -269,46 +283,93 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
         conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
 }
 
-static void handle_port_create(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+/* Copies a name from a message array: 1..255 bytes, no NUL.  Returns false if invalid. */
+static bool copy_name(const uint8_t *p, uint32_t len, char *out)
+{
+        if (len == 0 || len > 255 || memchr(p, 0, len))
+                return false;
+        memcpy(out, p, len);
+        out[len] = 0;
+        return true;
+}
+
+static void reply_port(struct conn *c, uint16_t type, uint32_t id, const struct port *port)
+{
+        struct snw_port_create_reply out = { .port = port->id, .concurrency = port->concurrency };
+
+        snw_port_create_reply_encode(sn_msg_begin(c->srv->wbuf, type, id, 0, 0, 0, 0), &out);
+        conn_send(c, c->srv->wbuf, sn_msg_size(type, 0, 0));
+}
+
+static void handle_port_create(struct conn *c, const struct snw_header *h, const uint8_t *buf,
+                               const struct sn_msg_desc *d)
 {
         struct snw_port_create in;
-        struct snw_port_create_reply out;
         struct port *port;
-        uint8_t *p;
+        char name[256] = "";
         int r;
 
         snw_port_create_decode(sn_msg_body(buf), &in);
-        if (in.flags) {
+        if (in.flags || (h->count && !copy_name(sn_msg_array(buf, d, 1), h->count, name))) {
                 reply_simple(c, SN_MSG_PORT_CREATE_REPLY, h->id, EINVAL);
                 return;
         }
-        r = port_new(c, in.concurrency, &port);
+        r = port_new(c, in.concurrency, name, &port);
         if (r < 0) {
                 server_count_call_error(c->srv, (uint32_t)-r);
                 reply_simple(c, SN_MSG_PORT_CREATE_REPLY, h->id, (uint32_t)-r);
                 return;
         }
-        out.port = port->id;
-        out.concurrency = port->concurrency;
-        p = sn_msg_begin(c->srv->wbuf, SN_MSG_PORT_CREATE_REPLY, h->id, 0, 0, 0, 0);
-        snw_port_create_reply_encode(p, &out);
-        conn_send(c, c->srv->wbuf, sn_msg_size(SN_MSG_PORT_CREATE_REPLY, 0, 0));
+        reply_port(c, SN_MSG_PORT_CREATE_REPLY, h->id, port);
+}
+
+static void handle_port_open(struct conn *c, const struct snw_header *h, const uint8_t *buf,
+                             const struct sn_msg_desc *d)
+{
+        struct port *port;
+        char name[256];
+        int r;
+
+        if (!copy_name(sn_msg_array(buf, d, 1), h->count, name)) {
+                reply_simple(c, SN_MSG_PORT_OPEN_REPLY, h->id, EINVAL);
+                return;
+        }
+        r = port_open(c, name, &port);
+        if (r < 0) {
+                server_count_call_error(c->srv, (uint32_t)-r);
+                if (r == -EACCES)
+                        log_notice("connection %llu (pid %d, uid %u): refused port '%s' of "
+                                   "another user", (unsigned long long)c->serial, (int)c->pid,
+                                   (unsigned)c->uid, name);
+                reply_simple(c, SN_MSG_PORT_OPEN_REPLY, h->id, (uint32_t)-r);
+                return;
+        }
+        reply_port(c, SN_MSG_PORT_OPEN_REPLY, h->id, port);
 }
 
 static void handle_port_close(struct conn *c, const struct snw_header *h, const uint8_t *buf)
 {
         struct snw_port in;
-        struct port *port;
+        struct handle *hd;
 
         snw_port_decode(sn_msg_body(buf), &in);
-        port = port_find(c, in.port);
-        if (!port) {
+        hd = port_handle_of(c, in.port);
+        if (!hd) {
                 server_count_call_error(c->srv, EBADF);
                 reply_simple(c, SN_MSG_PORT_CLOSE_REPLY, h->id, EBADF);
                 return;
         }
-        port_free(port, ECANCELED);
+        port_close_handle(hd, ECANCELED);
         reply_simple(c, SN_MSG_PORT_CLOSE_REPLY, h->id, 0);
+}
+
+static void handle_thread_exit(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+{
+        struct snw_thread in;
+
+        snw_thread_decode(sn_msg_body(buf), &in);
+        runner_release(c, in.thread, NULL);
+        reply_simple(c, SN_MSG_THREAD_EXIT_REPLY, h->id, 0);
 }
 
 static void handle_post(struct conn *c, const struct snw_header *h, const uint8_t *buf,
@@ -522,7 +583,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                         fd = fds[it.fd_index];
                         fds[it.fd_index] = -1;
                 }
-                results[i] = reg_apply(port, &it, fd);
+                results[i] = reg_apply(port, c, &it, fd);
                 if (results[i])
                         server_count_entry_error(srv, results[i]);
         }
@@ -537,11 +598,16 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
         }
         room = srv->limits.max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, 0);
         max = (uint32_t)SN_MIN((size_t)in.max_entries, room / SN_WIRE_SIZE_entry);
+        /* The calling thread is back: it no longer runs anywhere (row 72), and it is first in
+         * line for this port, before parked waiters. */
+        runner_release(c, in.thread, port);
         /* Row 11: this call's own registrations come first, then the dequeue. */
-        n = max ? port_take(port, srv->ebuf, max) : 0;
+        n = max && port_may_run(port) ? port_take(port, srv->ebuf, max) : 0;
+        if (n)
+                port_mark_running(port, c, in.thread);
         if (n || in.timeout_ms == 0) {
                 conn_reply_process(c, h->id, n ? 0 : ETIMEDOUT, results, nitems, srv->ebuf, n);
-        } else if (port_wait(port, c, h->id, max, in.timeout_ms, results, nitems) < 0) {
+        } else if (port_wait(port, c, h->id, in.thread, max, in.timeout_ms, results, nitems) < 0) {
                 conn_reply_process(c, h->id, ENOMEM, results, nitems, NULL, 0);
         }
 out:
@@ -584,7 +650,13 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                 handle_hello(c, &h, buf);
                 break;
         case SN_MSG_PORT_CREATE:
-                handle_port_create(c, &h, buf);
+                handle_port_create(c, &h, buf, d);
+                break;
+        case SN_MSG_PORT_OPEN:
+                handle_port_open(c, &h, buf, d);
+                break;
+        case SN_MSG_THREAD_EXIT:
+                handle_thread_exit(c, &h, buf);
                 break;
         case SN_MSG_PORT_CLOSE:
                 handle_port_close(c, &h, buf);

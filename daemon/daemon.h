@@ -1,10 +1,14 @@
 /*
  * daemon.h - the objects of socknotifyd and how they own each other.
  *
- * Ownership is one tree: server -> connection -> port -> registration -> its queued packet, and
- * port -> posted packets.  A wait (a PROCESS request parked until entries arrive) belongs to its
- * connection and is linked on its port; it is freed by whichever of answer, timeout, port close
- * or connection close comes first, and unlinked from the other.
+ * Ownership: server -> port -> registration -> its queued packet, and port -> posted packets.
+ * A connection holds handles to ports (struct handle); a port lives while any handle to it
+ * exists, so a named port shared by several processes outlives any one of them.  Registrations
+ * also remember the connection that made them: when it goes, they go (rule L3), on any port.
+ * A wait (a PROCESS request parked until entries arrive) belongs to its connection and is linked
+ * on its port; it is freed by whichever of answer, timeout, port close or connection close comes
+ * first, and unlinked from the other.  A runner records that a client thread took entries from
+ * a port and has not come back to wait: it counts against the port's concurrency.
  *
  * Readiness comes from the kernel: each port has its own epoll instance holding its sockets,
  * watched by the libevent loop edge-triggered.  Entries are harvested from that epoll only when
@@ -92,6 +96,8 @@ struct reg {
         struct reg *hnext;         /* registry chain */
         struct sn_list port_link;  /* in port->regs */
         struct sn_list skip_link;  /* in port->skips while edge_skip is set */
+        struct sn_list conn_link;  /* in creator->regs */
+        struct conn *creator;
         struct port *port;
         uint64_t dev, ino;
         uint64_t key;
@@ -110,11 +116,12 @@ struct reg {
 };
 
 /*
- * Applies one registration item to port (rule order and codes of the spec, section 3).
+ * Applies one registration item of conn to port (rule order and codes of the spec, section 3).
  * fd is the descriptor received with the item or -1; it is consumed (kept by a new
  * registration or closed).  Returns 0 or a positive errno value for the entry's result.
  */
-uint32_t reg_apply(struct port *port, const struct snw_registration *item, int fd);
+uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_registration *item,
+                   int fd);
 /* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
 void reg_rearm(struct reg *reg);
 /* Forgets the EDGE events recorded at ENABLE. */
@@ -127,9 +134,8 @@ uint32_t reg_translate(struct reg *reg, uint32_t epoll_events);
 /* Re-reads readiness of a queued level-triggered packet that has waited past a dequeue; returns
  * the current bits (0: drop the packet). */
 uint32_t reg_recheck(struct reg *reg);
-/* Drops the registration of socket (dev, ino) if it belongs to one of conn's ports and was made
- * through the client's descriptor client_fd (row 62), without a REMOVE packet (rule L1).
- * Returns 0 or -ENOENT. */
+/* Drops the registration of socket (dev, ino) if conn made it through its descriptor client_fd
+ * (row 62), without a REMOVE packet (rule L1).  Returns 0 or -ENOENT. */
 int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino, uint32_t client_fd);
 
 /* ---- ports and waits (port.c) ---------------------------------------------------------- */
@@ -140,6 +146,7 @@ struct wait {
         struct conn *conn;
         struct port *port;
         uint32_t id;
+        uint32_t thread;
         uint32_t max_entries;
         struct event timer;
         bool timer_armed;
@@ -147,11 +154,34 @@ struct wait {
         uint32_t results[]; /* per-registration results of the call, sent with the answer */
 };
 
+/* A connection's hold on a port. */
+struct handle {
+        struct sn_list conn_link; /* in conn->handles */
+        struct sn_list port_link; /* in port->handles */
+        struct conn *conn;
+        struct port *port;
+};
+
+/* A client thread that took entries from a port and has not come back to wait. */
+struct runner {
+        struct sn_list port_link; /* in port->runners */
+        struct sn_list conn_link; /* in conn->runners */
+        struct conn *conn;
+        struct port *port;
+        uint32_t thread;
+};
+
 struct port {
-        struct sn_list conn_link; /* in owner->ports */
-        struct conn *owner;
+        struct server *srv;
+        struct sn_list srv_link;  /* in server->ports */
+        struct sn_list handles;   /* struct handle */
+        uint32_t nhandles;
+        char *name;               /* NULL: private to its creator */
+        uid_t uid;                /* who may open it by name */
         uint32_t id;
         uint32_t concurrency;
+        struct sn_list runners;   /* struct runner */
+        uint32_t nrunning;
         int epfd;
         struct event ev;
         bool ev_added;
@@ -166,10 +196,23 @@ struct port {
         struct sn_list skips;   /* struct reg whose first EDGE report must be trimmed */
 };
 
-int port_new(struct conn *owner, uint32_t concurrency, struct port **ret_port);
-/* Closes the port (rule 9): waits answered with status (ECANCELED or ESHUTDOWN). */
+/* Creates a port and conn's handle to it; name NULL or empty for a private port.  Returns 0,
+ * -EDQUOT (conn holds max_ports handles), -EEXIST (name taken), -ENOMEM. */
+int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct port **ret_port);
+/* Opens a named port for conn.  Returns 0, -ENOENT, -EACCES (another user's), -EDQUOT. */
+int port_open(struct conn *conn, const char *name, struct port **ret_port);
+/* Drops conn's handle; the last handle closes the port (rule 9).  conn's waits on the port are
+ * answered with status; other connections' waits only when the port closes. */
+void port_close_handle(struct handle *h, uint32_t status);
+/* Closes the port at once (rule 9): every wait answered with status. */
 void port_free(struct port *port, uint32_t status);
+/* The port id as conn may use it, or NULL. */
 struct port *port_find(struct conn *conn, uint32_t id);
+struct handle *port_handle_of(struct conn *conn, uint32_t id);
+/* Thread (conn, thread) is back to wait, has exited, or its connection went: it no longer
+ * runs on any port.  Ports whose concurrency thereby frees up are dispatched. */
+void runner_release(struct conn *conn, uint32_t thread, struct port *no_dispatch);
+void runner_free(struct runner *r);
 /* Queues a packet of registration reg (OR-ing into one already queued). */
 void port_queue_reg(struct port *port, struct reg *reg, uint32_t events);
 /* Posts n packets; all or none.  Returns 0 or -EDQUOT/-ENOMEM. */
@@ -183,8 +226,12 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max);
 /* Hands queued entries to parked waiters, most recent first. */
 void port_dispatch(struct port *port);
 /* Parks a PROCESS request.  results (n) are copied.  Returns 0 or -ENOMEM/-EDQUOT. */
-int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t max_entries,
-              uint32_t timeout_ms, const uint32_t *results, uint32_t n);
+int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread,
+              uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n);
+/* Whether a caller may take entries now (fewer than concurrency threads running). */
+bool port_may_run(const struct port *port);
+/* Entries were handed to (conn, thread): it now runs on port. */
+void port_mark_running(struct port *port, struct conn *conn, uint32_t thread);
 /* Answers a wait with status and no entries, and frees it. */
 void wait_cancel(struct wait *w, uint32_t status);
 /* Frees a wait without answering it. */
@@ -221,8 +268,10 @@ struct conn {
         gid_t gid;
         bool hello;
         bool dead;
-        struct sn_list ports;
+        struct sn_list handles;   /* struct handle */
         uint32_t nports;
+        struct sn_list regs;      /* registrations this connection made */
+        struct sn_list runners;   /* struct runner */
         struct sn_list waits;
         uint32_t nwaits;
         struct stage stage;
@@ -259,6 +308,7 @@ struct server {
         struct registry registry;
         struct sn_list conns;
         uint32_t nconns;
+        struct sn_list ports;
         struct sn_list dead;
         uint32_t next_port_id;
         uint64_t next_conn_serial;

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -31,27 +32,69 @@ static void port_ready_cb(evutil_socket_t fd, short what, void *arg)
                 port_dispatch(port);
 }
 
-int port_new(struct conn *owner, uint32_t concurrency, struct port **ret_port)
+static int handle_add(struct conn *conn, struct port *p)
 {
-        struct server *srv = owner->srv;
-        struct port *p;
+        struct handle *h;
 
-        if (owner->nports >= srv->limits.max_ports)
+        if (conn->nports >= conn->srv->limits.max_ports)
                 return -EDQUOT;
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->conn = conn;
+        h->port = p;
+        sn_list_add_head(&conn->handles, &h->conn_link);
+        sn_list_add_tail(&p->handles, &h->port_link);
+        conn->nports++;
+        p->nhandles++;
+        return 0;
+}
+
+static struct port *port_by_name(struct server *srv, const char *name)
+{
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &srv->ports) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                if (p->name && !strcmp(p->name, name))
+                        return p;
+        }
+        return NULL;
+}
+
+int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct port **ret_port)
+{
+        struct server *srv = conn->srv;
+        struct port *p;
+        int r;
+
+        if (conn->nports >= srv->limits.max_ports)
+                return -EDQUOT;
+        if (name && *name && port_by_name(srv, name))
+                return -EEXIST;
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
+        if (name && *name && !(p->name = strdup(name))) {
+                free(p);
+                return -ENOMEM;
+        }
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
         if (p->epfd < 0) {
-                int r = -errno;
+                r = -errno;
+                free(p->name);
                 free(p);
                 return r;
         }
+        p->srv = srv;
+        p->uid = conn->uid;
+        sn_list_init(&p->handles);
+        sn_list_init(&p->runners);
         sn_list_init(&p->queue);
         sn_list_init(&p->waiters);
         sn_list_init(&p->regs);
         sn_list_init(&p->skips);
-        p->owner = owner;
         if (!concurrency) {
                 long n = sysconf(_SC_NPROCESSORS_ONLN);
                 concurrency = n > 0 ? (uint32_t)n : 1;
@@ -60,17 +103,37 @@ int port_new(struct conn *owner, uint32_t concurrency, struct port **ret_port)
         /* Edge-triggered: the callback only needs to hear that something new became ready;
          * waiters arriving later harvest by themselves. */
         event_assign(&p->ev, srv->base, p->epfd, EV_READ | EV_PERSIST | EV_ET, port_ready_cb, p);
-        if (event_add(&p->ev, NULL) < 0) {
+        if (event_add(&p->ev, NULL) < 0 || handle_add(conn, p) < 0) {
+                event_del(&p->ev);
                 close(p->epfd);
+                free(p->name);
                 free(p);
                 return -ENOMEM;
         }
         if (++srv->next_port_id == 0)
                 ++srv->next_port_id;
         p->id = srv->next_port_id;
-        sn_list_add_head(&owner->ports, &p->conn_link);
-        owner->nports++;
+        sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
+        *ret_port = p;
+        return 0;
+}
+
+int port_open(struct conn *conn, const char *name, struct port **ret_port)
+{
+        struct port *p = name && *name ? port_by_name(conn->srv, name) : NULL;
+        int r;
+
+        if (!p)
+                return -ENOENT;
+        /* Only the user that created it (SO_PEERCRED of both connections). */
+        if (p->uid != conn->uid)
+                return -EACCES;
+        if (port_handle_of(conn, p->id))
+                return -EEXIST;
+        r = handle_add(conn, p);
+        if (r < 0)
+                return r;
         *ret_port = p;
         return 0;
 }
@@ -82,9 +145,19 @@ void port_free(struct port *p, uint32_t status)
 
         if (!p)
                 return;
-        srv = p->owner->srv;
+        srv = p->srv;
         while (!sn_list_empty(&p->waiters))
                 wait_cancel(sn_list_first(&p->waiters, struct wait, port_link), status);
+        while (!sn_list_empty(&p->runners))
+                runner_free(sn_list_first(&p->runners, struct runner, port_link));
+        while (!sn_list_empty(&p->handles)) {
+                struct handle *h = sn_list_first(&p->handles, struct handle, port_link);
+
+                sn_list_del(&h->port_link);
+                sn_list_del(&h->conn_link);
+                h->conn->nports--;
+                free(h);
+        }
         event_del(&p->ev);
         /* Closing the epoll instance first drops every item at once (rule 9). */
         p->epfd = sn_close(p->epfd);
@@ -100,28 +173,118 @@ void port_free(struct port *p, uint32_t status)
         }
         while (!sn_list_empty(&p->regs))
                 reg_free(sn_list_first(&p->regs, struct reg, port_link));
-        sn_list_del(&p->conn_link);
-        p->owner->nports--;
+        sn_list_del(&p->srv_link);
         srv->nports--;
+        free(p->name);
         free(p);
+}
+
+void port_close_handle(struct handle *h, uint32_t status)
+{
+        struct port *p = h->port;
+        struct conn *conn = h->conn;
+        struct sn_list *pos, *tmp;
+
+        if (p->nhandles == 1) {
+                port_free(p, status);
+                return;
+        }
+        /* Others still hold the port: only this connection's waits end. */
+        sn_list_foreach_safe(pos, tmp, &p->waiters) {
+                struct wait *w = sn_list_entry(pos, struct wait, port_link);
+
+                if (w->conn == conn)
+                        wait_cancel(w, status);
+        }
+        sn_list_foreach_safe(pos, tmp, &p->runners) {
+                struct runner *r = sn_list_entry(pos, struct runner, port_link);
+
+                if (r->conn == conn)
+                        runner_free(r);
+        }
+        sn_list_del(&h->port_link);
+        sn_list_del(&h->conn_link);
+        conn->nports--;
+        p->nhandles--;
+        free(h);
+        port_dispatch(p);
+}
+
+struct handle *port_handle_of(struct conn *conn, uint32_t id)
+{
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &conn->handles) {
+                struct handle *h = sn_list_entry(pos, struct handle, conn_link);
+
+                if (h->port->id == id) {
+                        if (pos != conn->handles.next) { /* most recently used first */
+                                sn_list_del(pos);
+                                sn_list_add_head(&conn->handles, pos);
+                        }
+                        return h;
+                }
+        }
+        return NULL;
 }
 
 struct port *port_find(struct conn *conn, uint32_t id)
 {
+        struct handle *h = port_handle_of(conn, id);
+
+        return h ? h->port : NULL;
+}
+
+/* ---- concurrency ------------------------------------------------------------------------ */
+
+bool port_may_run(const struct port *port)
+{
+        return port->nrunning < port->concurrency;
+}
+
+void port_mark_running(struct port *port, struct conn *conn, uint32_t thread)
+{
+        struct runner *r;
         struct sn_list *pos, *tmp;
 
-        sn_list_foreach_safe(pos, tmp, &conn->ports) {
-                struct port *p = sn_list_entry(pos, struct port, conn_link);
-
-                if (p->id == id) {
-                        if (pos != conn->ports.next) { /* most recently used first */
-                                sn_list_del(pos);
-                                sn_list_add_head(&conn->ports, pos);
-                        }
-                        return p;
-                }
+        sn_list_foreach_safe(pos, tmp, &port->runners) {
+                r = sn_list_entry(pos, struct runner, port_link);
+                if (r->conn == conn && r->thread == thread)
+                        return;
         }
-        return NULL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return; /* it then simply does not count: never blocks anyone */
+        r->conn = conn;
+        r->port = port;
+        r->thread = thread;
+        sn_list_add_tail(&port->runners, &r->port_link);
+        sn_list_add_tail(&conn->runners, &r->conn_link);
+        port->nrunning++;
+}
+
+void runner_free(struct runner *r)
+{
+        sn_list_del(&r->port_link);
+        sn_list_del(&r->conn_link);
+        r->port->nrunning--;
+        free(r);
+}
+
+void runner_release(struct conn *conn, uint32_t thread, struct port *no_dispatch)
+{
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &conn->runners) {
+                struct runner *r = sn_list_entry(pos, struct runner, conn_link);
+                struct port *p = r->port;
+
+                if (r->thread != thread)
+                        continue;
+                runner_free(r);
+                if (p->nwaiters && p != no_dispatch)
+                        port_dispatch(p);
+        }
 }
 
 void port_queue_reg(struct port *port, struct reg *g, uint32_t events)
@@ -137,12 +300,12 @@ void port_queue_reg(struct port *port, struct reg *g, uint32_t events)
         sn_list_add_tail(&port->queue, &g->pkt.link);
         g->queued = true;
         port->nqueued++;
-        port->owner->srv->nqueued++;
+        port->srv->nqueued++;
 }
 
 int port_post(struct port *port, const uint8_t *items, uint32_t n)
 {
-        struct server *srv = port->owner->srv;
+        struct server *srv = port->srv;
         struct sn_list batch = SN_LIST_INIT(batch);
 
         if (n > srv->limits.max_posted || port->nposted > srv->limits.max_posted - n)
@@ -181,7 +344,7 @@ int port_post(struct port *port, const uint8_t *items, uint32_t n)
 /* One epoll_wait; returns how many events it returned and adds the new packets to *ret_new. */
 static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new)
 {
-        struct server *srv = port->owner->srv;
+        struct server *srv = port->srv;
         int n = epoll_wait(port->epfd, srv->evbuf, (int)SN_MIN(want, srv->evcap), 0);
 
         for (int i = 0; i < n; i++) {
@@ -199,7 +362,7 @@ static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new)
 
 void port_harvest(struct port *port, uint32_t want)
 {
-        struct server *srv = port->owner->srv;
+        struct server *srv = port->srv;
 
         while (want) {
                 uint32_t fresh = 0;
@@ -217,7 +380,7 @@ void port_harvest(struct port *port, uint32_t want)
 
 void port_harvest_skips(struct port *port)
 {
-        struct server *srv = port->owner->srv;
+        struct server *srv = port->srv;
 
         /* Each EDGE registration enabled while ready is on the ready list now; its report
          * is trimmed by reg_translate().  Level-triggered items come back round-robin, so a
@@ -242,7 +405,7 @@ static uint8_t *put_entry(uint8_t *out, uint64_t key, uint64_t ov, uint32_t even
 
 uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
 {
-        struct server *srv = port->owner->srv;
+        struct server *srv = port->srv;
         uint32_t n = 0;
 
         port->epoch++; /* packets harvested before this call are re-checked */
@@ -294,14 +457,16 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
 
 void port_dispatch(struct port *port)
 {
-        struct server *srv = port->owner->srv;
+        struct server *srv = port->srv;
 
-        while (!sn_list_empty(&port->waiters)) {
+        /* Most recent waiter first, and only while fewer than concurrency threads run. */
+        while (!sn_list_empty(&port->waiters) && port_may_run(port)) {
                 struct wait *w = sn_list_first(&port->waiters, struct wait, port_link);
                 uint32_t n = port_take(port, srv->ebuf, w->max_entries);
 
                 if (!n)
                         break;
+                port_mark_running(port, w->conn, w->thread);
                 conn_reply_process(w->conn, w->id, 0, w->results, w->nresults, srv->ebuf, n);
                 wait_free(w);
         }
@@ -315,8 +480,8 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
         wait_cancel(w, ETIMEDOUT);
 }
 
-int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t max_entries,
-              uint32_t timeout_ms, const uint32_t *results, uint32_t n)
+int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread,
+              uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n)
 {
         struct wait *w = malloc(sizeof(*w) + (size_t)n * sizeof(uint32_t));
 
@@ -325,6 +490,7 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t max_en
         w->conn = conn;
         w->port = port;
         w->id = id;
+        w->thread = thread;
         w->max_entries = max_entries;
         w->nresults = n;
         if (n)

@@ -189,11 +189,11 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
         return 0;
 }
 
-static uint32_t reg_create(struct port *port, uint64_t dev, uint64_t ino,
+static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev, uint64_t ino,
                            const struct snw_registration *it, uint16_t filter, uint8_t trigger,
                            int fd)
 {
-        struct server *srv = port->owner->srv;
+        struct server *srv = port->srv;
         struct reg *g;
         int type = 0;
         uint32_t err;
@@ -218,6 +218,7 @@ static uint32_t reg_create(struct port *port, uint64_t dev, uint64_t ino,
         g->state = REG_DISABLED;
         sn_list_init(&g->pkt.link);
         sn_list_init(&g->skip_link);
+        sn_list_init(&g->conn_link);
         g->pkt.kind = SN_PROTO_KIND_SOCKET;
         if (registry_insert(&srv->registry, g) < 0) {
                 sn_close(fd);
@@ -225,6 +226,8 @@ static uint32_t reg_create(struct port *port, uint64_t dev, uint64_t ino,
                 return ENOMEM;
         }
         sn_list_add_tail(&port->regs, &g->port_link);
+        g->creator = creator;
+        sn_list_add_tail(&creator->regs, &g->conn_link);
         port->nregs++;
         srv->nregs++;
         err = reg_configure(g, filter, trigger);
@@ -233,9 +236,9 @@ static uint32_t reg_create(struct port *port, uint64_t dev, uint64_t ino,
         return err;
 }
 
-uint32_t reg_apply(struct port *port, const struct snw_registration *it, int fd)
+uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_registration *it, int fd)
 {
-        struct server *srv = port->owner->srv;
+        struct server *srv = port->srv;
         uint64_t dev = it->dev, ino = it->ino;
         uint8_t trigger = 0;
         struct reg *g;
@@ -285,7 +288,7 @@ uint32_t reg_apply(struct port *port, const struct snw_registration *it, int fd)
                         err = EDQUOT;
                         break;
                 }
-                return reg_create(port, dev, ino, it, it->filter, trigger, fd);
+                return reg_create(port, conn, dev, ino, it, it->filter, trigger, fd);
         case SN_OP_DISABLE:
                 if (!g || g->port != port || g->state == REG_REMOVING) {
                         err = ENOENT; /* rules 8, 13 */
@@ -322,7 +325,7 @@ void reg_free(struct reg *g)
         if (!g)
                 return;
         port = g->port;
-        srv = port->owner->srv;
+        srv = port->srv;
         if (g->queued) {
                 sn_list_del(&g->pkt.link);
                 g->queued = false;
@@ -333,6 +336,7 @@ void reg_free(struct reg *g)
         reg_skip_clear(g);
         registry_remove(&srv->registry, g);
         sn_list_del(&g->port_link);
+        sn_list_del(&g->conn_link);
         port->nregs--;
         srv->nregs--;
         sn_close(g->fd);
@@ -387,7 +391,7 @@ int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino, uint32_t cli
 {
         struct reg *g = registry_find(&conn->srv->registry, dev, ino);
 
-        if (!g || g->port->owner != conn || g->client_fd != client_fd)
+        if (!g || g->creator != conn || g->client_fd != client_fd)
                 return -ENOENT;
         reg_free(g);
         return 0;

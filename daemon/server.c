@@ -166,6 +166,7 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->limits = opt->limits;
         srv->trace = opt->trace;
         sn_list_init(&srv->conns);
+        sn_list_init(&srv->ports);
         sn_list_init(&srv->dead);
         clock_gettime(CLOCK_MONOTONIC, &srv->started);
         srv->path = strdup(opt->path);

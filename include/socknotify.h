@@ -133,10 +133,23 @@ SN_EXPORT int sn_conn_status(sn_conn_t *conn, char **ret_json);
  * processors).  Errors: -EDQUOT (too many ports on this connection), -EBADFD, -ECONNRESET. */
 SN_EXPORT int sn_port_create(sn_conn_t *conn, uint32_t concurrency, sn_port_t **ret_port);
 
+/* Creates a named port that other processes of the same user may open with sn_port_open();
+ * the port lives while any process holds it open.  name: 1..255 bytes.  Errors as
+ * sn_port_create(), and -EEXIST when the name is taken, -EINVAL for a bad name. */
+SN_EXPORT int sn_port_create_named(sn_conn_t *conn, const char *name, uint32_t concurrency,
+                                   sn_port_t **ret_port);
+
+/* Opens a named port.  Entries are distributed over the waiters of every process as over
+ * threads.  Errors: -ENOENT (no such port), -EACCES (it belongs to another user, checked with
+ * SO_PEERCRED), -EEXIST (this connection has it open already), -EDQUOT. */
+SN_EXPORT int sn_port_open(sn_conn_t *conn, const char *name, sn_port_t **ret_port);
+
 /* Closes a port (rule 9): its registrations are dropped without REMOVE notifications, the
  * daemon's copies of their sockets are closed, queued entries are discarded, and every thread
  * waiting on it returns -ECANCELED.  Consumes the caller's reference: port must not be used
- * afterwards.  Accepts NULL. */
+ * afterwards.  Accepts NULL.  For a named port this closes this connection's hold on it: the
+ * port closes when the last process holding it closes it (waiters of this connection return
+ * -ECANCELED at once). */
 SN_EXPORT int sn_port_close(sn_port_t *port);
 
 /*

@@ -105,7 +105,7 @@
         X(row_69, 0, "a posted 0x80 looks like REMOVE; only the key tells them apart")              \
         X(row_70, 0, "GQCS returns TRUE, mask and key for a notification")                          \
         X(row_71, 0, "CreateIoCompletionPort: new port; ExistingCompletionPort must be NULL")      \
-        X(row_72, DIVERGES, "concurrency: further waiters are released even at the limit")          \
+        X(row_72, 0, "concurrency: at the limit waiters stay parked; a running caller goes on")    \
         X(row_73, 0, "waiters LIFO, packets FIFO, one caller takes up to its count")                \
         X(row_74, 0, "one thread may wait on one port and then another")                            \
         X(row_75, 0, "GQCS timeout: FALSE, NULL overlapped, WAIT_TIMEOUT; posted NULL: TRUE")       \

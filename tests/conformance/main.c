@@ -203,6 +203,7 @@ static int check_compatibility_doc(void)
 int main(void)
 {
         static TTest tests[SN_ARRAY_SIZE(entries)];
+        static char names[SN_ARRAY_SIZE(entries)][64];
         Suite *s = suite_create("conformance");
         SRunner *sr;
         TestResult **results;
@@ -212,9 +213,9 @@ int main(void)
         for (size_t i = 0; i < SN_ARRAY_SIZE(entries); i++) {
                 TCase *tc;
 
-                display(entries[i].id, name, sizeof(name));
+                display(entries[i].id, names[i], sizeof(names[i]));
                 tests[i] = (TTest){ entries[i].id, entries[i].fn, __FILE__, __LINE__ };
-                tc = tcase_create(strdup(name));
+                tc = tcase_create(names[i]);
                 tcase_add_checked_fixture(tc, setup, teardown);
                 tcase_set_timeout(tc, 30);
                 tcase_add_test(tc, &tests[i]);

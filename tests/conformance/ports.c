@@ -211,23 +211,63 @@ static void *gq_thread(void *arg)
         return NULL;
 }
 
+struct runner_thread {
+        HANDLE port;
+        int step;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        ULONG_PTR keys[2];
+};
+
+/* Takes one packet, then stays alive (running) until told to ask again. */
+static void *running_thread(void *arg)
+{
+        struct runner_thread *r = arg;
+        DWORD bytes;
+        LPOVERLAPPED ov;
+
+        GetQueuedCompletionStatus(r->port, &bytes, &r->keys[0], &ov, 3000);
+        pthread_mutex_lock(&r->lock);
+        r->step = 1;
+        pthread_cond_broadcast(&r->cond);
+        while (r->step != 2)
+                pthread_cond_wait(&r->cond, &r->lock);
+        pthread_mutex_unlock(&r->lock);
+        GetQueuedCompletionStatus(r->port, &bytes, &r->keys[1], &ov, 0);
+        return NULL;
+}
+
 void conf_row_72(int _i)
 {
         HANDLE c1 = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 1);
-        struct gq g[2] = { { .port = c1, .ms = 2000 }, { .port = c1, .ms = 2000 } };
-        pthread_t t[2];
+        struct runner_thread r = { .port = c1, .lock = PTHREAD_MUTEX_INITIALIZER,
+                                   .cond = PTHREAD_COND_INITIALIZER };
+        struct gq late = { .port = c1, .ms = 300 };
+        pthread_t t, t2;
 
-        /* Divergence: with concurrency 1 and one running waiter, Windows keeps the second
-         * packet from a second waiter; this release releases both. */
-        for (int i = 0; i < 2; i++)
-                pthread_create(&t[i], NULL, gq_thread, &g[i]);
-        wait_waiters(2);
+        pthread_create(&t, NULL, running_thread, &r);
+        wait_waiters(1);
         ck_assert(PostQueuedCompletionStatus(c1, 0, 1, NULL));
+        pthread_mutex_lock(&r.lock);
+        while (r.step != 1)
+                pthread_cond_wait(&r.cond, &r.lock);
+        pthread_mutex_unlock(&r.lock);
+        /* One thread runs (concurrency 1): a second waiter is not released though a packet is
+         * queued for it... */
+        pthread_create(&t2, NULL, gq_thread, &late);
+        wait_waiters(1);
         ck_assert(PostQueuedCompletionStatus(c1, 0, 2, NULL));
-        for (int i = 0; i < 2; i++) {
-                pthread_join(t[i], NULL);
-                ck_assert(g[i].ok);
-        }
+        pthread_join(t2, NULL);
+        ck_assert(!late.ok);
+        ck_assert_uint_eq(late.error, WAIT_TIMEOUT);
+        /* ...and the running thread, asking again, takes it at once. */
+        pthread_mutex_lock(&r.lock);
+        r.step = 2;
+        pthread_cond_broadcast(&r.cond);
+        pthread_mutex_unlock(&r.lock);
+        pthread_join(t, NULL);
+        ck_assert_uint_eq(r.keys[0], 1);
+        ck_assert_uint_eq(r.keys[1], 2);
         CloseHandle(c1);
 }
 

@@ -20,8 +20,8 @@ START_TEST(test_sizes_are_fixed)
         ck_assert_int_eq(SN_WIRE_SIZE_entry, 24);
         ck_assert_int_eq(SN_WIRE_SIZE_packet, 24);
         ck_assert_int_eq(SN_WIRE_SIZE_result, 4);
-        ck_assert_int_eq(SN_WIRE_SIZE_process, 16);
-        ck_assert_int_eq(sn_msg_size(SN_MSG_PROCESS, 2, 0), 24 + 16 + 72);
+        ck_assert_int_eq(SN_WIRE_SIZE_process, 20);
+        ck_assert_int_eq(sn_msg_size(SN_MSG_PROCESS, 2, 0), 24 + 20 + 72);
         ck_assert_int_eq(sn_msg_size(SN_MSG_PROCESS_REPLY, 3, 2), 24 + 4 + 12 + 48);
         ck_assert_int_eq(sn_msg_size(SN_MSG_HELLO, 1, 0), 0); /* HELLO has no array */
         ck_assert_int_eq(sn_msg_size(0x7f, 0, 0), 0);
