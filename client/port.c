@@ -317,7 +317,8 @@ static int port_get(sn_conn_t *c, uint16_t type, const char *name, uint32_t conc
         p = sn_msg_begin(buf, type, 0, 0, 0, (uint32_t)len, 0);
         if (type == SN_MSG_PORT_CREATE)
                 p = snw_port_create_encode(p, &body);
-        memcpy(p, name, len);
+        if (len)
+                memcpy(p, name, len);
         r = sn__call(c, buf, sn_msg_size(type, (uint32_t)len, 0),
                      type == SN_MSG_PORT_CREATE ? SN_MSG_PORT_CREATE_REPLY : SN_MSG_PORT_OPEN_REPLY,
                      create_reply, &rep);

@@ -269,6 +269,7 @@ START_TEST(test_other_user_refused)
         sn_port_t *p2;
         ck_assert_int_eq(sn_conn_open(D.path, &c2), 0);
         ck_assert_int_eq(sn_port_open(c2, "mine", &p2), 0);
+        ck_assert_int_eq(sn_port_close(p2), 0);
         ck_assert_int_eq(sn_port_open(c2, "none-such", &p2), -ENOENT);
         sn_conn_close(c2);
         sn_port_close(p);
