@@ -122,8 +122,10 @@ static BOOL fail(DWORD code)
         return FALSE;
 }
 
-SN_EXPORT HANDLE sn_w32_create_io_completion_port(HANDLE file, HANDLE existing, ULONG_PTR key,
-                                                  DWORD threads)
+enum port_how { PORT_NEW, PORT_NAMED, PORT_OPEN };
+
+/* Makes a port (new, new and named, or opened by name) and a handle for it. */
+static HANDLE port_handle_new(enum port_how how, const char *name, DWORD threads)
 {
         sn_conn_t *conn;
         sn_port_t *port;
@@ -131,17 +133,6 @@ SN_EXPORT HANDLE sn_w32_create_io_completion_port(HANDLE file, HANDLE existing, 
         HANDLE h;
         int r;
 
-        pthread_once(&g_once, init_once);
-        if (file != INVALID_HANDLE_VALUE) {
-                /* Associating a file for overlapped I/O: socknotify delivers socket state
-                 * notifications, not I/O completions. */
-                sn_w32_set_last_error(ERROR_NOT_SUPPORTED);
-                return NULL;
-        }
-        if (existing) {
-                sn_w32_set_last_error(ERROR_INVALID_PARAMETER); /* row 71 */
-                return NULL;
-        }
         pthread_mutex_lock(&g_lock);
         r = conn_get(&conn);
         if (r < 0) {
@@ -167,7 +158,9 @@ SN_EXPORT HANDLE sn_w32_create_io_completion_port(HANDLE file, HANDLE existing, 
                 g_cap = cap;
         }
         /* The daemon call happens under the lock: creation is rare and keeps slots simple. */
-        r = sn_port_create(conn, threads, &port);
+        r = how == PORT_NEW     ? sn_port_create(conn, threads, &port)
+            : how == PORT_NAMED ? sn_port_create_named(conn, name, threads, &port)
+                                : sn_port_open(conn, name, &port);
         if (r < 0) {
                 pthread_mutex_unlock(&g_lock);
                 sn_w32_set_last_error(sn__w32_map(r, SN_W32_CALL));
@@ -178,8 +171,45 @@ SN_EXPORT HANDLE sn_w32_create_io_completion_port(HANDLE file, HANDLE existing, 
         h = handle_of(idx, g_handles[idx].gen);
         g_open++;
         pthread_mutex_unlock(&g_lock);
-        (void)key; /* ignored for a new port (row 71) */
         return h;
+}
+
+SN_EXPORT HANDLE sn_w32_create_io_completion_port(HANDLE file, HANDLE existing, ULONG_PTR key,
+                                                  DWORD threads)
+{
+        pthread_once(&g_once, init_once);
+        if (file != INVALID_HANDLE_VALUE) {
+                /* Associating a file for overlapped I/O: socknotify delivers socket state
+                 * notifications, not I/O completions. */
+                sn_w32_set_last_error(ERROR_NOT_SUPPORTED);
+                return NULL;
+        }
+        if (existing) {
+                sn_w32_set_last_error(ERROR_INVALID_PARAMETER); /* row 71 */
+                return NULL;
+        }
+        (void)key; /* ignored for a new port (row 71) */
+        return port_handle_new(PORT_NEW, NULL, threads);
+}
+
+SN_EXPORT HANDLE sn_w32_create_named_port(const char *name, DWORD threads)
+{
+        pthread_once(&g_once, init_once);
+        if (!name || !*name || strlen(name) > 255) {
+                sn_w32_set_last_error(ERROR_INVALID_PARAMETER);
+                return NULL;
+        }
+        return port_handle_new(PORT_NAMED, name, threads);
+}
+
+SN_EXPORT HANDLE sn_w32_open_port(const char *name)
+{
+        pthread_once(&g_once, init_once);
+        if (!name || !*name || strlen(name) > 255) {
+                sn_w32_set_last_error(ERROR_INVALID_PARAMETER);
+                return NULL;
+        }
+        return port_handle_new(PORT_OPEN, name, 0);
 }
 
 SN_EXPORT BOOL sn_w32_close_handle(HANDLE h)

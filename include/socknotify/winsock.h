@@ -143,6 +143,7 @@ typedef struct WSAData {
 
 #define ERROR_SUCCESS 0L
 #define NO_ERROR 0L
+#define ERROR_ACCESS_DENIED 5L
 #define ERROR_INVALID_HANDLE 6L
 #define ERROR_NOT_ENOUGH_MEMORY 8L
 #define ERROR_INVALID_PARAMETER 87L
@@ -214,6 +215,8 @@ SN_EXPORT BOOL sn_w32_get_queued_completion_status_ex(HANDLE port, LPOVERLAPPED_
 SN_EXPORT BOOL sn_w32_post_queued_completion_status(HANDLE port, DWORD bytes, ULONG_PTR key,
                                                     LPOVERLAPPED overlapped);
 SN_EXPORT BOOL sn_w32_close_handle(HANDLE handle);
+SN_EXPORT HANDLE sn_w32_create_named_port(const char *name, DWORD threads);
+SN_EXPORT HANDLE sn_w32_open_port(const char *name);
 SN_EXPORT DWORD sn_w32_process_socket_notifications(HANDLE port, UINT32 count,
                                                     SOCK_NOTIFY_REGISTRATION *infos,
                                                     UINT32 timeout_ms, ULONG completion_count,
@@ -261,6 +264,21 @@ static inline BOOL PostQueuedCompletionStatus(HANDLE CompletionPort,
 {
         return sn_w32_post_queued_completion_status(CompletionPort, dwNumberOfBytesTransferred,
                                                     dwCompletionKey, lpOverlapped);
+}
+
+/* socknotify extensions (no Windows equivalent): a completion port shared by the processes of
+ * one user.  The creator names it; others open it by name and wait on it like threads of one
+ * process.  Errors: ERROR_ALREADY_EXISTS (name taken), ERROR_NOT_FOUND (no such port),
+ * ERROR_ACCESS_DENIED (another user's), ERROR_INVALID_PARAMETER (name empty or over 255). */
+static inline HANDLE SnCreateNamedIoCompletionPort(const char *lpName,
+                                                   DWORD NumberOfConcurrentThreads)
+{
+        return sn_w32_create_named_port(lpName, NumberOfConcurrentThreads);
+}
+
+static inline HANDLE SnOpenIoCompletionPort(const char *lpName)
+{
+        return sn_w32_open_port(lpName);
 }
 
 static inline BOOL CloseHandle(HANDLE hObject)

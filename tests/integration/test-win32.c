@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -375,6 +376,40 @@ START_TEST(test_create_and_startup_rules)
 }
 END_TEST
 
+START_TEST(test_named_ports)
+{
+        HANDLE a = SnCreateNamedIoCompletionPort("shared", 0), b;
+        pid_t pid;
+        int st;
+
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_null(SnCreateNamedIoCompletionPort("shared", 0));
+        ck_assert_uint_eq(GetLastError(), ERROR_ALREADY_EXISTS);
+        ck_assert_ptr_null(SnOpenIoCompletionPort("absent"));
+        ck_assert_uint_eq(GetLastError(), ERROR_NOT_FOUND);
+        ck_assert_ptr_null(SnOpenIoCompletionPort(""));
+        ck_assert_uint_eq(GetLastError(), ERROR_INVALID_PARAMETER);
+        /* Another process opens it and takes what this one posts. */
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                DWORD bytes;
+                ULONG_PTR key;
+                LPOVERLAPPED ov;
+
+                b = SnOpenIoCompletionPort("shared");
+                _exit(b && GetQueuedCompletionStatus(b, &bytes, &key, &ov, 5000) && key == 42 &&
+                                      bytes == 7
+                              ? 0
+                              : 1);
+        }
+        ck_assert(PostQueuedCompletionStatus(a, 7, 42, NULL));
+        waitpid(pid, &st, 0);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        ck_assert(CloseHandle(a));
+}
+END_TEST
+
 START_TEST(test_no_daemon)
 {
         HANDLE h;
@@ -400,6 +435,7 @@ int main(void)
         tcase_add_test(tc, test_timeouts_and_last_error);
         tcase_add_test(tc, test_post_and_close);
         tcase_add_test(tc, test_create_and_startup_rules);
+        tcase_add_test(tc, test_named_ports);
         suite_add_tcase(s, tc);
         tcase_add_test(bare, test_no_daemon);
         suite_add_tcase(s, bare);
