@@ -130,22 +130,25 @@ static bool sock_is_fresh(int fd)
         struct tcp_info ti;
         socklen_t len = sizeof(ti);
         struct sockaddr_un sa;
-        int acc = 0;
+        int domain = 0, acc = 0;
 
-        if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
-                if (len < offsetof(struct tcp_info, tcpi_segs_in) + sizeof(ti.tcpi_segs_in))
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &(socklen_t){ sizeof(domain) }) < 0)
+                return false;
+        if (domain == AF_INET || domain == AF_INET6) {
+                if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+                    len < offsetof(struct tcp_info, tcpi_segs_in) + sizeof(ti.tcpi_segs_in))
                         return false;
                 return ti.tcpi_state == SN_TCP_CLOSE && ti.tcpi_segs_out == 0 &&
                        ti.tcpi_segs_in == 0;
         }
-        len = sizeof(acc);
-        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && acc)
+        if (domain != AF_UNIX)
                 return false;
+        /* A connected Unix socket (the usual case) answers getpeername at once. */
         len = sizeof(sa);
-        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &acc, &(socklen_t){ sizeof(acc) }) < 0 ||
-            acc != AF_UNIX)
+        if (getpeername(fd, (struct sockaddr *)&sa, &len) == 0 || errno != ENOTCONN)
                 return false;
-        return getpeername(fd, (struct sockaddr *)&sa, &len) < 0 && errno == ENOTCONN;
+        len = sizeof(acc);
+        return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && !acc;
 }
 
 static uint32_t check_enable(uint16_t filter, uint8_t trigger, uint8_t *ret_norm)
