@@ -346,6 +346,7 @@ static int handshake(sn_conn_t *c)
                 .max_registrations = rep.max_registrations,
                 .max_posted = rep.max_posted,
                 .max_waits = rep.max_waits,
+                .max_sockets = rep.max_sockets,
         };
         return 0;
 }

@@ -25,6 +25,32 @@
 
 static void conn_io_cb(evutil_socket_t fd, short what, void *arg);
 
+static struct user *user_get(struct server *srv, uid_t uid)
+{
+        struct sn_list *pos, *tmp;
+        struct user *u;
+
+        sn_list_foreach_safe(pos, tmp, &srv->users) {
+                u = sn_list_entry(pos, struct user, link);
+                if (u->uid == uid)
+                        return u;
+        }
+        u = calloc(1, sizeof(*u));
+        if (!u)
+                return NULL;
+        u->uid = uid;
+        sn_list_add_tail(&srv->users, &u->link);
+        return u;
+}
+
+static void user_put(struct user *u)
+{
+        if (u && --u->nconns == 0 && u->nsockets == 0) {
+                sn_list_del(&u->link);
+                free(u);
+        }
+}
+
 void conn_accept(struct server *srv, int fd)
 {
         struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
@@ -43,6 +69,14 @@ void conn_accept(struct server *srv, int fd)
                 return;
         }
         getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &(socklen_t){ sizeof(cred) });
+        c->user = user_get(srv, cred.uid);
+        if (!c->user) {
+                log_error("out of memory accepting a connection");
+                close(fd);
+                free(c);
+                return;
+        }
+        c->user->nconns++;
         c->srv = srv;
         c->fd = fd;
         c->pid = cred.pid;
@@ -68,8 +102,11 @@ void conn_accept(struct server *srv, int fd)
                   (unsigned)c->uid);
 }
 
-static void stage_reset(struct stage *st)
+static void stage_reset(struct conn *c)
 {
+        struct stage *st = &c->stage;
+
+        c->user->nsockets -= st->held;
         sn__fds_close(st->fds, st->nfds);
         free(st->items);
         free(st->fds);
@@ -100,7 +137,7 @@ void conn_free(struct conn *c, uint32_t status)
                 port_close_handle(sn_list_first(&c->handles, struct handle, conn_link), status);
         while (!sn_list_empty(&c->waits))
                 wait_free(sn_list_first(&c->waits, struct wait, conn_link));
-        stage_reset(&c->stage);
+        stage_reset(c);
         while (!sn_list_empty(&c->outq)) {
                 struct outmsg *m = sn_list_first(&c->outq, struct outmsg, link);
                 sn_list_del(&m->link);
@@ -112,6 +149,7 @@ void conn_free(struct conn *c, uint32_t status)
         sn_list_del(&c->dead_link);
         sn_list_del(&c->link);
         c->srv->nconns--;
+        user_put(c->user);
         log_debug("connection %llu closed", (unsigned long long)c->serial);
         free(c);
 }
@@ -262,6 +300,7 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
                 .max_registrations = srv->limits.max_registrations,
                 .max_posted = srv->limits.max_posted,
                 .max_waits = srv->limits.max_waits,
+                .max_sockets = srv->limits.max_sockets_per_user,
                 .daemon_pid = (uint32_t)getpid(),
         };
         uint8_t *p;
@@ -460,6 +499,11 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 sn__fds_close(fds, nfds);
                 return E2BIG;
         }
+        /* Staged descriptors are held too: they count against the user's quota. */
+        if (c->user->nsockets + (uint64_t)nfds > c->srv->limits.max_sockets_per_user) {
+                sn__fds_close(fds, nfds);
+                return EDQUOT;
+        }
         if (st->nitems + n > st->cap) {
                 uint32_t cap = SN_MAX(st->cap * 2, st->nitems + n);
                 uint8_t *ni = realloc(st->items, (size_t)cap * isz);
@@ -494,6 +538,8 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         memcpy(st->fds + st->nfds, fds, nfds * sizeof(int));
         st->nitems += n;
         st->nfds += nfds;
+        st->held += nfds;
+        c->user->nsockets += nfds;
         return 0;
 }
 
@@ -514,7 +560,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
         if (!fds_consistent(items, nitems, nfds)) {
                 sn__fds_close(fds, nfds);
                 if (st->active && st->id == h->id)
-                        stage_reset(st);
+                        stage_reset(c);
                 violation(c, h->id, EBADMSG, "fds attached do not match the registrations");
                 return;
         }
@@ -525,7 +571,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
         }
         if (in.flags & ~SN_PROTO_PROCESS_PART) {
                 sn__fds_close(fds, nfds);
-                stage_reset(st);
+                stage_reset(c);
                 reply_simple(c, SN_MSG_PROCESS_REPLY, h->id, EINVAL);
                 return;
         }
@@ -545,6 +591,9 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                 if (in.flags & SN_PROTO_PROCESS_PART)
                         return; /* answered with the last part */
                 status = st->error;
+                /* From here the items themselves are accounted (reg_apply). */
+                c->user->nsockets -= st->held;
+                st->held = 0;
                 items = st->items;
                 nitems = st->nitems;
                 fds = st->fds;
@@ -567,7 +616,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                 /* Row 7: a failed call changes nothing. */
                 sn__fds_close(fds, nfds);
                 if (st->active)
-                        st->nfds = 0, stage_reset(st);
+                        st->nfds = 0, stage_reset(c);
                 conn_reply_process(c, h->id, status, NULL, 0, NULL, 0);
                 return;
         }
@@ -588,7 +637,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                         server_count_entry_error(srv, results[i]);
         }
         if (st->active)
-                st->nfds = 0, stage_reset(st); /* every fd was consumed above */
+                st->nfds = 0, stage_reset(c); /* every fd was consumed above */
         if (!sn_list_empty(&port->skips))
                 port_harvest_skips(port);
 

@@ -45,6 +45,7 @@ struct limits {
         uint32_t max_waits;
         uint32_t max_connections;
         uint32_t max_output; /* bytes of replies queued for a client that does not read */
+        uint32_t max_sockets_per_user; /* sockets held (registered or staged) per uid */
 };
 
 #define SN_ERRNO_MAX 160
@@ -254,10 +255,20 @@ struct stage {
         uint32_t nitems, cap;
         int *fds;
         uint32_t nfds, fdcap;
+        uint32_t held; /* fds counted in the user's quota */
+};
+
+/* Per-uid accounting: one user can never take the descriptors other users need. */
+struct user {
+        struct sn_list link; /* in server->users */
+        uid_t uid;
+        uint32_t nconns;
+        uint32_t nsockets;  /* registrations whose socket the daemon holds, and staged fds */
 };
 
 struct conn {
         struct sn_list link; /* in server->conns */
+        struct user *user;
         struct server *srv;
         uint64_t serial;
         int fd;
@@ -309,6 +320,7 @@ struct server {
         struct sn_list conns;
         uint32_t nconns;
         struct sn_list ports;
+        struct sn_list users;
         struct sn_list dead;
         uint32_t next_port_id;
         uint64_t next_conn_serial;

@@ -20,6 +20,7 @@
 #include <sys/un.h>
 
 #include "common/log.h"
+#include "common/macro.h"
 #include "common/path.h"
 #include "daemon/daemon.h"
 
@@ -32,6 +33,7 @@ static const struct limits default_limits = {
         .max_waits = 1024,
         .max_connections = 4096,
         .max_output = 8u << 20,
+        .max_sockets_per_user = 0, /* 0: half the descriptor capacity, set in main() */
 };
 
 static void usage(FILE *f)
@@ -52,6 +54,8 @@ static void usage(FILE *f)
                 "      --max-posted=N           queued posted packets per port (default %u)\n"
                 "      --max-waits=N            waiting calls per connection (default %u)\n"
                 "      --max-connections=N      connections at once (default %u)\n"
+                "      --max-sockets-per-user=N sockets held for one user, all its connections\n"
+                "                               (default: half the descriptor capacity)\n"
                 "  -v, --verbose                log debug messages\n"
                 "      --trace                  log every message sent and received\n"
                 "  -h, --help                   show this help and exit\n"
@@ -131,6 +135,7 @@ int main(int argc, char **argv)
                 OPT_MAX_POSTED,
                 OPT_MAX_WAITS,
                 OPT_MAX_CONNS,
+                OPT_MAX_SOCKETS,
                 OPT_TRACE,
         };
         static const struct option options[] = {
@@ -143,6 +148,7 @@ int main(int argc, char **argv)
                 { "max-posted", required_argument, NULL, OPT_MAX_POSTED },
                 { "max-waits", required_argument, NULL, OPT_MAX_WAITS },
                 { "max-connections", required_argument, NULL, OPT_MAX_CONNS },
+                { "max-sockets-per-user", required_argument, NULL, OPT_MAX_SOCKETS },
                 { "verbose", no_argument, NULL, 'v' },
                 { "trace", no_argument, NULL, OPT_TRACE },
                 { "help", no_argument, NULL, 'h' },
@@ -189,6 +195,9 @@ int main(int argc, char **argv)
                 case OPT_MAX_CONNS:
                         r = parse_u32(optarg, 1, 1u << 20, 10, &opt.limits.max_connections);
                         break;
+                case OPT_MAX_SOCKETS:
+                        r = parse_u32(optarg, 1, 1u << 30, 10, &opt.limits.max_sockets_per_user);
+                        break;
                 case 'v':
                         verbose = 1;
                         break;
@@ -233,6 +242,8 @@ int main(int argc, char **argv)
         opt.path = path;
 
         uint64_t cap = raise_nofile();
+        if (!opt.limits.max_sockets_per_user)
+                opt.limits.max_sockets_per_user = (uint32_t)SN_MAX(cap / 2, (uint64_t)64);
         r = server_new(&opt, &srv);
         if (r < 0)
                 return 1;

@@ -231,6 +231,7 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         sn_list_add_tail(&port->regs, &g->port_link);
         g->creator = creator;
         sn_list_add_tail(&creator->regs, &g->conn_link);
+        creator->user->nsockets++;
         port->nregs++;
         srv->nregs++;
         err = reg_configure(g, filter, trigger);
@@ -287,7 +288,8 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                         err = ESTALE; /* the client must pass the socket itself */
                         break;
                 }
-                if (port->nregs >= srv->limits.max_registrations) {
+                if (port->nregs >= srv->limits.max_registrations ||
+                    conn->user->nsockets >= srv->limits.max_sockets_per_user) {
                         err = EDQUOT;
                         break;
                 }
@@ -340,6 +342,8 @@ void reg_free(struct reg *g)
         registry_remove(&srv->registry, g);
         sn_list_del(&g->port_link);
         sn_list_del(&g->conn_link);
+        if (g->creator)
+                g->creator->user->nsockets--;
         port->nregs--;
         srv->nregs--;
         sn_close(g->fd);

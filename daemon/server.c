@@ -167,6 +167,7 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->trace = opt->trace;
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);
+        sn_list_init(&srv->users);
         sn_list_init(&srv->dead);
         clock_gettime(CLOCK_MONOTONIC, &srv->started);
         srv->path = strdup(opt->path);

@@ -34,7 +34,7 @@ char *server_status_json(struct server *srv)
 
         clock_gettime(CLOCK_MONOTONIC, &now);
         doc = json_pack("{s:s, s:i, s:i, s:f, s:s?, s:I,"
-                        " s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
+                        " s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
                         " s:i, s:i, s:I, s:I, s:i,"
                         " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
                         " s:{s:o, s:o}}",
@@ -54,6 +54,7 @@ char *server_status_json(struct server *srv)
                         "max_waits", (int)srv->limits.max_waits,
                         "max_connections", (int)srv->limits.max_connections,
                         "max_output", (int)srv->limits.max_output,
+                        "max_sockets_per_user", (int)srv->limits.max_sockets_per_user,
                         "connections", (int)srv->nconns,
                         "ports", (int)srv->nports,
                         "registrations", (json_int_t)srv->nregs,

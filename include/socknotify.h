@@ -80,7 +80,8 @@ typedef struct sn_port sn_port_t;
  *   -ENOTSOCK  fd is not an open socket          -EINVAL   bad operation, filter or triggers
  *   -EEXIST    socket registered on another port (or its REMOVE notification is still queued)
  *   -ENOENT    DISABLE/REMOVE of a socket not registered on this port
- *   -EDQUOT    the port holds its maximum number of registrations */
+ *   -EDQUOT    the port holds its maximum number of registrations, or the daemon holds its
+ *              maximum number of sockets for this user (sn_limits_t.max_sockets) */
 typedef struct sn_registration {
         int fd;
         uint16_t filter;
@@ -108,6 +109,7 @@ typedef struct sn_limits {
         uint32_t max_registrations;
         uint32_t max_posted;
         uint32_t max_waits;
+        uint32_t max_sockets; /* sockets the daemon holds for this user, all connections */
 } sn_limits_t;
 
 /*

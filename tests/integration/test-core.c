@@ -141,7 +141,32 @@ START_TEST(test_limits_announced)
         sn_port_t *p2, *p3;
         ck_assert_int_eq(sn_port_create(C, 0, &p2), 0);
         ck_assert_int_eq(sn_port_create(C, 0, &p3), -EDQUOT);
+        /* Sockets held for this user, over all its connections and ports: 3. */
+        ck_assert_uint_eq(l.max_sockets, 3);
+        int sp[4][2];
+        for (int i = 0; i < 4; i++)
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[i]), 0);
+        ck_assert_int_eq(reg(P, sp[0][0], 1, SN_REGISTER_EVENT_IN, SN_OP_ENABLE, SN_TRIGGER_LEVEL), 0);
+        ck_assert_int_eq(reg(p2, sp[1][0], 2, SN_REGISTER_EVENT_IN, SN_OP_ENABLE, SN_TRIGGER_LEVEL), 0);
+        sn_conn_t *c2;
+        sn_port_t *p4;
+        ck_assert_int_eq(sn_conn_open(D.path, &c2), 0);
+        ck_assert_int_eq(sn_port_create(c2, 0, &p4), 0);
+        ck_assert_int_eq(reg(p4, sp[2][0], 3, SN_REGISTER_EVENT_IN, SN_OP_ENABLE, SN_TRIGGER_LEVEL), 0);
+        ck_assert_int_eq(reg(P, sp[3][0], 4, SN_REGISTER_EVENT_IN, SN_OP_ENABLE, SN_TRIGGER_LEVEL),
+                         -EDQUOT);
+        /* A connection that goes gives its share back. */
+        sn_port_close(p4);
+        sn_conn_close(c2);
+        ck_assert_int_eq(reg(P, sp[3][0], 4, SN_REGISTER_EVENT_IN, SN_OP_ENABLE, SN_TRIGGER_LEVEL), 0);
         sn_port_close(p2);
+        ck_assert_int_eq(sn_socket_close(C, sp[0][0]), 0);
+        ck_assert_int_eq(sn_socket_close(C, sp[3][0]), 0);
+        for (int i = 0; i < 4; i++) {
+                if (i == 1 || i == 2)
+                        close(sp[i][0]);
+                close(sp[i][1]);
+        }
 }
 END_TEST
 
@@ -933,7 +958,8 @@ END_TEST
 
 static void limits_setup(void)
 {
-        static const char *const args[] = { "--max-posted=3", "--max-ports=2", NULL };
+        static const char *const args[] = { "--max-posted=3", "--max-ports=2",
+                                            "--max-sockets-per-user=3", NULL };
 
         start_with(args);
 }

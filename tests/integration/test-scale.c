@@ -277,10 +277,82 @@ START_TEST(test_other_user_refused)
 }
 END_TEST
 
+static void quota_setup(void)
+{
+        test_daemon_start(&D, (const char *const[]){ "--socket-mode=0666", "--max-sockets-per-user=4",
+                                                    NULL });
+        baseline = test_daemon_fds(&D);
+}
+
+START_TEST(test_user_quota_isolates)
+{
+        int sp[8][2];
+        sn_conn_t *c;
+        sn_port_t *p;
+        pid_t pid;
+        int st, pipefd[2], done[2];
+        char ch;
+
+        if (geteuid() != 0) {
+                printf("SKIP: test_user_quota_isolates needs root to run a child as another user\n");
+                return;
+        }
+        ck_assert_int_eq(chmod(D.dir, 0711), 0);
+        for (int i = 0; i < 8; i++)
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[i]), 0);
+        ck_assert_int_eq(pipe(pipefd), 0);
+        ck_assert_int_eq(pipe(done), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                sn_conn_t *cc;
+                sn_port_t *pp;
+                int ok = 1;
+
+                if (setgid(65534) < 0 || setuid(65534) < 0 || sn_conn_open(D.path, &cc) < 0 ||
+                    sn_port_create(cc, 0, &pp) < 0)
+                        _exit(3);
+                /* nobody takes its whole share, and no more. */
+                for (int i = 0; i < 4; i++)
+                        ok &= reg(pp, sp[i][0], (uint64_t)i, SN_OP_ENABLE, SN_TRIGGER_LEVEL) == 0;
+                ok &= reg(pp, sp[4][0], 4, SN_OP_ENABLE, SN_TRIGGER_LEVEL) == -EDQUOT;
+                if (write(pipefd[1], ok ? "y" : "n", 1) != 1 || read(done[0], &ch, 1) != 1)
+                        _exit(4);
+                _exit(0);
+        }
+        ck_assert_int_eq(read(pipefd[0], &ch, 1), 1);
+        ck_assert_int_eq(ch, 'y');
+        /* root's share is untouched by nobody's. */
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 4; i < 8; i++)
+                ck_assert_int_eq(reg(p, sp[i][0], (uint64_t)i, SN_OP_ENABLE, SN_TRIGGER_LEVEL), 0);
+        ck_assert_int_eq(write(done[1], "d", 1), 1);
+        waitpid(pid, &st, 0);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        sn_port_close(p);
+        sn_conn_close(c);
+        for (int i = 0; i < 8; i++) {
+                close(sp[i][0]);
+                close(sp[i][1]);
+        }
+        close(pipefd[0]);
+        close(pipefd[1]);
+        close(done[0]);
+        close(done[1]);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("scale");
         TCase *tc = tcase_create("scale-out");
+        TCase *quota = tcase_create("quota");
+
+        tcase_add_checked_fixture(quota, quota_setup, teardown);
+        tcase_set_timeout(quota, 30);
+        tcase_add_test(quota, test_user_quota_isolates);
+        suite_add_tcase(s, quota);
 
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
