@@ -293,35 +293,17 @@ void conf_row_15(int _i)
         closesocket(sv);
 }
 
-static void on_signal(int sig)
-{
-        (void)sig;
-}
-
-struct kicker {
-        pthread_t target;
-};
-
-static void *kick(void *arg)
-{
-        struct kicker *k = arg;
-
-        usleep(50000);
-        pthread_kill(k->target, SIGUSR1);
-        return NULL;
-}
-
 void conf_row_16(int _i)
 {
         struct sigaction sa = { .sa_handler = on_signal }; /* no SA_RESTART */
-        struct kicker k = { .target = pthread_self() };
+        pthread_t self = pthread_self();
         OVERLAPPED_ENTRY e;
         UINT32 n;
         pthread_t t;
         long long t0;
 
         sigaction(SIGUSR1, &sa, NULL);
-        pthread_create(&t, NULL, kick, &k);
+        pthread_create(&t, NULL, kick, &self);
         t0 = now_ms();
         ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 300, 1, &e, &n), WAIT_TIMEOUT);
         ck_assert_int_ge(now_ms() - t0, 290);

@@ -165,6 +165,25 @@ long daemon_count(const char *field);
 void wait_waiters(long n);
 /* Drains a non-blocking socket. */
 void drain(int fd);
+/* Closes fd so that its peer gets a reset (SO_LINGER 0). */
+void reset_peer(int fd);
+
+/* A thread in GetQueuedCompletionStatus(port, ms): what it got, its last error, and when. */
+struct gq {
+        HANDLE port;
+        DWORD ms;
+        BOOL ok;
+        ULONG_PTR key;
+        DWORD bytes;
+        DWORD error;
+        LPOVERLAPPED ov;
+        long long returned;
+};
+void *gq_thread(void *arg);
+/* A do-nothing signal handler, and a thread that sends SIGUSR1 to *(pthread_t *)arg after
+ * 50 ms: a signal in the middle of a wait. */
+void on_signal(int sig);
+void *kick(void *arg);
 
 #define LEVEL SOCK_NOTIFY_TRIGGER_LEVEL
 #define EDGE SOCK_NOTIFY_TRIGGER_EDGE

@@ -4,14 +4,6 @@
  */
 #include "tests/conformance/conformance.h"
 
-static void reset_peer(int fd)
-{
-        struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        close(fd);
-}
-
 void conf_row_43(int _i)
 {
         int cl, sv;

@@ -132,6 +132,37 @@ void drain(int fd)
                 ;
 }
 
+void reset_peer(int fd)
+{
+        struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        close(fd);
+}
+
+void *gq_thread(void *arg)
+{
+        struct gq *g = arg;
+
+        g->ov = (LPOVERLAPPED)1;
+        g->ok = GetQueuedCompletionStatus(g->port, &g->bytes, &g->key, &g->ov, g->ms);
+        g->error = GetLastError();
+        g->returned = now_ms();
+        return NULL;
+}
+
+void on_signal(int sig)
+{
+        (void)sig;
+}
+
+void *kick(void *arg)
+{
+        usleep(50000);
+        pthread_kill(*(pthread_t *)arg, SIGUSR1);
+        return NULL;
+}
+
 /* ---- runner --------------------------------------------------------------------------------- */
 
 struct entry {

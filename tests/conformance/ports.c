@@ -189,28 +189,6 @@ void conf_row_71(int _i)
         ck_assert(CloseHandle(b));
 }
 
-struct gq {
-        HANDLE port;
-        DWORD ms;
-        BOOL ok;
-        ULONG_PTR key;
-        DWORD error;
-        LPOVERLAPPED ov;
-        long long returned;
-};
-
-static void *gq_thread(void *arg)
-{
-        struct gq *g = arg;
-        DWORD bytes;
-
-        g->ov = (LPOVERLAPPED)1;
-        g->ok = GetQueuedCompletionStatus(g->port, &bytes, &g->key, &g->ov, g->ms);
-        g->error = GetLastError();
-        g->returned = now_ms();
-        return NULL;
-}
-
 struct runner_thread {
         HANDLE port;
         int step;
@@ -324,18 +302,6 @@ void conf_row_75(int _i)
         ck_assert(GetQueuedCompletionStatus(P, &bytes, &key, &ov, 20));
         ck_assert_ptr_null(ov);
         ck_assert_uint_eq(key, 75);
-}
-
-static void on_signal(int sig)
-{
-        (void)sig;
-}
-
-static void *kick(void *arg)
-{
-        usleep(50000);
-        pthread_kill(*(pthread_t *)arg, SIGUSR1);
-        return NULL;
 }
 
 void conf_row_76(int _i)

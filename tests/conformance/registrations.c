@@ -297,22 +297,6 @@ void conf_row_41(int _i)
         close(b);
 }
 
-struct gq {
-        HANDLE port;
-        BOOL ok;
-        ULONG_PTR key;
-};
-
-static void *gq_thread(void *arg)
-{
-        struct gq *g = arg;
-        DWORD bytes;
-        LPOVERLAPPED ov;
-
-        g->ok = GetQueuedCompletionStatus(g->port, &bytes, &g->key, &ov, 500);
-        return NULL;
-}
-
 void conf_row_42(int _i)
 {
         struct gq g[3];
@@ -322,7 +306,7 @@ void conf_row_42(int _i)
         tcp_pair(&cl, &sv);
         ck_assert_uint_eq(reg(P, sv, 42, F_IN, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
         for (int i = 0; i < 3; i++) {
-                g[i] = (struct gq){ .port = P };
+                g[i] = (struct gq){ .port = P, .ms = 500 };
                 pthread_create(&t[i], NULL, gq_thread, &g[i]);
         }
         wait_waiters(3);

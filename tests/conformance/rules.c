@@ -4,14 +4,6 @@
  */
 #include "tests/conformance/conformance.h"
 
-static void reset_peer(int fd)
-{
-        struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        close(fd);
-}
-
 void conf_rule_01(int _i)
 {
         OVERLAPPED_ENTRY e;
@@ -190,25 +182,9 @@ void conf_rule_10(int _i)
         closesocket(sv);
 }
 
-struct gq {
-        HANDLE port;
-        BOOL ok;
-        ULONG_PTR key;
-        DWORD bytes;
-};
-
-static void *gq_thread(void *arg)
-{
-        struct gq *g = arg;
-        LPOVERLAPPED ov;
-
-        g->ok = GetQueuedCompletionStatus(g->port, &g->bytes, &g->key, &ov, 400);
-        return NULL;
-}
-
 void conf_rule_11(int _i)
 {
-        struct gq g[2] = { { .port = P }, { .port = P } };
+        struct gq g[2] = { { .port = P, .ms = 400 }, { .port = P, .ms = 400 } };
         pthread_t t[2];
         int cl, sv, got = 0;
 
