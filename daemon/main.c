@@ -163,9 +163,9 @@ int main(int argc, char **argv)
         const char *path_arg = NULL;
         char path[108];
         struct server *srv;
-        int verbose = 0, c, r;
+        int verbose = 0, c, r, index = -1;
 
-        while ((c = getopt_long(argc, argv, "s:vhV", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "s:vhV", options, &index)) >= 0) {
                 r = 0;
                 switch (c) {
                 case 's':
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
                 }
                 if (r < 0) {
                         fprintf(stderr, "socknotifyd: invalid value for --%s: '%s'\n",
-                                options[0].name ? argv[optind - 1] : "", optarg);
+                                index >= 0 ? options[index].name : "?", optarg);
                         return 2;
                 }
         }
