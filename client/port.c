@@ -87,11 +87,11 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 }
         }
 
-        /* Decide locally what the daemon need not see (rows 9, 14), and what needs an fd. */
-        pthread_mutex_lock(&c->lock);
+        /* Decide locally what the daemon need not see (rows 9, 14).  The identity of each
+         * descriptor is read without the connection lock: other threads' replies are handed
+         * out under it. */
         for (uint32_t i = 0; i < nregs; i++) {
                 sn_registration_t *g = &regs[i];
-                struct sn_fdcache *k;
                 struct stat st;
 
                 g->result = 0;
@@ -101,15 +101,18 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                         g->result = -ENOTSOCK;
                         continue;
                 }
-                k = sn__cache_get(c, g->fd);
-                prep[ctx.nsent] = (struct prep){
-                        .dev = st.st_dev,
-                        .ino = st.st_ino,
-                        .attach = g->op == SN_OP_ENABLE &&
-                                  (retry || !k || k->port != port_id || k->dev != st.st_dev ||
-                                   k->ino != st.st_ino),
-                };
+                prep[ctx.nsent] = (struct prep){ .dev = st.st_dev, .ino = st.st_ino };
                 sent_idx[ctx.nsent++] = i;
+        }
+        /* Which ENABLEs must pass the socket itself: those the daemon may not know yet. */
+        pthread_mutex_lock(&c->lock);
+        for (uint32_t k = 0; k < ctx.nsent; k++) {
+                const sn_registration_t *g = &regs[sent_idx[k]];
+                const struct sn_fdcache *e = sn__cache_get(c, g->fd);
+
+                prep[k].attach = g->op == SN_OP_ENABLE &&
+                                 (retry || !e || e->port != port_id || e->dev != prep[k].dev ||
+                                  e->ino != prep[k].ino);
         }
         pthread_mutex_unlock(&c->lock);
         ctx.sent_idx = sent_idx;
