@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/log.h"
 
@@ -47,4 +48,26 @@ void sn_log(int level, const char *fmt, ...)
                 fprintf(stderr, "<%d>%s\n", level, line);
         else
                 fprintf(stderr, "socknotifyd: %s: %s\n", words[level & 7], line);
+}
+
+bool sn_ratelimit_ok(struct sn_ratelimit *rl, unsigned long long *ret_suppressed)
+{
+        struct timespec ts;
+        long long now;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        *ret_suppressed = 0;
+        if (now - rl->window_start_ms >= (long long)rl->interval_ms) {
+                rl->window_start_ms = now;
+                rl->in_window = 0;
+        }
+        if (rl->in_window >= rl->burst) {
+                rl->suppressed++;
+                return false;
+        }
+        rl->in_window++;
+        *ret_suppressed = rl->suppressed;
+        rl->suppressed = 0;
+        return true;
 }

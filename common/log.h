@@ -15,6 +15,20 @@ void sn_log_init(int max_level);
 bool sn_log_enabled(int level);
 void sn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * A rate limit for log lines that clients can provoke: at most burst lines per interval_ms;
+ * the lines dropped are counted and reported with the next line let through.
+ */
+struct sn_ratelimit {
+        unsigned interval_ms, burst;
+        long long window_start_ms;
+        unsigned in_window;
+        unsigned long long suppressed;
+};
+#define SN_RATELIMIT_INIT(ms, n) { .interval_ms = (ms), .burst = (n) }
+/* True when a line may be logged now; *ret_suppressed gets how many were dropped before it. */
+bool sn_ratelimit_ok(struct sn_ratelimit *rl, unsigned long long *ret_suppressed);
+
 #define log_error(...) sn_log(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) sn_log(LOG_WARNING, __VA_ARGS__)
 #define log_notice(...) sn_log(LOG_NOTICE, __VA_ARGS__)

@@ -8,10 +8,15 @@
  * dropped when it breaks the handshake or stops reading its replies.  A connection is never
  * freed from inside the processing of another: conn_kill() marks it and the reaper frees it
  * on the next turn of the loop, so no caller is left holding a freed pointer.
+ *
+ * Every number a client sends is checked against a limit before anything is sized from it,
+ * and everything a connection makes the daemon hold is charged to its user (struct user): a
+ * refusal is an error status naming the limit in the log, never a silent disconnect.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,8 +29,9 @@
 #include "socknotify.h"
 
 static void conn_io_cb(evutil_socket_t fd, short what, void *arg);
+static void violation(struct conn *c, uint32_t id, uint32_t status, const char *what);
 
-static struct user *user_get(struct server *srv, uid_t uid)
+struct user *user_get(struct server *srv, uid_t uid)
 {
         struct sn_list *pos, *tmp;
         struct user *u;
@@ -43,40 +49,72 @@ static struct user *user_get(struct server *srv, uid_t uid)
         return u;
 }
 
-static void user_put(struct user *u)
+void user_release(struct user *u)
 {
-        if (u && --u->nconns == 0 && u->nsockets == 0) {
+        if (u && !u->nconns && !u->nports && !u->nsockets && !u->nregs && !u->nwaits &&
+            !u->nposted && !u->nstaged && !u->output) {
                 sn_list_del(&u->link);
                 free(u);
         }
 }
 
+void conn_refuse(struct server *srv, int fd, uint32_t status)
+{
+        uint8_t buf[SN_HEADER_SIZE];
+
+        /* The client's HELLO (or first read) finds this ERROR, then the end of the stream. */
+        sn_msg_begin(buf, SN_MSG_ERROR, 0, status, 0, 0, 0);
+        (void)send(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+        close(fd);
+}
+
+static void hello_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct conn *c = arg;
+
+        violation(c, 0, ETIMEDOUT, "no HELLO within the handshake timeout");
+        conn_kill(c, "handshake timeout");
+}
+
 void conn_accept(struct server *srv, int fd)
 {
         struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+        struct timeval hello_tv = { .tv_sec = srv->limits.handshake_timeout_ms / 1000,
+                                    .tv_usec = srv->limits.handshake_timeout_ms % 1000 * 1000 };
+        struct user *u;
         struct conn *c;
 
-        if (srv->nconns >= srv->limits.max_connections) {
-                log_warning("refusing a connection: %u connections already (--max-connections)",
-                            srv->nconns);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &(socklen_t){ sizeof(cred) }) < 0) {
                 close(fd);
+                return;
+        }
+        if (srv->nconns >= srv->limits.max_connections) {
+                server_log_refusal(srv, NULL, cred.uid, "max-connections");
+                conn_refuse(srv, fd, EUSERS);
+                return;
+        }
+        u = user_get(srv, cred.uid);
+        if (!u) {
+                log_error("out of memory accepting a connection");
+                conn_refuse(srv, fd, ENOMEM);
+                return;
+        }
+        if (u->nconns >= srv->limits.max_connections_per_user) {
+                u->refused++;
+                server_log_refusal(srv, NULL, cred.uid, "max-connections-per-user");
+                conn_refuse(srv, fd, EDQUOT);
+                user_release(u);
                 return;
         }
         c = calloc(1, sizeof(*c));
         if (!c) {
                 log_error("out of memory accepting a connection");
-                close(fd);
+                conn_refuse(srv, fd, ENOMEM);
+                user_release(u);
                 return;
         }
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &(socklen_t){ sizeof(cred) });
-        c->user = user_get(srv, cred.uid);
-        if (!c->user) {
-                log_error("out of memory accepting a connection");
-                close(fd);
-                free(c);
-                return;
-        }
-        c->user->nconns++;
+        c->user = u;
+        u->nconns++;
         c->srv = srv;
         c->fd = fd;
         c->pid = cred.pid;
@@ -90,8 +128,12 @@ void conn_accept(struct server *srv, int fd)
         sn_list_init(&c->outq);
         sn_list_init(&c->dead_link);
         event_assign(&c->ev, srv->base, fd, EV_READ | EV_PERSIST, conn_io_cb, c);
-        if (event_add(&c->ev, NULL) < 0) {
+        evtimer_assign(&c->hello_timer, srv->base, hello_timeout_cb, c);
+        if (event_add(&c->ev, NULL) < 0 || evtimer_add(&c->hello_timer, &hello_tv) < 0) {
+                event_del(&c->ev);
                 close(fd);
+                u->nconns--;
+                user_release(u);
                 free(c);
                 return;
         }
@@ -107,7 +149,10 @@ static void stage_reset(struct conn *c)
         struct stage *st = &c->stage;
 
         c->user->nsockets -= st->held;
+        c->user->nstaged -= st->nitems;
         sn__fds_close(st->fds, st->nfds);
+        if (st->cap)
+                server_note_freed(c->srv, (size_t)st->cap * SN_WIRE_SIZE_registration);
         free(st->items);
         free(st->fds);
         memset(st, 0, sizeof(*st));
@@ -121,6 +166,8 @@ void conn_free(struct conn *c, uint32_t status)
         if (c->dead)
                 while (!sn_list_empty(&c->waits))
                         wait_free(sn_list_first(&c->waits, struct wait, conn_link));
+        if (event_initialized(&c->hello_timer))
+                evtimer_del(&c->hello_timer);
         /* Its threads no longer run anywhere: others' waiters may proceed. */
         while (!sn_list_empty(&c->runners)) {
                 struct runner *r = sn_list_first(&c->runners, struct runner, conn_link);
@@ -143,26 +190,33 @@ void conn_free(struct conn *c, uint32_t status)
                 sn_list_del(&m->link);
                 free(m);
         }
+        c->user->output -= c->outq_bytes;
+        server_note_freed(c->srv, c->outq_bytes);
         if (event_initialized(&c->ev))
                 event_del(&c->ev);
         sn_close(c->fd);
         sn_list_del(&c->dead_link);
         sn_list_del(&c->link);
         c->srv->nconns--;
-        user_put(c->user);
+        c->user->nconns--;
+        user_release(c->user);
         log_debug("connection %llu closed", (unsigned long long)c->serial);
         free(c);
 }
 
 void conn_kill(struct conn *c, const char *why)
 {
+        struct sn_list *pos, *tmp;
+
         if (c->dead)
                 return;
         c->dead = true;
         log_debug("connection %llu (pid %d): %s", (unsigned long long)c->serial, (int)c->pid, why);
         event_del(&c->ev);
-        while (!sn_list_empty(&c->waits))
-                wait_free(sn_list_first(&c->waits, struct wait, conn_link));
+        evtimer_del(&c->hello_timer);
+        /* Off every port, so no dispatch hands them entries; freed later, never here. */
+        sn_list_foreach_safe(pos, tmp, &c->waits)
+                wait_detach(sn_list_entry(pos, struct wait, conn_link));
         sn_list_add_tail(&c->srv->dead, &c->dead_link);
         event_active(&c->srv->reaper, 0, 0);
 }
@@ -186,6 +240,14 @@ static void trace(struct conn *c, const char *dir, const uint8_t *buf, size_t le
         log_info("conn %llu %s %s", (unsigned long long)c->serial, dir, line);
 }
 
+static size_t outmsg_cost(size_t len)
+{
+        /* glibc: 8 bytes of chunk header, 16-byte granules, 32 bytes at least. */
+        size_t n = (sizeof(struct outmsg) + len + 8 + 15) & ~(size_t)15;
+
+        return n < 32 ? 32 : n;
+}
+
 void conn_send(struct conn *c, const uint8_t *buf, size_t len)
 {
         struct server *srv = c->srv;
@@ -206,7 +268,17 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
                         return;
                 }
         }
-        if (c->outq_bytes + len > srv->limits.max_output) {
+        /* What a reply really holds: the allocation, rounded as malloc rounds it. */
+        size_t cost = outmsg_cost(len);
+
+        if (c->outq_bytes + cost > srv->limits.max_output ||
+            c->user->output + cost > srv->limits.max_output_per_user) {
+                if (c->outq_bytes + cost > srv->limits.max_output) {
+                        server_log_refusal(srv, c, c->uid, "max-output");
+                } else {
+                        c->user->refused++;
+                        server_log_refusal(srv, c, c->uid, "max-output-per-user");
+                }
                 conn_kill(c, "does not read its replies");
                 return;
         }
@@ -216,9 +288,11 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
                 return;
         }
         m->len = len;
+        m->cost = cost;
         memcpy(m->data, buf, len);
         sn_list_add_tail(&c->outq, &m->link);
-        c->outq_bytes += len;
+        c->outq_bytes += cost;
+        c->user->output += cost;
         conn_set_writing(c, true);
 }
 
@@ -235,7 +309,8 @@ static void conn_flush(struct conn *c)
                         return;
                 }
                 sn_list_del(&m->link);
-                c->outq_bytes -= m->len;
+                c->outq_bytes -= m->cost;
+                c->user->output -= m->cost;
                 free(m);
         }
         conn_set_writing(c, false);
@@ -254,13 +329,19 @@ static void reply_simple(struct conn *c, uint16_t type, uint32_t id, uint32_t st
 static void violation(struct conn *c, uint32_t id, uint32_t status, const char *what)
 {
         struct server *srv = c->srv;
+        unsigned long long dropped = 0;
 
         srv->counters.protocol_violations++;
         server_count_call_error(srv, status);
-        /* Rate-limited: at most the first few per connection reach the log. */
-        if (srv->counters.protocol_violations < 100 || sn_log_enabled(LOG_DEBUG))
-                log_notice("connection %llu (pid %d): %s", (unsigned long long)c->serial,
-                           (int)c->pid, what);
+        /* The first few of each connection reach the log, and never more than the daemon-wide
+         * rate, so that many connections cannot flood it together. */
+        if ((++c->violations <= 10 && sn_ratelimit_ok(&srv->violation_log, &dropped)) ||
+            sn_log_enabled(LOG_DEBUG))
+                log_notice("connection %llu (pid %d, uid %u): %s%s", (unsigned long long)c->serial,
+                           (int)c->pid, (unsigned)c->uid, what,
+                           c->violations == 10 ? " (no more logged for this connection)" : "");
+        if (dropped)
+                log_notice("%llu protocol violation line(s) suppressed", dropped);
         reply_simple(c, SN_MSG_ERROR, id, status);
 }
 
@@ -317,6 +398,7 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
                 return;
         }
         c->hello = true;
+        evtimer_del(&c->hello_timer);
         p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, h->id, 0, 0, 0, 0);
         snw_hello_reply_encode(p, &out);
         conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
@@ -427,7 +509,7 @@ static void handle_post(struct conn *c, const struct snw_header *h, const uint8_
                 reply_simple(c, SN_MSG_POST_REPLY, h->id, EBADF);
                 return;
         }
-        r = port_post(port, sn_msg_array(buf, d, 1), h->count);
+        r = port_post(port, c, sn_msg_array(buf, d, 1), h->count);
         if (r < 0) {
                 server_count_call_error(c->srv, (uint32_t)-r);
                 reply_simple(c, SN_MSG_POST_REPLY, h->id, (uint32_t)-r);
@@ -453,7 +535,7 @@ static void handle_socket_close(struct conn *c, const struct snw_header *h, cons
 static void handle_status(struct conn *c, const struct snw_header *h)
 {
         struct server *srv = c->srv;
-        char *json = server_status_json(srv);
+        char *json = server_status_json(srv, c->uid);
         size_t len = json ? strlen(json) : 0;
         uint8_t *p;
 
@@ -492,20 +574,31 @@ static bool fds_consistent(const uint8_t *items, uint32_t n, uint32_t nfds)
 static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, int *fds,
                              uint32_t nfds)
 {
+        struct server *srv = c->srv;
         struct stage *st = &c->stage;
         size_t isz = SN_WIRE_SIZE_registration;
+        uint32_t call_max = limits_call_items(&srv->limits);
 
-        if (st->nitems + (uint64_t)n > c->srv->limits.max_registrations) {
+        /* The whole call's reply must fit one message: one result per item. */
+        if (st->nitems + (uint64_t)n > call_max) {
                 sn__fds_close(fds, nfds);
                 return E2BIG;
         }
-        /* Staged descriptors are held too: they count against the user's quota. */
-        if (c->user->nsockets + (uint64_t)nfds > c->srv->limits.max_sockets_per_user) {
+        if (c->user->nstaged + (uint64_t)n > srv->limits.max_staged_per_user) {
                 sn__fds_close(fds, nfds);
+                c->user->refused++;
+                server_log_refusal(srv, c, c->uid, "max-staged-per-user");
+                return EDQUOT;
+        }
+        /* Staged descriptors are held too: they count against the user's quota. */
+        if (c->user->nsockets + (uint64_t)nfds > srv->limits.max_sockets_per_user) {
+                sn__fds_close(fds, nfds);
+                c->user->refused++;
+                server_log_refusal(srv, c, c->uid, "max-sockets-per-user");
                 return EDQUOT;
         }
         if (st->nitems + n > st->cap) {
-                uint32_t cap = SN_MAX(st->cap * 2, st->nitems + n);
+                uint32_t cap = SN_MIN(SN_MAX(st->cap * 2, st->nitems + n), call_max);
                 uint8_t *ni = realloc(st->items, (size_t)cap * isz);
 
                 if (!ni) {
@@ -516,7 +609,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 st->cap = cap;
         }
         if (st->nfds + nfds > st->fdcap) {
-                uint32_t cap = SN_MAX(st->fdcap * 2, st->nfds + nfds);
+                uint32_t cap = SN_MIN(SN_MAX(st->fdcap * 2, st->nfds + nfds), call_max);
                 int *nf = realloc(st->fds, (size_t)cap * sizeof(int));
 
                 if (!nf) {
@@ -535,10 +628,12 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 if (idx != SN_PROTO_NO_FD)
                         sn_put_u32(dst + SN_REG_FD_INDEX_OFFSET, idx + st->nfds);
         }
-        memcpy(st->fds + st->nfds, fds, nfds * sizeof(int));
+        if (nfds)
+                memcpy(st->fds + st->nfds, fds, nfds * sizeof(int));
         st->nitems += n;
         st->nfds += nfds;
         st->held += nfds;
+        c->user->nstaged += n;
         c->user->nsockets += nfds;
         return 0;
 }
@@ -583,7 +678,13 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                         st->id = h->id;
                         st->port = in.port;
                 }
-                err = stage_append(c, items, nitems, fds, nfds);
+                /* After a failure the rest of the call is only read, never held. */
+                if (st->error) {
+                        sn__fds_close(fds, nfds);
+                        err = 0;
+                } else {
+                        err = stage_append(c, items, nitems, fds, nfds);
+                }
                 if (err && !st->error)
                         st->error = err;
                 if (st->port != in.port && !st->error)
@@ -605,8 +706,11 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                 status = EBADF;
         if (!status && in.max_entries == 0 && in.timeout_ms != 0)
                 status = EINVAL; /* row 2 */
-        if (!status && in.max_entries && in.timeout_ms && c->nwaits >= srv->limits.max_waits)
+        if (!status && in.max_entries && in.timeout_ms && port_wait_check(c, nitems) < 0)
                 status = EDQUOT;
+        if (!status && sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, in.max_entries ? 1 : 0) >
+                               srv->limits.max_message)
+                status = E2BIG; /* cannot happen within limits_call_items(); never overflow */
         if (!status && nitems > SN_ARRAY_SIZE(stack_results)) {
                 results = malloc((size_t)nitems * sizeof(uint32_t));
                 if (!results)
@@ -656,8 +760,11 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                 port_mark_running(port, c, in.thread);
         if (n || in.timeout_ms == 0) {
                 conn_reply_process(c, h->id, n ? 0 : ETIMEDOUT, results, nitems, srv->ebuf, n);
-        } else if (port_wait(port, c, h->id, in.thread, max, in.timeout_ms, results, nitems) < 0) {
-                conn_reply_process(c, h->id, ENOMEM, results, nitems, NULL, 0);
+        } else {
+                int r = port_wait(port, c, h->id, in.thread, max, in.timeout_ms, results, nitems);
+
+                if (r < 0)
+                        conn_reply_process(c, h->id, (uint32_t)-r, results, nitems, NULL, 0);
         }
 out:
         if (port->nwaiters)
@@ -740,6 +847,13 @@ static void conn_read(struct conn *c)
 
                 if (n == -EAGAIN || n == -EWOULDBLOCK)
                         return;
+                if (n == 0 && nfds) {
+                        /* A zero-length datagram, not the end of the stream: the end carries
+                         * no descriptors.  What came with it is closed like any bad message. */
+                        sn__fds_close(fds, nfds);
+                        violation(c, 0, EBADMSG, "empty message with file descriptors");
+                        continue;
+                }
                 if (n == 0) {
                         conn_kill(c, "disconnected");
                         return;

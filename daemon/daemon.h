@@ -23,12 +23,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
 #include "common/list.h"
+#include "common/log.h"
 #include "proto/codec.h"
 
 struct server;
@@ -36,17 +38,36 @@ struct conn;
 struct port;
 struct reg;
 
+/*
+ * Every resource a client can make the daemon hold has a limit, and every one that costs a
+ * descriptor or memory has a limit per user (uid from SO_PEERCRED), so that one user can never
+ * take what others need.  socknotifyd(8) lists them; defaults are in main.c.
+ */
 struct limits {
         uint32_t max_message;
         uint32_t max_fds;
-        uint32_t max_ports;
-        uint32_t max_registrations;
-        uint32_t max_posted;
-        uint32_t max_waits;
-        uint32_t max_connections;
-        uint32_t max_output; /* bytes of replies queued for a client that does not read */
-        uint32_t max_sockets_per_user; /* sockets held (registered or staged) per uid */
+        uint32_t max_ports;         /* handles per connection */
+        uint32_t max_registrations; /* per port */
+        uint32_t max_posted;        /* queued posted packets per port */
+        uint32_t max_waits;         /* parked calls per connection */
+        uint32_t max_connections;   /* daemon-wide */
+        uint32_t max_output;        /* bytes of replies held for one connection */
+        uint32_t max_sockets_per_user;     /* sockets held (registered or staged) per uid */
+        uint32_t max_connections_per_user;
+        uint32_t max_ports_per_user;       /* ports created (each costs an epoll descriptor) */
+        uint32_t max_waits_per_user;
+        uint32_t max_posted_per_user;
+        uint32_t max_staged_per_user;      /* items of unfinished multi-part calls */
+        uint32_t max_output_per_user;      /* bytes: queued replies and parked calls' results */
+        uint32_t handshake_timeout_ms;     /* HELLO must come within this */
 };
+
+/* The most registration items one PROCESS call may carry, all parts together: its reply (header,
+ * body, one result per item) must leave room for at least one entry in max_message bytes. */
+static inline uint32_t limits_call_items(const struct limits *l)
+{
+        return (l->max_message - 24 - 4 - 24) / 4;
+}
 
 #define SN_ERRNO_MAX 160
 struct counters {
@@ -142,7 +163,7 @@ int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino, uint32_t cli
 /* ---- ports and waits (port.c) ---------------------------------------------------------- */
 
 struct wait {
-        struct sn_list port_link; /* in port->waiters, most recent first */
+        struct sn_list port_link; /* in port->waiters, most recent first; empty once detached */
         struct sn_list conn_link; /* in conn->waits */
         struct conn *conn;
         struct port *port;
@@ -151,6 +172,8 @@ struct wait {
         uint32_t max_entries;
         struct event timer;
         bool timer_armed;
+        bool detached;            /* its connection died: off the port, no timer, never answered */
+        size_t charge;            /* bytes counted against the user's output budget */
         uint32_t nresults;
         uint32_t results[]; /* per-registration results of the call, sent with the answer */
 };
@@ -178,7 +201,8 @@ struct port {
         struct sn_list handles;   /* struct handle */
         uint32_t nhandles;
         char *name;               /* NULL: private to its creator */
-        uid_t uid;                /* who may open it by name */
+        uid_t uid;                /* who may open it by name: names are per user */
+        struct user *user;        /* charged for the port and its posted packets */
         uint32_t id;
         uint32_t concurrency;
         struct sn_list runners;   /* struct runner */
@@ -216,8 +240,9 @@ void runner_release(struct conn *conn, uint32_t thread, struct port *no_dispatch
 void runner_free(struct runner *r);
 /* Queues a packet of registration reg (OR-ing into one already queued). */
 void port_queue_reg(struct port *port, struct reg *reg, uint32_t events);
-/* Posts n packets; all or none.  Returns 0 or -EDQUOT/-ENOMEM. */
-int port_post(struct port *port, const uint8_t *items, uint32_t n);
+/* Posts n packets for conn; all or none.  Returns 0 or -EDQUOT (a limit on the port or on the
+ * port's user) or -ENOMEM. */
+int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32_t n);
 /* Harvests readiness for up to want new packets. */
 void port_harvest(struct port *port, uint32_t want);
 /* Consumes the initial reports of EDGE registrations enabled while ready (rule 15). */
@@ -226,7 +251,11 @@ void port_harvest_skips(struct port *port);
 uint32_t port_take(struct port *port, uint8_t *out, uint32_t max);
 /* Hands queued entries to parked waiters, most recent first. */
 void port_dispatch(struct port *port);
-/* Parks a PROCESS request.  results (n) are copied.  Returns 0 or -ENOMEM/-EDQUOT. */
+/* Whether conn may park one more call with n results: 0, or -EDQUOT (logged) when a limit on
+ * the connection's waits or its user's waits or output budget would be exceeded. */
+int port_wait_check(struct conn *conn, uint32_t n);
+/* Parks a PROCESS request.  results (n) are copied.  Returns 0, -EDQUOT (max-waits, or the
+ * user's waits or output budget) or -ENOMEM. */
 int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread,
               uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n);
 /* Whether a caller may take entries now (fewer than concurrency threads running). */
@@ -235,14 +264,17 @@ bool port_may_run(const struct port *port);
 void port_mark_running(struct port *port, struct conn *conn, uint32_t thread);
 /* Answers a wait with status and no entries, and frees it. */
 void wait_cancel(struct wait *w, uint32_t status);
-/* Frees a wait without answering it. */
+/* Frees a wait without answering it (detached or not). */
 void wait_free(struct wait *w);
+/* Takes a wait off its port and stops its timer; it stays on its connection.  Idempotent. */
+void wait_detach(struct wait *w);
 
 /* ---- connections (conn.c) -------------------------------------------------------------- */
 
 struct outmsg {
         struct sn_list link;
         size_t len;
+        size_t cost; /* bytes charged to the connection and its user */
         uint8_t data[];
 };
 
@@ -258,13 +290,27 @@ struct stage {
         uint32_t held; /* fds counted in the user's quota */
 };
 
-/* Per-uid accounting: one user can never take the descriptors other users need. */
+/*
+ * Per-uid accounting: one user can never take the descriptors or memory other users need.  The
+ * record lives while any of its counts is not zero (user_release() frees it then).
+ */
 struct user {
         struct sn_list link; /* in server->users */
         uid_t uid;
         uint32_t nconns;
+        uint32_t nports;
         uint32_t nsockets;  /* registrations whose socket the daemon holds, and staged fds */
+        uint32_t nregs;
+        uint32_t nwaits;
+        uint32_t nposted;
+        uint32_t nstaged;   /* registration items of unfinished multi-part calls */
+        size_t output;      /* bytes of queued replies and parked calls' results */
+        uint64_t refused;   /* requests refused by a per-user limit */
 };
+
+struct user *user_get(struct server *srv, uid_t uid);
+/* Frees u when nothing is charged to it any more. */
+void user_release(struct user *u);
 
 struct conn {
         struct sn_list link; /* in server->conns */
@@ -287,13 +333,22 @@ struct conn {
         uint32_t nwaits;
         struct stage stage;
         struct sn_list outq;
-        size_t outq_bytes;
+        size_t outq_bytes;        /* real allocation held by outq, counted against limits */
+        uint32_t violations;      /* protocol violations, for the per-connection log limit */
+        struct event hello_timer; /* handshake timeout, armed until HELLO */
         struct sn_list dead_link; /* in server->dead */
 };
 
 void conn_accept(struct server *srv, int fd);
+/* Sends ERROR with status (id 0) on a connection being refused, and closes fd. */
+void conn_refuse(struct server *srv, int fd, uint32_t status);
 void conn_free(struct conn *conn, uint32_t status);
-/* Marks the connection for closing at the next turn of the loop (never frees now). */
+/*
+ * Marks the connection dead; the reaper frees it at the next turn of the loop.  Lifetime rule:
+ * conn_kill() frees nothing, so it is safe from any depth (every send may call it).  It detaches
+ * the connection's waits from their ports and stops their timers, so no other path can reach
+ * them; they stay on conn->waits until conn_free() or their holder's wait_free().
+ */
 void conn_kill(struct conn *conn, const char *why);
 /* Sends one encoded message (queued when the socket is full). */
 void conn_send(struct conn *conn, const uint8_t *buf, size_t len);
@@ -306,8 +361,15 @@ void conn_reply_process(struct conn *conn, uint32_t id, uint32_t status, const u
 struct server {
         struct event_base *base;
         int listen_fd;
+        struct sockaddr_un listen_addr; /* getsockname() of listen_fd */
+        socklen_t listen_addrlen;
         struct event listen_ev;
-        struct event sig_term, sig_int, sig_pipe;
+        struct event sig_term, sig_int;
+        struct event sig_ignored[4]; /* HUP, USR1, USR2, ALRM: logged, never fatal */
+        struct event listen_pause;   /* re-enables accepting after running out of descriptors */
+        int reserve_fd;              /* spare descriptor to refuse a client on EMFILE */
+        struct sn_ratelimit refuse_log; /* refusals by a limit */
+        struct sn_ratelimit violation_log; /* protocol violations, all connections */
         struct event reaper;
         struct event watchdog;  /* WATCHDOG=1 at half of WATCHDOG_USEC */
         struct event status_tick; /* STATUS= when the summary changes */
@@ -334,6 +396,7 @@ struct server {
         struct epoll_event *evbuf;
         uint32_t evcap;
         uint64_t fd_capacity;
+        size_t freed_since_trim; /* bytes of client-made state freed since malloc_trim() */
 };
 
 struct server_options {
@@ -348,7 +411,14 @@ struct server_options {
 int server_new(const struct server_options *opt, struct server **ret_srv);
 int server_run(struct server *srv);
 void server_free(struct server *srv);
-/* Builds the status document; returns malloc'ed JSON text or NULL. */
-char *server_status_json(struct server *srv);
+/* Builds the status document as user uid may see it (root: everything; others: the daemon's
+ * limits and their own figures only).  Returns malloc'ed JSON text or NULL. */
+char *server_status_json(struct server *srv, uid_t uid);
+/* True when fd (a SOCK_SEQPACKET socket) is a client end of a connection to this daemon. */
+bool server_is_own_connection(const struct server *srv, int fd);
+/* Rate-limited notice that a client was refused by limit (name as in socknotifyd(8)). */
+void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, const char *limit);
+/* Gives memory back to the system after much client-made state was freed. */
+void server_note_freed(struct server *srv, size_t bytes);
 void server_count_call_error(struct server *srv, uint32_t err);
 void server_count_entry_error(struct server *srv, uint32_t err);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,56 @@ static const struct limits default_limits = {
         .max_waits = 1024,
         .max_connections = 4096,
         .max_output = 8u << 20,
-        .max_sockets_per_user = 0, /* 0: half the descriptor capacity, set in main() */
+        .max_sockets_per_user = 0,     /* 0: half the descriptor capacity, set in main() */
+        .max_connections_per_user = 0, /* 0: an eighth of it, at most 1024 */
+        .max_ports_per_user = 0,       /* 0: an eighth of it, at most 1024 */
+        .max_waits_per_user = 4096,
+        .max_posted_per_user = 262144,
+        .max_staged_per_user = 131072,
+        .max_output_per_user = 64u << 20,
+        .handshake_timeout_ms = 10000,
 };
+
+/* The numeric options: each sets one field of struct limits, within [min, max]. */
+struct limit_option {
+        const char *name;
+        size_t offset;
+        uint32_t min, max;
+        const char *help;
+};
+
+#define LIMIT(n, field, lo, hi, h) { n, offsetof(struct limits, field), lo, hi, h }
+static const struct limit_option limit_options[] = {
+        LIMIT("max-message", max_message, 4096, 1u << 20, "largest message in bytes"),
+        LIMIT("max-ports", max_ports, 1, 1u << 20, "port handles per connection"),
+        LIMIT("max-registrations", max_registrations, 1, 1u << 24, "registrations per port"),
+        LIMIT("max-posted", max_posted, 1, 1u << 24, "queued posted packets per port"),
+        LIMIT("max-waits", max_waits, 1, 1u << 20, "waiting calls per connection"),
+        LIMIT("max-connections", max_connections, 1, 1u << 20, "connections at once"),
+        LIMIT("max-output", max_output, 65536, 1u << 30,
+              "bytes of replies held for one connection"),
+        LIMIT("max-sockets-per-user", max_sockets_per_user, 1, 1u << 30,
+              "sockets held for one user"),
+        LIMIT("max-connections-per-user", max_connections_per_user, 1, 1u << 20,
+              "connections of one user"),
+        LIMIT("max-ports-per-user", max_ports_per_user, 1, 1u << 20, "ports of one user"),
+        LIMIT("max-waits-per-user", max_waits_per_user, 1, 1u << 24,
+              "waiting calls of one user"),
+        LIMIT("max-posted-per-user", max_posted_per_user, 1, 1u << 26,
+              "queued posted packets of one user"),
+        LIMIT("max-staged-per-user", max_staged_per_user, 1, 1u << 26,
+              "items of unfinished multi-part calls of one user"),
+        LIMIT("max-output-per-user", max_output_per_user, 65536, 1u << 31,
+              "bytes of replies and waiting calls of one user"),
+        LIMIT("handshake-timeout", handshake_timeout_ms, 10, 3600000,
+              "milliseconds a new connection has to send HELLO"),
+};
+#undef LIMIT
+
+static uint32_t *limit_field(struct limits *l, const struct limit_option *o)
+{
+        return (uint32_t *)((char *)l + o->offset);
+}
 
 static void usage(FILE *f)
 {
@@ -48,21 +97,24 @@ static void usage(FILE *f)
                 "                               else /run/socknotify/socknotify.sock)\n"
                 "      --socket-mode=MODE       octal file mode of the socket (default 0660)\n"
                 "      --socket-group=GROUP     group owning the socket file\n"
-                "      --max-message=BYTES      largest message (default %u, 4096..1048576)\n"
-                "      --max-ports=N            ports per connection (default %u)\n"
-                "      --max-registrations=N    registrations per port (default %u)\n"
-                "      --max-posted=N           queued posted packets per port (default %u)\n"
-                "      --max-waits=N            waiting calls per connection (default %u)\n"
-                "      --max-connections=N      connections at once (default %u)\n"
-                "      --max-sockets-per-user=N sockets held for one user, all its connections\n"
-                "                               (default: half the descriptor capacity)\n"
                 "  -v, --verbose                log debug messages\n"
                 "      --trace                  log every message sent and received\n"
                 "  -h, --help                   show this help and exit\n"
-                "  -V, --version                show the version and exit\n",
-                default_limits.max_message, default_limits.max_ports,
-                default_limits.max_registrations, default_limits.max_posted,
-                default_limits.max_waits, default_limits.max_connections);
+                "  -V, --version                show the version and exit\n"
+                "\n"
+                "Limits (a refused request gets an error status; see socknotifyd(8)):\n");
+        for (size_t i = 0; i < SN_ARRAY_SIZE(limit_options); i++) {
+                const struct limit_option *o = &limit_options[i];
+                uint32_t def = *limit_field((struct limits *)&default_limits, o);
+                char name[64];
+
+                snprintf(name, sizeof(name), "--%s=N", o->name);
+                if (def)
+                        fprintf(f, "      %-27s  %s (default %u)\n", name, o->help, def);
+                else
+                        fprintf(f, "      %-27s  %s (default: from the descriptor limit)\n",
+                                name, o->help);
+        }
 }
 
 static int parse_u32(const char *s, uint32_t min, uint32_t max, int base, uint32_t *ret)
@@ -129,32 +181,19 @@ int main(int argc, char **argv)
         enum {
                 OPT_MODE = 0x100,
                 OPT_GROUP,
-                OPT_MAX_MESSAGE,
-                OPT_MAX_PORTS,
-                OPT_MAX_REGS,
-                OPT_MAX_POSTED,
-                OPT_MAX_WAITS,
-                OPT_MAX_CONNS,
-                OPT_MAX_SOCKETS,
                 OPT_TRACE,
+                OPT_LIMIT, /* OPT_LIMIT + i: limit_options[i] */
         };
-        static const struct option options[] = {
+        static const struct option base_options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "socket-mode", required_argument, NULL, OPT_MODE },
                 { "socket-group", required_argument, NULL, OPT_GROUP },
-                { "max-message", required_argument, NULL, OPT_MAX_MESSAGE },
-                { "max-ports", required_argument, NULL, OPT_MAX_PORTS },
-                { "max-registrations", required_argument, NULL, OPT_MAX_REGS },
-                { "max-posted", required_argument, NULL, OPT_MAX_POSTED },
-                { "max-waits", required_argument, NULL, OPT_MAX_WAITS },
-                { "max-connections", required_argument, NULL, OPT_MAX_CONNS },
-                { "max-sockets-per-user", required_argument, NULL, OPT_MAX_SOCKETS },
                 { "verbose", no_argument, NULL, 'v' },
                 { "trace", no_argument, NULL, OPT_TRACE },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
-                {},
         };
+        struct option options[SN_ARRAY_SIZE(base_options) + SN_ARRAY_SIZE(limit_options) + 1];
         struct server_options opt = {
                 .mode = 0660,
                 .limits = default_limits,
@@ -164,6 +203,14 @@ int main(int argc, char **argv)
         char path[108];
         struct server *srv;
         int verbose = 0, c, r, index = -1;
+        size_t nopt = 0;
+
+        for (size_t i = 0; i < SN_ARRAY_SIZE(base_options); i++)
+                options[nopt++] = base_options[i];
+        for (size_t i = 0; i < SN_ARRAY_SIZE(limit_options); i++)
+                options[nopt++] = (struct option){ limit_options[i].name, required_argument, NULL,
+                                                   OPT_LIMIT + (int)i };
+        options[nopt] = (struct option){ 0 };
 
         while ((c = getopt_long(argc, argv, "s:vhV", options, &index)) >= 0) {
                 r = 0;
@@ -176,27 +223,6 @@ int main(int argc, char **argv)
                         break;
                 case OPT_GROUP:
                         opt.group = optarg;
-                        break;
-                case OPT_MAX_MESSAGE:
-                        r = parse_u32(optarg, 4096, 1u << 20, 10, &opt.limits.max_message);
-                        break;
-                case OPT_MAX_PORTS:
-                        r = parse_u32(optarg, 1, 1u << 20, 10, &opt.limits.max_ports);
-                        break;
-                case OPT_MAX_REGS:
-                        r = parse_u32(optarg, 1, 1u << 24, 10, &opt.limits.max_registrations);
-                        break;
-                case OPT_MAX_POSTED:
-                        r = parse_u32(optarg, 1, 1u << 24, 10, &opt.limits.max_posted);
-                        break;
-                case OPT_MAX_WAITS:
-                        r = parse_u32(optarg, 1, 1u << 20, 10, &opt.limits.max_waits);
-                        break;
-                case OPT_MAX_CONNS:
-                        r = parse_u32(optarg, 1, 1u << 20, 10, &opt.limits.max_connections);
-                        break;
-                case OPT_MAX_SOCKETS:
-                        r = parse_u32(optarg, 1, 1u << 30, 10, &opt.limits.max_sockets_per_user);
                         break;
                 case 'v':
                         verbose = 1;
@@ -212,6 +238,13 @@ int main(int argc, char **argv)
                                SN_PROTO_VERSION);
                         return 0;
                 default:
+                        if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)SN_ARRAY_SIZE(limit_options)) {
+                                const struct limit_option *o = &limit_options[c - OPT_LIMIT];
+
+                                r = parse_u32(optarg, o->min, o->max, 10,
+                                              limit_field(&opt.limits, o));
+                                break;
+                        }
                         usage(stderr);
                         return 2;
                 }
@@ -220,6 +253,7 @@ int main(int argc, char **argv)
                                 index >= 0 ? options[index].name : "?", optarg);
                         return 2;
                 }
+                index = -1;
         }
         if (optind < argc) {
                 fprintf(stderr, "socknotifyd: unexpected argument '%s'\n", argv[optind]);
@@ -241,9 +275,17 @@ int main(int argc, char **argv)
         }
         opt.path = path;
 
+        /* Defaults from the descriptor capacity: one user's sockets, connections and ports
+         * together stay under three quarters of it, so others always find descriptors. */
         uint64_t cap = raise_nofile();
         if (!opt.limits.max_sockets_per_user)
                 opt.limits.max_sockets_per_user = (uint32_t)SN_MAX(cap / 2, (uint64_t)64);
+        if (!opt.limits.max_connections_per_user)
+                opt.limits.max_connections_per_user =
+                        (uint32_t)SN_MAX(SN_MIN(cap / 8, (uint64_t)1024), (uint64_t)16);
+        if (!opt.limits.max_ports_per_user)
+                opt.limits.max_ports_per_user =
+                        (uint32_t)SN_MAX(SN_MIN(cap / 8, (uint64_t)1024), (uint64_t)16);
         r = server_new(&opt, &srv);
         if (r < 0)
                 return 1;

@@ -10,6 +10,10 @@
  *  - A level-triggered packet that has waited in the queue past an earlier dequeue is re-read
  *    with poll() before it is handed out, so no stale readiness is delivered.
  *  - Waiters are a stack: the most recent waiter is served first (row 73); packets leave FIFO.
+ *  - Port names are per user: (uid, name) is the key, so no user can take or probe another
+ *    user's names.  A port and its posted packets are charged to the user that created it.
+ *  - Any send may kill its connection (conn_kill), which frees nothing: a wait being answered
+ *    stays valid until its holder frees it, and a dead connection's waits are off every port.
  */
 #include "config.h"
 
@@ -36,8 +40,10 @@ static int handle_add(struct conn *conn, struct port *p)
 {
         struct handle *h;
 
-        if (conn->nports >= conn->srv->limits.max_ports)
+        if (conn->nports >= conn->srv->limits.max_ports) {
+                server_log_refusal(conn->srv, conn, conn->uid, "max-ports");
                 return -EDQUOT;
+        }
         h = calloc(1, sizeof(*h));
         if (!h)
                 return -ENOMEM;
@@ -50,14 +56,14 @@ static int handle_add(struct conn *conn, struct port *p)
         return 0;
 }
 
-static struct port *port_by_name(struct server *srv, const char *name)
+static struct port *port_by_name(struct server *srv, uid_t uid, const char *name)
 {
         struct sn_list *pos, *tmp;
 
         sn_list_foreach_safe(pos, tmp, &srv->ports) {
                 struct port *p = sn_list_entry(pos, struct port, srv_link);
 
-                if (p->name && !strcmp(p->name, name))
+                if (p->name && p->uid == uid && !strcmp(p->name, name))
                         return p;
         }
         return NULL;
@@ -69,9 +75,16 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         struct port *p;
         int r;
 
-        if (conn->nports >= srv->limits.max_ports)
+        if (conn->nports >= srv->limits.max_ports) {
+                server_log_refusal(srv, conn, conn->uid, "max-ports");
                 return -EDQUOT;
-        if (name && *name && port_by_name(srv, name))
+        }
+        if (conn->user->nports >= srv->limits.max_ports_per_user) {
+                conn->user->refused++;
+                server_log_refusal(srv, conn, conn->uid, "max-ports-per-user");
+                return -EDQUOT;
+        }
+        if (name && *name && port_by_name(srv, conn->uid, name))
                 return -EEXIST;
         p = calloc(1, sizeof(*p));
         if (!p)
@@ -89,6 +102,7 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         }
         p->srv = srv;
         p->uid = conn->uid;
+        p->user = conn->user;
         sn_list_init(&p->handles);
         sn_list_init(&p->runners);
         sn_list_init(&p->queue);
@@ -115,20 +129,20 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         p->id = srv->next_port_id;
         sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
+        p->user->nports++;
         *ret_port = p;
         return 0;
 }
 
 int port_open(struct conn *conn, const char *name, struct port **ret_port)
 {
-        struct port *p = name && *name ? port_by_name(conn->srv, name) : NULL;
+        /* Only the user that created it (SO_PEERCRED of both connections) finds it: another
+         * user's port of that name is absent, which tells nothing about it. */
+        struct port *p = name && *name ? port_by_name(conn->srv, conn->uid, name) : NULL;
         int r;
 
         if (!p)
                 return -ENOENT;
-        /* Only the user that created it (SO_PEERCRED of both connections). */
-        if (p->uid != conn->uid)
-                return -EACCES;
         if (port_handle_of(conn, p->id))
                 return -EEXIST;
         r = handle_add(conn, p);
@@ -171,10 +185,15 @@ void port_free(struct port *p, uint32_t status)
                         free(pkt);
                 }
         }
+        p->user->nposted -= p->nposted;
+        server_note_freed(srv, (size_t)p->nposted * sizeof(struct packet));
+        p->nposted = 0;
         while (!sn_list_empty(&p->regs))
                 reg_free(sn_list_first(&p->regs, struct reg, port_link));
         sn_list_del(&p->srv_link);
         srv->nports--;
+        p->user->nports--;
+        user_release(p->user);
         free(p->name);
         free(p);
 }
@@ -303,13 +322,21 @@ void port_queue_reg(struct port *port, struct reg *g, uint32_t events)
         port->srv->nqueued++;
 }
 
-int port_post(struct port *port, const uint8_t *items, uint32_t n)
+int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32_t n)
 {
         struct server *srv = port->srv;
+        struct user *u = port->user;
         struct sn_list batch = SN_LIST_INIT(batch);
 
-        if (n > srv->limits.max_posted || port->nposted > srv->limits.max_posted - n)
+        if (n > srv->limits.max_posted || port->nposted > srv->limits.max_posted - n) {
+                server_log_refusal(srv, conn, conn->uid, "max-posted");
                 return -EDQUOT;
+        }
+        if (n > srv->limits.max_posted_per_user || u->nposted > srv->limits.max_posted_per_user - n) {
+                u->refused++;
+                server_log_refusal(srv, conn, conn->uid, "max-posted-per-user");
+                return -EDQUOT;
+        }
         for (uint32_t i = 0; i < n; i++) {
                 struct snw_packet in;
                 struct packet *pkt = malloc(sizeof(*pkt));
@@ -336,6 +363,7 @@ int port_post(struct port *port, const uint8_t *items, uint32_t n)
                 sn_list_add_tail(&port->queue, l);
         }
         port->nposted += n;
+        u->nposted += n;
         port->nqueued += n;
         srv->nqueued += n;
         return 0;
@@ -421,6 +449,7 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
                         out = put_entry(out, pkt->key, pkt->overlapped, pkt->events,
                                         SN_PROTO_KIND_POSTED);
                         port->nposted--;
+                        port->user->nposted--;
                         srv->counters.posted_delivered++;
                         free(pkt);
                         n++;
@@ -459,7 +488,9 @@ void port_dispatch(struct port *port)
 {
         struct server *srv = port->srv;
 
-        /* Most recent waiter first, and only while fewer than concurrency threads run. */
+        /* Most recent waiter first, and only while fewer than concurrency threads run.  A
+         * waiter's connection is alive here: conn_kill() takes dead ones off the list.  If the
+         * answer's send kills it, the entries go with it, as with any waiter that dies. */
         while (!sn_list_empty(&port->waiters) && port_may_run(port)) {
                 struct wait *w = sn_list_first(&port->waiters, struct wait, port_link);
                 uint32_t n = port_take(port, srv->ebuf, w->max_entries);
@@ -480,13 +511,42 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
         wait_cancel(w, ETIMEDOUT);
 }
 
+int port_wait_check(struct conn *conn, uint32_t n)
+{
+        struct server *srv = conn->srv;
+        struct user *u = conn->user;
+        size_t size = sizeof(struct wait) + (size_t)n * sizeof(uint32_t);
+        const char *limit = NULL;
+
+        if (conn->nwaits >= srv->limits.max_waits)
+                limit = "max-waits";
+        else if (u->nwaits >= srv->limits.max_waits_per_user)
+                limit = "max-waits-per-user";
+        else if (u->output + size > srv->limits.max_output_per_user)
+                limit = "max-output-per-user";
+        if (!limit)
+                return 0;
+        if (strstr(limit, "per-user"))
+                u->refused++;
+        server_log_refusal(srv, conn, conn->uid, limit);
+        return -EDQUOT;
+}
+
 int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread,
               uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n)
 {
-        struct wait *w = malloc(sizeof(*w) + (size_t)n * sizeof(uint32_t));
+        size_t size = sizeof(struct wait) + (size_t)n * sizeof(uint32_t);
+        struct wait *w;
+        int r;
 
+        r = port_wait_check(conn, n);
+        if (r < 0)
+                return r;
+        w = malloc(size);
         if (!w)
                 return -ENOMEM;
+        w->detached = false;
+        w->charge = size;
         w->conn = conn;
         w->port = port;
         w->id = id;
@@ -512,25 +572,42 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         sn_list_add_tail(&conn->waits, &w->conn_link);
         conn->nwaits++;
         conn->srv->nwaits++;
+        conn->user->nwaits++;
+        conn->user->output += w->charge;
         return 0;
+}
+
+void wait_detach(struct wait *w)
+{
+        if (w->detached)
+                return;
+        if (w->timer_armed)
+                evtimer_del(&w->timer);
+        w->timer_armed = false;
+        sn_list_del(&w->port_link);
+        w->port->nwaiters--;
+        w->detached = true;
 }
 
 void wait_free(struct wait *w)
 {
+        struct conn *c;
+
         if (!w)
                 return;
-        if (w->timer_armed)
-                evtimer_del(&w->timer);
-        sn_list_del(&w->port_link);
-        w->port->nwaiters--;
+        c = w->conn;
+        wait_detach(w);
         sn_list_del(&w->conn_link);
-        w->conn->nwaits--;
-        w->conn->srv->nwaits--;
+        c->nwaits--;
+        c->srv->nwaits--;
+        c->user->nwaits--;
+        c->user->output -= w->charge;
         free(w);
 }
 
 void wait_cancel(struct wait *w, uint32_t status)
 {
+        /* The send may kill the connection; w stays ours to free (conn_kill frees nothing). */
         conn_reply_process(w->conn, w->id, status, w->results, w->nresults, NULL, 0);
         wait_free(w);
 }

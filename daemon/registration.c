@@ -205,6 +205,12 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
                 sn_close(fd);
                 return ENOTSOCK;
         }
+        /* A client's own connection to this daemon (or another client's): holding it would keep
+         * that connection open forever, since its end would never see the daemon's EOF. */
+        if (type == SOCK_SEQPACKET && server_is_own_connection(srv, fd)) {
+                sn_close(fd);
+                return EINVAL;
+        }
         g = calloc(1, sizeof(*g));
         if (!g) {
                 sn_close(fd);
@@ -232,6 +238,7 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         g->creator = creator;
         sn_list_add_tail(&creator->regs, &g->conn_link);
         creator->user->nsockets++;
+        creator->user->nregs++;
         port->nregs++;
         srv->nregs++;
         err = reg_configure(g, filter, trigger);
@@ -275,6 +282,12 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                 err = check_enable(it->filter, it->trigger, &trigger);
                 if (err)
                         break;
+                if (g && g->port != port && fd < 0) {
+                        /* By identity only another port's socket is as unknown as an absent
+                         * one: the answer must not tell whether others registered it. */
+                        err = ESTALE;
+                        break;
+                }
                 if (g) {
                         if (g->port != port || g->state == REG_REMOVING) {
                                 err = EEXIST; /* row 64, rule 10 */
@@ -288,8 +301,14 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                         err = ESTALE; /* the client must pass the socket itself */
                         break;
                 }
-                if (port->nregs >= srv->limits.max_registrations ||
-                    conn->user->nsockets >= srv->limits.max_sockets_per_user) {
+                if (port->nregs >= srv->limits.max_registrations) {
+                        server_log_refusal(srv, conn, conn->uid, "max-registrations");
+                        err = EDQUOT;
+                        break;
+                }
+                if (conn->user->nsockets >= srv->limits.max_sockets_per_user) {
+                        conn->user->refused++;
+                        server_log_refusal(srv, conn, conn->uid, "max-sockets-per-user");
                         err = EDQUOT;
                         break;
                 }
@@ -342,8 +361,10 @@ void reg_free(struct reg *g)
         registry_remove(&srv->registry, g);
         sn_list_del(&g->port_link);
         sn_list_del(&g->conn_link);
-        if (g->creator)
+        if (g->creator) {
                 g->creator->user->nsockets--;
+                g->creator->user->nregs--;
+        }
         port->nregs--;
         srv->nregs--;
         sn_close(g->fd);

@@ -4,12 +4,19 @@
  * Start-up refuses to steal the socket path from a live daemon (a connect() succeeds) and only
  * replaces a stale socket file (connect() refused, and the file is a socket).  SIGTERM/SIGINT
  * answer every pending call with ESHUTDOWN, close every port and held socket, and leave the
- * loop; server_free() then unlinks the socket file.
+ * loop; server_free() then unlinks the socket file.  SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM are
+ * caught, logged and otherwise ignored: a stray signal never takes everyone's sockets away.
+ *
+ * Out of descriptors (EMFILE/ENFILE), the listener gives up a spare descriptor to accept one
+ * waiting client and refuse it with ERROR/EMFILE, then stops accepting for 100 ms on a timer
+ * (re-adding a ready read event would fire at once and spin).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +38,28 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 
         while (!sn_list_empty(&srv->dead))
                 conn_free(sn_list_first(&srv->dead, struct conn, dead_link), ECANCELED);
+        /* Much of what clients made was freed (posted packets, replies, staged calls): give
+         * the memory back, or a client that came and went leaves the daemon large. */
+        if (srv->freed_since_trim >= (4u << 20)) {
+                malloc_trim(0);
+                srv->freed_since_trim = 0;
+        }
+}
+
+static void listen_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct server *srv = arg;
+
+        if (srv->reserve_fd < 0)
+                srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        event_add(&srv->listen_ev, NULL);
 }
 
 static void listen_cb(evutil_socket_t fd, short what, void *arg)
 {
+        static const struct timeval pause = { 0, 100000 };
         struct server *srv = arg;
+        unsigned long long dropped;
 
         for (int i = 0; i < 64; i++) {
                 int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -46,16 +70,57 @@ static void listen_cb(evutil_socket_t fd, short what, void *arg)
                 }
                 if (errno == EINTR || errno == ECONNABORTED)
                         continue;
-                if (errno == EMFILE || errno == ENFILE) {
-                        static const struct timeval pause = { 0, 100000 };
-
-                        /* Out of descriptors: stop accepting for a moment instead of spinning. */
-                        log_warning("accept: %m; not accepting for 100 ms");
-                        event_del(&srv->listen_ev);
-                        event_add(&srv->listen_ev, &pause);
-                }
+                if (errno != EMFILE && errno != ENFILE)
+                        return;
+                if (sn_ratelimit_ok(&srv->refuse_log, &dropped))
+                        log_warning("accept: %s; refusing clients for 100 ms%s",
+                                    strerror(errno), dropped ? " (messages suppressed)" : "");
+                /* The spare descriptor lets one waiting client hear why. */
+                srv->reserve_fd = sn_close(srv->reserve_fd);
+                c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (c >= 0)
+                        conn_refuse(srv, c, EMFILE);
+                event_del(&srv->listen_ev);
+                evtimer_add(&srv->listen_pause, &pause);
                 return;
         }
+}
+
+bool server_is_own_connection(const struct server *srv, int fd)
+{
+        struct sockaddr_un sa;
+        socklen_t len = sizeof(sa);
+
+        memset(&sa, 0, sizeof(sa));
+        if (getpeername(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sun_family != AF_UNIX)
+                return false;
+        return srv->listen_addrlen > sizeof(sa_family_t) && len == srv->listen_addrlen &&
+               !memcmp(&sa, &srv->listen_addr, len);
+}
+
+void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, const char *limit)
+{
+        unsigned long long dropped;
+
+        if (!sn_ratelimit_ok(&srv->refuse_log, &dropped))
+                return;
+        if (c)
+                log_notice("connection %llu (pid %d, uid %u): refused by --%s",
+                           (unsigned long long)c->serial, (int)c->pid, (unsigned)uid, limit);
+        else
+                log_notice("refused a connection of uid %u: --%s", (unsigned)uid, limit);
+        if (dropped)
+                log_notice("%llu refusal line(s) suppressed", dropped);
+}
+
+void server_note_freed(struct server *srv, size_t bytes)
+{
+        srv->freed_since_trim += bytes;
+}
+
+static void signal_ignored_cb(evutil_socket_t sig, short what, void *arg)
+{
+        log_notice("signal %d (%s) ignored", (int)sig, strsignal((int)sig));
 }
 
 static void watchdog_cb(evutil_socket_t fd, short what, void *arg)
@@ -153,6 +218,8 @@ static int listen_on_path(struct server *srv, uint32_t mode, const char *group)
         return 0;
 }
 
+static const int ignored_signals[] = { SIGHUP, SIGUSR1, SIGUSR2, SIGALRM };
+
 int server_new(const struct server_options *opt, struct server **ret_srv)
 {
         struct event_config *cfg;
@@ -163,6 +230,9 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         if (!srv)
                 return -ENOMEM;
         srv->listen_fd = -1;
+        srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        srv->refuse_log = (struct sn_ratelimit)SN_RATELIMIT_INIT(5000, 20);
+        srv->violation_log = (struct sn_ratelimit)SN_RATELIMIT_INIT(5000, 50);
         srv->limits = opt->limits;
         srv->trace = opt->trace;
         sn_list_init(&srv->conns);
@@ -203,8 +273,13 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
                         return r;
                 }
         }
+        srv->listen_addrlen = sizeof(srv->listen_addr);
+        if (getsockname(srv->listen_fd, (struct sockaddr *)&srv->listen_addr,
+                        &srv->listen_addrlen) < 0)
+                srv->listen_addrlen = 0;
         event_assign(&srv->listen_ev, srv->base, srv->listen_fd, EV_READ | EV_PERSIST, listen_cb,
                      srv);
+        evtimer_assign(&srv->listen_pause, srv->base, listen_resume_cb, srv);
         evsignal_assign(&srv->sig_term, srv->base, SIGTERM, shutdown_cb, srv);
         evsignal_assign(&srv->sig_int, srv->base, SIGINT, shutdown_cb, srv);
         event_assign(&srv->reaper, srv->base, -1, 0, reaper_cb, srv);
@@ -212,6 +287,14 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
             evsignal_add(&srv->sig_int, NULL) < 0) {
                 server_free(srv);
                 return -ENOMEM;
+        }
+        for (size_t i = 0; i < SN_ARRAY_SIZE(ignored_signals); i++) {
+                evsignal_assign(&srv->sig_ignored[i], srv->base, ignored_signals[i],
+                                signal_ignored_cb, srv);
+                if (evsignal_add(&srv->sig_ignored[i], NULL) < 0) {
+                        server_free(srv);
+                        return -ENOMEM;
+                }
         }
         signal(SIGPIPE, SIG_IGN);
         *ret_srv = srv;
@@ -258,9 +341,15 @@ void server_free(struct server *srv)
                         event_del(&srv->watchdog);
                 if (event_initialized(&srv->status_tick))
                         event_del(&srv->status_tick);
+                if (event_initialized(&srv->listen_pause))
+                        event_del(&srv->listen_pause);
+                for (size_t i = 0; i < SN_ARRAY_SIZE(srv->sig_ignored); i++)
+                        if (event_initialized(&srv->sig_ignored[i]))
+                                event_del(&srv->sig_ignored[i]);
                 event_base_free(srv->base);
         }
         sn_close(srv->listen_fd);
+        sn_close(srv->reserve_fd);
         if (srv->owns_path)
                 unlink(srv->path);
         registry_deinit(&srv->registry);

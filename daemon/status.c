@@ -1,6 +1,7 @@
 /*
  * status.c - the status document, built with jansson.  Never on the notification path: it is
- * made only when a client sends STATUS.
+ * made only when a client sends STATUS.  Root sees the whole daemon with every user's usage;
+ * any other user sees the limits and its own usage only (never another user's figures).
  */
 #include "config.h"
 
@@ -26,18 +27,66 @@ static json_t *errors_object(const uint64_t *counts)
         return o;
 }
 
-char *server_status_json(struct server *srv)
+static json_t *limits_object(const struct limits *l)
 {
+        return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i,"
+                         " s:i, s:i, s:i}",
+                         "max_message", (int)l->max_message,
+                         "max_fds", (int)l->max_fds,
+                         "max_call_items", (int)limits_call_items(l),
+                         "max_ports", (int)l->max_ports,
+                         "max_registrations", (int)l->max_registrations,
+                         "max_posted", (int)l->max_posted,
+                         "max_waits", (int)l->max_waits,
+                         "max_connections", (int)l->max_connections,
+                         "max_output", (int)l->max_output,
+                         "max_sockets_per_user", (int)l->max_sockets_per_user,
+                         "max_connections_per_user", (int)l->max_connections_per_user,
+                         "max_ports_per_user", (int)l->max_ports_per_user,
+                         "max_waits_per_user", (int)l->max_waits_per_user,
+                         "max_posted_per_user", (int)l->max_posted_per_user,
+                         "max_staged_per_user", (int)l->max_staged_per_user,
+                         "max_output_per_user", (int)l->max_output_per_user,
+                         "handshake_timeout_ms", (int)l->handshake_timeout_ms);
+}
+
+static json_t *user_object(const struct user *u, uid_t uid)
+{
+        return json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I}",
+                         "uid", (json_int_t)uid,
+                         "connections", u ? (int)u->nconns : 0,
+                         "ports", u ? (int)u->nports : 0,
+                         "sockets", u ? (int)u->nsockets : 0,
+                         "registrations", u ? (int)u->nregs : 0,
+                         "waits", u ? (int)u->nwaits : 0,
+                         "posted", u ? (int)u->nposted : 0,
+                         "staged", u ? (int)u->nstaged : 0,
+                         "output_bytes", u ? (json_int_t)u->output : 0,
+                         "refused", u ? (json_int_t)u->refused : 0);
+}
+
+static const struct user *user_find(struct server *srv, uid_t uid)
+{
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &srv->users) {
+                const struct user *u = sn_list_entry(pos, struct user, link);
+
+                if (u->uid == uid)
+                        return u;
+        }
+        return NULL;
+}
+
+char *server_status_json(struct server *srv, uid_t uid)
+{
+        const struct user *me = user_find(srv, uid);
         struct timespec now;
         json_t *doc;
         char *text;
 
         clock_gettime(CLOCK_MONOTONIC, &now);
-        doc = json_pack("{s:s, s:i, s:i, s:f, s:s?, s:I,"
-                        " s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
-                        " s:i, s:i, s:I, s:I, s:i,"
-                        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-                        " s:{s:o, s:o}}",
+        doc = json_pack("{s:s, s:i, s:i, s:f, s:s?, s:I, s:o, s:o}",
                         "version", PACKAGE_VERSION,
                         "protocol", SN_PROTO_VERSION,
                         "pid", (int)getpid(),
@@ -45,34 +94,51 @@ char *server_status_json(struct server *srv)
                                 (double)(now.tv_nsec - srv->started.tv_nsec) / 1e9,
                         "socket", srv->path,
                         "fd_capacity", (json_int_t)srv->fd_capacity,
-                        "limits",
-                        "max_message", (int)srv->limits.max_message,
-                        "max_fds", (int)srv->limits.max_fds,
-                        "max_ports", (int)srv->limits.max_ports,
-                        "max_registrations", (int)srv->limits.max_registrations,
-                        "max_posted", (int)srv->limits.max_posted,
-                        "max_waits", (int)srv->limits.max_waits,
-                        "max_connections", (int)srv->limits.max_connections,
-                        "max_output", (int)srv->limits.max_output,
-                        "max_sockets_per_user", (int)srv->limits.max_sockets_per_user,
-                        "connections", (int)srv->nconns,
-                        "ports", (int)srv->nports,
-                        "registrations", (json_int_t)srv->nregs,
-                        "queued", (json_int_t)srv->nqueued,
-                        "waiters", (int)srv->nwaits,
-                        "counters",
-                        "connections_total", (json_int_t)srv->counters.connections_total,
-                        "messages_in", (json_int_t)srv->counters.messages_in,
-                        "messages_out", (json_int_t)srv->counters.messages_out,
-                        "registrations_applied", (json_int_t)srv->counters.registrations_applied,
-                        "notifications", (json_int_t)srv->counters.notifications,
-                        "posted_delivered", (json_int_t)srv->counters.posted_delivered,
-                        "protocol_violations", (json_int_t)srv->counters.protocol_violations,
-                        "errors",
-                        "call", errors_object(srv->counters.call_errors),
-                        "entry", errors_object(srv->counters.entry_errors));
+                        "limits", limits_object(&srv->limits),
+                        "user", user_object(me, uid));
         if (!doc)
                 return NULL;
+        if (uid != 0) {
+                /* Another user's figures are not this user's business: only its own. */
+                json_object_set_new(doc, "scope", json_string("user"));
+                json_object_set_new(doc, "connections", json_integer(me ? me->nconns : 0));
+                json_object_set_new(doc, "ports", json_integer(me ? me->nports : 0));
+                json_object_set_new(doc, "registrations", json_integer(me ? me->nregs : 0));
+                json_object_set_new(doc, "waiters", json_integer(me ? me->nwaits : 0));
+                json_object_set_new(doc, "posted", json_integer(me ? me->nposted : 0));
+        } else {
+                struct sn_list *pos, *tmp;
+                json_t *users = json_array();
+
+                sn_list_foreach_safe(pos, tmp, &srv->users) {
+                        const struct user *u = sn_list_entry(pos, struct user, link);
+
+                        json_array_append_new(users, user_object(u, u->uid));
+                }
+                json_object_set_new(doc, "scope", json_string("daemon"));
+                json_object_set_new(doc, "users", users);
+                json_object_set_new(doc, "connections", json_integer(srv->nconns));
+                json_object_set_new(doc, "ports", json_integer(srv->nports));
+                json_object_set_new(doc, "registrations", json_integer((json_int_t)srv->nregs));
+                json_object_set_new(doc, "queued", json_integer((json_int_t)srv->nqueued));
+                json_object_set_new(doc, "waiters", json_integer(srv->nwaits));
+                json_object_set_new(
+                        doc, "counters",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                                  "connections_total", (json_int_t)srv->counters.connections_total,
+                                  "messages_in", (json_int_t)srv->counters.messages_in,
+                                  "messages_out", (json_int_t)srv->counters.messages_out,
+                                  "registrations_applied",
+                                  (json_int_t)srv->counters.registrations_applied,
+                                  "notifications", (json_int_t)srv->counters.notifications,
+                                  "posted_delivered", (json_int_t)srv->counters.posted_delivered,
+                                  "protocol_violations",
+                                  (json_int_t)srv->counters.protocol_violations));
+                json_object_set_new(doc, "errors",
+                                    json_pack("{s:o, s:o}",
+                                              "call", errors_object(srv->counters.call_errors),
+                                              "entry", errors_object(srv->counters.entry_errors)));
+        }
         text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(doc);
         return text;

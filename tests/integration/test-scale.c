@@ -254,9 +254,13 @@ START_TEST(test_other_user_refused)
                         _exit(3);
                 if (sn_conn_open(D.path, &cc) < 0)
                         _exit(4);
-                /* SO_PEERCRED says nobody: the port of root is refused, its name taken. */
-                _exit(sn_port_open(cc, "mine", &pp) == -EACCES &&
-                                      sn_port_create_named(cc, "mine", 0, &pp) == -EEXIST
+                /* SO_PEERCRED says nobody: root's port does not exist for it (the same answer
+                 * as for a name nobody uses), and the name is free in nobody's own namespace;
+                 * what nobody posts there never reaches root's port. */
+                _exit(sn_port_open(cc, "mine", &pp) == -ENOENT &&
+                                      sn_port_open(cc, "unused", &pp) == -ENOENT &&
+                                      sn_port_create_named(cc, "mine", 0, &pp) == 0 &&
+                                      sn_port_post(pp, 2, 0, 0) == 0
                               ? 0
                               : 5);
         }
@@ -264,6 +268,8 @@ START_TEST(test_other_user_refused)
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
         sn_entry_t e;
         ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 1000), 1); /* untouched */
+        ck_assert_uint_eq(e.key, 1);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 0), -ETIMEDOUT); /* not nobody's post */
         /* The same user may open it. */
         sn_conn_t *c2;
         sn_port_t *p2;
