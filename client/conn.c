@@ -320,9 +320,20 @@ static int handshake(sn_conn_t *c)
 
         snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 0, 0, 0, 0, 0), &hello);
         r = sn__send(c, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
-        if (r < 0)
+        if (r < 0 && r != -EPIPE && r != -ECONNRESET)
                 return r;
-        n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, 0, &nfds, 0);
+        /* A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
+         * our HELLO arrived: its reason is still there to read. */
+        n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, 0, &nfds, r < 0 ? MSG_DONTWAIT : 0);
+        if (n == -ECONNRESET) {
+                /* Reported before a reason queued behind it: read that too. */
+                sn__fds_close(fds, nfds);
+                n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, 0, &nfds, MSG_DONTWAIT);
+                if (n < 0)
+                        n = -ECONNRESET;
+        }
+        if (r < 0 && n < 0)
+                return r;
         sn__fds_close(fds, nfds);
         if (n == 0)
                 return -ECONNRESET;
@@ -333,7 +344,7 @@ static int handshake(sn_conn_t *c)
         if (sn_msg_check(buf, (size_t)n, &h, &d) < 0)
                 return -EPROTO;
         if (h.type == SN_MSG_ERROR)
-                return -EPROTO;
+                return h.status ? -(int)h.status : -EPROTO;
         if (h.type != SN_MSG_HELLO_REPLY || h.status)
                 return -EPROTO;
         snw_hello_reply_decode(sn_msg_body(buf), &rep);

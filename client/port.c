@@ -259,7 +259,18 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
         if (r < 0)
                 return r;
         sn__port_ref(port);
+        /* The daemon takes at most call_max items in one call (its reply holds a result for
+         * each): a larger array goes as several calls, registrations only, then the last one
+         * with the dequeue.  A call-level failure of a later call leaves earlier ones applied. */
+        for (uint32_t call_max = (port->conn->limits.max_message - 52) / 4; nregs > call_max;) {
+                r = do_process(port, regs, call_max, NULL, 0, 0, false);
+                if (r < 0)
+                        goto out;
+                regs += call_max;
+                nregs -= call_max;
+        }
         r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+out:
         sn__port_unref(port);
         return r;
 }

@@ -60,11 +60,22 @@ void user_release(struct user *u)
 
 void conn_refuse(struct server *srv, int fd, uint32_t status)
 {
-        uint8_t buf[SN_HEADER_SIZE];
+        uint8_t buf[64];
+        int fds[SN_PROTO_MAX_FDS];
+        unsigned nfds;
 
-        /* The client's HELLO (or first read) finds this ERROR, then the end of the stream. */
+        /* The client's HELLO (or first read) finds this ERROR, then the end of the stream.
+         * What it already sent is read first: closing a Unix socket with unread data would
+         * reset the peer, and it might never see the reason. */
+        for (int i = 0; i < 8; i++) {
+                ssize_t n = sn__fdmsg_recv(fd, buf, sizeof(buf), fds, 0, &nfds, MSG_DONTWAIT);
+
+                sn__fds_close(fds, nfds);
+                if (n == -EAGAIN || n == 0)
+                        break;
+        }
         sn_msg_begin(buf, SN_MSG_ERROR, 0, status, 0, 0, 0);
-        (void)send(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)send(fd, buf, SN_HEADER_SIZE, MSG_DONTWAIT | MSG_NOSIGNAL);
         close(fd);
 }
 

@@ -20,6 +20,7 @@
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/raw.h"
 
 static struct test_daemon D;
 static int baseline;
@@ -64,74 +65,10 @@ static void teardown(void)
         ck_assert_int_eq(test_daemon_stop(&D), 0);
 }
 
-static int raw_connect(void)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-        strcpy(sa.sun_path, D.path);
-        ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        return fd;
-}
-
-static void raw_send(int fd, const uint8_t *buf, size_t len, const int *fds, unsigned nfds)
-{
-        ck_assert_int_eq(sn__fdmsg_send(fd, buf, len, fds, nfds, 0), 0);
-}
-
-/* Receives one message within 2 s; returns its length, 0 at EOF. */
-static ssize_t raw_recv(int fd, uint8_t *buf, size_t cap)
-{
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int fds[SN_PROTO_MAX_FDS];
-        unsigned nfds;
-        ssize_t n;
-
-        ck_assert_int_eq(poll(&p, 1, 2000), 1);
-        n = sn__fdmsg_recv(fd, buf, cap, fds, 0, &nfds, 0);
-        ck_assert_uint_eq(nfds, 0);
-        return n;
-}
-
-static void expect_reply(int fd, uint16_t type, uint32_t id, uint32_t status)
-{
-        uint8_t buf[4096];
-        ssize_t n = raw_recv(fd, buf, sizeof(buf));
-        const struct sn_msg_desc *d;
-        struct snw_header h;
-
-        ck_assert_int_gt(n, 0);
-        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
-        ck_assert_uint_eq(h.type, type);
-        ck_assert_uint_eq(h.id, id);
-        ck_assert_uint_eq(h.status, status);
-}
-
-static int raw_hello(void)
-{
-        int fd = raw_connect();
-        uint8_t buf[64];
-        struct snw_hello hello = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 1 };
-
-        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &hello);
-        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
-        expect_reply(fd, SN_MSG_HELLO_REPLY, 1, 0);
-        return fd;
-}
-
-static void status_works(int fd, uint32_t id)
-{
-        uint8_t buf[SN_HEADER_SIZE];
-
-        sn_msg_begin(buf, SN_MSG_STATUS, id, 0, 0, 0, 0);
-        raw_send(fd, buf, sizeof(buf), NULL, 0);
-        expect_reply(fd, SN_MSG_STATUS_REPLY, id, 0);
-}
-
 START_TEST(test_handshake_required)
 {
         uint8_t buf[64];
-        int fd = raw_connect();
+        int fd = raw_connect(D.path);
 
         /* Anything before HELLO: an error reply, then the connection is closed. */
         sn_msg_begin(buf, SN_MSG_STATUS, 5, 0, 0, 0, 0);
@@ -142,7 +79,7 @@ START_TEST(test_handshake_required)
 
         /* A HELLO with no common version. */
         struct snw_hello hello = { .magic = SN_PROTO_MAGIC, .version_min = 9, .version_max = 12 };
-        fd = raw_connect();
+        fd = raw_connect(D.path);
         snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 6, 0, 0, 0, 0), &hello);
         raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
         expect_reply(fd, SN_MSG_ERROR, 6, EPROTONOSUPPORT);
@@ -153,7 +90,7 @@ END_TEST
 
 START_TEST(test_malformed_messages)
 {
-        int fd = raw_hello();
+        int fd = raw_hello(D.path);
         uint8_t buf[256] = { 0 };
 
         /* Too short for a header. */
@@ -187,7 +124,7 @@ END_TEST
 
 START_TEST(test_wrong_fds_are_closed)
 {
-        int fd = raw_hello();
+        int fd = raw_hello(D.path);
         uint8_t buf[512];
         int extra[3], sp[2];
         int before;
@@ -232,7 +169,7 @@ END_TEST
 
 START_TEST(test_oversized_message)
 {
-        int fd = raw_hello();
+        int fd = raw_hello(D.path);
         size_t len = 200000;
         uint8_t *buf = calloc(1, len);
         int sz = (int)len + 4096;
@@ -252,7 +189,7 @@ START_TEST(test_ports_are_private)
         sn_conn_t *other;
         sn_port_t *mine;
         sn_entry_t e;
-        int fd = raw_hello();
+        int fd = raw_hello(D.path);
         uint8_t buf[128];
 
         ck_assert_int_eq(sn_conn_open(D.path, &other), 0);
@@ -285,7 +222,7 @@ END_TEST
 
 START_TEST(test_vanish_mid_call)
 {
-        int fd = raw_hello();
+        int fd = raw_hello(D.path);
         uint8_t buf[512];
         int sp[2];
         struct snw_port_create pc = { 0 };
@@ -311,7 +248,7 @@ END_TEST
 
 START_TEST(test_client_that_never_reads)
 {
-        int fd = raw_hello();
+        int fd = raw_hello(D.path);
         uint8_t buf[SN_HEADER_SIZE];
         long sent = 0;
 

@@ -1,0 +1,102 @@
+/*
+ * raw.c - the raw protocol client of the integration tests (see raw.h).
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/fdmsg.h"
+#include "proto/codec.h"
+#include "tests/helpers/raw.h"
+
+int raw_connect(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(fd, 0);
+        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+        ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        return fd;
+}
+
+void raw_send(int fd, const uint8_t *buf, size_t len, const int *fds, unsigned nfds)
+{
+        ck_assert_int_eq(sn__fdmsg_send(fd, buf, len, fds, nfds, 0), 0);
+}
+
+ssize_t raw_recv(int fd, uint8_t *buf, size_t cap)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int fds[SN_PROTO_MAX_FDS];
+        unsigned nfds;
+        ssize_t n;
+
+        ck_assert_int_eq(poll(&p, 1, 2000), 1);
+        n = sn__fdmsg_recv(fd, buf, cap, fds, 0, &nfds, 0);
+        ck_assert_uint_eq(nfds, 0);
+        return n;
+}
+
+void expect_reply(int fd, uint16_t type, uint32_t id, uint32_t status)
+{
+        uint8_t buf[4096];
+        ssize_t n = raw_recv(fd, buf, sizeof(buf));
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+
+        ck_assert_int_gt(n, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+        ck_assert_uint_eq(h.type, type);
+        ck_assert_uint_eq(h.id, id);
+        ck_assert_uint_eq(h.status, status);
+}
+
+int raw_hello(const char *path)
+{
+        int fd = raw_connect(path);
+        uint8_t buf[64];
+        struct snw_hello hello = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 1 };
+
+        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &hello);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_HELLO_REPLY, 1, 0);
+        return fd;
+}
+
+void status_works(int fd, uint32_t id)
+{
+        uint8_t buf[SN_HEADER_SIZE];
+
+        sn_msg_begin(buf, SN_MSG_STATUS, id, 0, 0, 0, 0);
+        raw_send(fd, buf, sizeof(buf), NULL, 0);
+        expect_reply(fd, SN_MSG_STATUS_REPLY, id, 0);
+}
+
+uint32_t raw_port_create(int fd, uint32_t id, const char *name)
+{
+        uint8_t buf[512];
+        size_t len = name ? strlen(name) : 0;
+        struct snw_port_create body = { 0 };
+        struct snw_port_create_reply rep;
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        uint8_t *p = snw_port_create_encode(
+                sn_msg_begin(buf, SN_MSG_PORT_CREATE, id, 0, 0, (uint32_t)len, 0), &body);
+        ssize_t n;
+
+        memcpy(p, name ? name : "", len);
+        raw_send(fd, buf, (size_t)(p - buf) + len, NULL, 0);
+        n = raw_recv(fd, buf, sizeof(buf));
+        ck_assert_int_gt(n, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+        ck_assert_uint_eq(h.type, SN_MSG_PORT_CREATE_REPLY);
+        ck_assert_uint_eq(h.status, 0);
+        snw_port_create_reply_decode(sn_msg_body(buf), &rep);
+        return rep.port;
+}

@@ -1,0 +1,24 @@
+/*
+ * raw.h - a raw protocol client for tests: messages written by hand with the codec, so that
+ * every malformation and every hostile sequence can be produced.  Each helper fails the running
+ * Check test when the daemon does not behave as asked.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Connects a SOCK_SEQPACKET socket to the daemon at path (no HELLO). */
+int raw_connect(const char *path);
+/* Connects and completes the handshake (HELLO with id 1). */
+int raw_hello(const char *path);
+void raw_send(int fd, const uint8_t *buf, size_t len, const int *fds, unsigned nfds);
+/* Receives one message within 2 s; returns its length, 0 at EOF.  Fails on descriptors. */
+ssize_t raw_recv(int fd, uint8_t *buf, size_t cap);
+/* Receives one message and checks its type, id and status. */
+void expect_reply(int fd, uint16_t type, uint32_t id, uint32_t status);
+/* STATUS with id is answered (the connection is served). */
+void status_works(int fd, uint32_t id);
+/* Creates a port (optionally named); returns its id. */
+uint32_t raw_port_create(int fd, uint32_t id, const char *name);
