@@ -415,11 +415,15 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
         conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
 }
 
-/* Copies a name from a message array: 1..255 bytes, no NUL.  Returns false if invalid. */
+/* Copies a name from a message array: 1..255 bytes, no control characters (a name may reach
+ * logs and tools' output).  Returns false if invalid. */
 static bool copy_name(const uint8_t *p, uint32_t len, char *out)
 {
-        if (len == 0 || len > 255 || memchr(p, 0, len))
+        if (len == 0 || len > 255)
                 return false;
+        for (uint32_t i = 0; i < len; i++)
+                if (p[i] < 0x20 || p[i] == 0x7f)
+                        return false;
         memcpy(out, p, len);
         out[len] = 0;
         return true;
@@ -469,10 +473,6 @@ static void handle_port_open(struct conn *c, const struct snw_header *h, const u
         r = port_open(c, name, &port);
         if (r < 0) {
                 server_count_call_error(c->srv, (uint32_t)-r);
-                if (r == -EACCES)
-                        log_notice("connection %llu (pid %d, uid %u): refused port '%s' of "
-                                   "another user", (unsigned long long)c->serial, (int)c->pid,
-                                   (unsigned)c->uid, name);
                 reply_simple(c, SN_MSG_PORT_OPEN_REPLY, h->id, (uint32_t)-r);
                 return;
         }

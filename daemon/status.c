@@ -110,11 +110,16 @@ char *server_status_json(struct server *srv, uid_t uid)
                 struct sn_list *pos, *tmp;
                 json_t *users = json_array();
 
+                size_t nusers = 0;
+
+                /* Bounded, so the document fits a message however many users connect. */
                 sn_list_foreach_safe(pos, tmp, &srv->users) {
                         const struct user *u = sn_list_entry(pos, struct user, link);
 
-                        json_array_append_new(users, user_object(u, u->uid));
+                        if (nusers++ < 256)
+                                json_array_append_new(users, user_object(u, u->uid));
                 }
+                json_object_set_new(doc, "users_total", json_integer((json_int_t)nusers));
                 json_object_set_new(doc, "scope", json_string("daemon"));
                 json_object_set_new(doc, "users", users);
                 json_object_set_new(doc, "connections", json_integer(srv->nconns));

@@ -154,8 +154,14 @@ static void trace_array(struct out *o, const uint8_t *p, const char *item, uint3
         if (!n || !fn)
                 return;
         if (!strcmp(item, "byte")) {
-                outf(o, " \"%.*s%s\"", (int)(n > 200 ? 200 : n), (const char *)p,
-                     n > 200 ? "..." : "");
+                /* Client text goes to a log: control characters and quotes are escaped. */
+                outf(o, " \"");
+                for (uint32_t i = 0; i < n && i < 200; i++)
+                        if (p[i] < 0x20 || p[i] == 0x7f || p[i] == '"' || p[i] == '\\')
+                                outf(o, "\\x%02x", p[i]);
+                        else
+                                outf(o, "%c", p[i]);
+                outf(o, "%s\"", n > 200 ? "..." : "");
                 return;
         }
         for (uint32_t i = 0; i < n && i < max_items; i++) {

@@ -45,6 +45,8 @@ static void finish(void)
         sn_port_t *p;
         sn_entry_t e;
 
+        /* Everything the test closed is gone first (the daemon notices closes in its loop). */
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 3000), baseline);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
         ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
         ck_assert_int_eq(sn_port_post(p, 9, 1, 2), 0);
