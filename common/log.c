@@ -27,6 +27,11 @@ void sn_log_init(int max_level)
                 log_journal = true;
 }
 
+void sn_log_set_level(int max_level)
+{
+        log_max = max_level;
+}
+
 bool sn_log_enabled(int level)
 {
         return level <= log_max;

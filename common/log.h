@@ -12,6 +12,8 @@
 
 /* max_level: LOG_INFO by default, LOG_DEBUG with -v. */
 void sn_log_init(int max_level);
+/* Changes the level only (reload). */
+void sn_log_set_level(int max_level);
 bool sn_log_enabled(int level);
 void sn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -31,43 +31,13 @@
 
 #include "common/list.h"
 #include "common/log.h"
+#include "daemon/settings.h"
 #include "proto/codec.h"
 
 struct server;
 struct conn;
 struct port;
 struct reg;
-
-/*
- * Every resource a client can make the daemon hold has a limit, and every one that costs a
- * descriptor or memory has a limit per user (uid from SO_PEERCRED), so that one user can never
- * take what others need.  socknotifyd(8) lists them; defaults are in main.c.
- */
-struct limits {
-        uint32_t max_message;
-        uint32_t max_fds;
-        uint32_t max_ports;         /* handles per connection */
-        uint32_t max_registrations; /* per port */
-        uint32_t max_posted;        /* queued posted packets per port */
-        uint32_t max_waits;         /* parked calls per connection */
-        uint32_t max_connections;   /* daemon-wide */
-        uint32_t max_output;        /* bytes of replies held for one connection */
-        uint32_t max_sockets_per_user;     /* sockets held (registered or staged) per uid */
-        uint32_t max_connections_per_user;
-        uint32_t max_ports_per_user;       /* ports created (each costs an epoll descriptor) */
-        uint32_t max_waits_per_user;
-        uint32_t max_posted_per_user;
-        uint32_t max_staged_per_user;      /* items of unfinished multi-part calls */
-        uint32_t max_output_per_user;      /* bytes: queued replies and parked calls' results */
-        uint32_t handshake_timeout_ms;     /* HELLO must come within this */
-};
-
-/* The most registration items one PROCESS call may carry, all parts together: its reply (header,
- * body, one result per item) must leave room for at least one entry in max_message bytes. */
-static inline uint32_t limits_call_items(const struct limits *l)
-{
-        return (l->max_message - 24 - 4 - 24) / 4;
-}
 
 #define SN_ERRNO_MAX 160
 struct counters {
@@ -365,7 +335,7 @@ struct server {
         socklen_t listen_addrlen;
         struct event listen_ev;
         struct event sig_term, sig_int;
-        struct event sig_ignored[4]; /* HUP, USR1, USR2, ALRM: logged, never fatal */
+        struct event sig_ignored[3]; /* USR1, USR2, ALRM: logged, never fatal */
         struct event listen_pause;   /* re-enables accepting after running out of descriptors */
         int reserve_fd;              /* spare descriptor to refuse a client on EMFILE */
         struct sn_ratelimit refuse_log; /* refusals by a limit */
@@ -373,7 +343,7 @@ struct server {
         struct event reaper;
         struct event watchdog;  /* WATCHDOG=1 at half of WATCHDOG_USEC */
         struct event status_tick; /* STATUS= when the summary changes */
-        char last_status[128];
+        char last_status[256];
         char *path;
         bool owns_path;
         struct limits limits;
@@ -389,6 +359,10 @@ struct server {
         uint32_t nports, nwaits;
         uint64_t nregs, nqueued;
         bool trace;
+        char *config_path;
+        struct settings cmdline;
+        char reload_note[96];   /* the outcome of the last reload, for STATUS= */
+        struct event sig_hup;
         struct timespec started;
         uint8_t *rbuf;  /* one received message */
         uint8_t *wbuf;  /* one reply being built */
@@ -401,6 +375,8 @@ struct server {
 
 struct server_options {
         const char *path;
+        const char *config_path;  /* "" for none; read again on SIGHUP */
+        struct settings cmdline;  /* what the command line set: wins over the file */
         uint32_t mode;
         const char *group;
         struct limits limits;
@@ -411,6 +387,9 @@ struct server_options {
 int server_new(const struct server_options *opt, struct server **ret_srv);
 int server_run(struct server *srv);
 void server_free(struct server *srv);
+/* Reads the configuration file again and applies it to new requests (SIGHUP).  Returns 0, or
+ * a negative errno when the file is bad (logged; the running configuration stays). */
+int server_reload(struct server *srv);
 /* Builds the status document as user uid may see it (root: everything; others: the daemon's
  * limits and their own figures only).  Returns malloc'ed JSON text or NULL. */
 char *server_status_json(struct server *srv, uid_t uid);

@@ -24,66 +24,7 @@
 #include "common/macro.h"
 #include "common/path.h"
 #include "daemon/daemon.h"
-
-static const struct limits default_limits = {
-        .max_message = 131072,
-        .max_fds = SN_PROTO_MAX_FDS,
-        .max_ports = 64,
-        .max_registrations = 65536,
-        .max_posted = 65536,
-        .max_waits = 1024,
-        .max_connections = 4096,
-        .max_output = 8u << 20,
-        .max_sockets_per_user = 0,     /* 0: half the descriptor capacity, set in main() */
-        .max_connections_per_user = 0, /* 0: an eighth of it, at most 1024 */
-        .max_ports_per_user = 0,       /* 0: an eighth of it, at most 1024 */
-        .max_waits_per_user = 4096,
-        .max_posted_per_user = 262144,
-        .max_staged_per_user = 131072,
-        .max_output_per_user = 64u << 20,
-        .handshake_timeout_ms = 10000,
-};
-
-/* The numeric options: each sets one field of struct limits, within [min, max]. */
-struct limit_option {
-        const char *name;
-        size_t offset;
-        uint32_t min, max;
-        const char *help;
-};
-
-#define LIMIT(n, field, lo, hi, h) { n, offsetof(struct limits, field), lo, hi, h }
-static const struct limit_option limit_options[] = {
-        LIMIT("max-message", max_message, 4096, 1u << 20, "largest message in bytes"),
-        LIMIT("max-ports", max_ports, 1, 1u << 20, "port handles per connection"),
-        LIMIT("max-registrations", max_registrations, 1, 1u << 24, "registrations per port"),
-        LIMIT("max-posted", max_posted, 1, 1u << 24, "queued posted packets per port"),
-        LIMIT("max-waits", max_waits, 1, 1u << 20, "waiting calls per connection"),
-        LIMIT("max-connections", max_connections, 1, 1u << 20, "connections at once"),
-        LIMIT("max-output", max_output, 65536, 1u << 30,
-              "bytes of replies held for one connection"),
-        LIMIT("max-sockets-per-user", max_sockets_per_user, 1, 1u << 30,
-              "sockets held for one user"),
-        LIMIT("max-connections-per-user", max_connections_per_user, 1, 1u << 20,
-              "connections of one user"),
-        LIMIT("max-ports-per-user", max_ports_per_user, 1, 1u << 20, "ports of one user"),
-        LIMIT("max-waits-per-user", max_waits_per_user, 1, 1u << 24,
-              "waiting calls of one user"),
-        LIMIT("max-posted-per-user", max_posted_per_user, 1, 1u << 26,
-              "queued posted packets of one user"),
-        LIMIT("max-staged-per-user", max_staged_per_user, 1, 1u << 26,
-              "items of unfinished multi-part calls of one user"),
-        LIMIT("max-output-per-user", max_output_per_user, 65536, 1u << 31,
-              "bytes of replies and waiting calls of one user"),
-        LIMIT("handshake-timeout", handshake_timeout_ms, 10, 3600000,
-              "milliseconds a new connection has to send HELLO"),
-};
-#undef LIMIT
-
-static uint32_t *limit_field(struct limits *l, const struct limit_option *o)
-{
-        return (uint32_t *)((char *)l + o->offset);
-}
+#include "daemon/settings.h"
 
 static void usage(FILE *f)
 {
@@ -97,22 +38,26 @@ static void usage(FILE *f)
                 "                               else /run/socknotify/socknotify.sock)\n"
                 "      --socket-mode=MODE       octal file mode of the socket (default 0660)\n"
                 "      --socket-group=GROUP     group owning the socket file\n"
-                "  -v, --verbose                log debug messages\n"
+                "  -c, --config=PATH            configuration file (default %s;\n"
+                "                               optional; an empty PATH reads none)\n"
+                "      --log-level=LEVEL        error, warning, notice, info (default), debug\n"
+                "  -v, --verbose                log debug messages (--log-level=debug)\n"
                 "      --trace                  log every message sent and received\n"
                 "  -h, --help                   show this help and exit\n"
                 "  -V, --version                show the version and exit\n"
                 "\n"
-                "Limits (a refused request gets an error status; see socknotifyd(8)):\n");
-        for (size_t i = 0; i < SN_ARRAY_SIZE(limit_options); i++) {
-                const struct limit_option *o = &limit_options[i];
-                uint32_t def = *limit_field((struct limits *)&default_limits, o);
+                "Limits (a refused request gets an error status; see socknotifyd(8)):\n",
+                SN_DEFAULT_CONFIG);
+        for (size_t i = 0; i < settings_nlimit_options; i++) {
+                const struct limit_option *o = &settings_limit_options[i];
+                uint32_t def = *settings_limit_field((struct limits *)&settings_default_limits, o);
                 char name[64];
 
                 snprintf(name, sizeof(name), "--%s=N", o->name);
                 if (def)
-                        fprintf(f, "      %-27s  %s (default %u)\n", name, o->help, def);
+                        fprintf(f, "      %-28s %s (default %u)\n", name, o->help, def);
                 else
-                        fprintf(f, "      %-27s  %s (default: from the descriptor limit)\n",
+                        fprintf(f, "      %-28s %s (default: from the descriptor limit)\n",
                                 name, o->help);
         }
 }
@@ -182,41 +127,51 @@ int main(int argc, char **argv)
                 OPT_MODE = 0x100,
                 OPT_GROUP,
                 OPT_TRACE,
-                OPT_LIMIT, /* OPT_LIMIT + i: limit_options[i] */
+                OPT_LOG_LEVEL,
+                OPT_LIMIT, /* OPT_LIMIT + i: settings_limit_options[i] */
         };
         static const struct option base_options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "socket-mode", required_argument, NULL, OPT_MODE },
                 { "socket-group", required_argument, NULL, OPT_GROUP },
+                { "config", required_argument, NULL, 'c' },
+                { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "verbose", no_argument, NULL, 'v' },
                 { "trace", no_argument, NULL, OPT_TRACE },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
         };
-        struct option options[SN_ARRAY_SIZE(base_options) + SN_ARRAY_SIZE(limit_options) + 1];
+        struct option options[SN_ARRAY_SIZE(base_options) + 32 + 1];
         struct server_options opt = {
                 .mode = 0660,
-                .limits = default_limits,
                 .listen_fd = -1,
+                .config_path = SN_DEFAULT_CONFIG,
         };
+        struct settings file;
         const char *path_arg = NULL;
-        char path[108];
+        char path[108], err[512];
         struct server *srv;
-        int verbose = 0, c, r, index = -1;
+        int c, r, index = -1, level;
         size_t nopt = 0;
 
+        settings_init(&opt.cmdline);
         for (size_t i = 0; i < SN_ARRAY_SIZE(base_options); i++)
                 options[nopt++] = base_options[i];
-        for (size_t i = 0; i < SN_ARRAY_SIZE(limit_options); i++)
-                options[nopt++] = (struct option){ limit_options[i].name, required_argument, NULL,
-                                                   OPT_LIMIT + (int)i };
+        for (size_t i = 0; i < settings_nlimit_options && i < 32; i++)
+                options[nopt++] = (struct option){ settings_limit_options[i].name,
+                                                   required_argument, NULL, OPT_LIMIT + (int)i };
         options[nopt] = (struct option){ 0 };
 
-        while ((c = getopt_long(argc, argv, "s:vhV", options, &index)) >= 0) {
+        while ((c = getopt_long(argc, argv, "s:c:vhV", options, &index)) >= 0) {
+                uint32_t v;
+
                 r = 0;
                 switch (c) {
                 case 's':
                         path_arg = optarg;
+                        break;
+                case 'c':
+                        opt.config_path = optarg;
                         break;
                 case OPT_MODE:
                         r = parse_u32(optarg, 0, 0777, 8, &opt.mode);
@@ -224,8 +179,11 @@ int main(int argc, char **argv)
                 case OPT_GROUP:
                         opt.group = optarg;
                         break;
+                case OPT_LOG_LEVEL:
+                        r = opt.cmdline.log_level = settings_parse_log_level(optarg);
+                        break;
                 case 'v':
-                        verbose = 1;
+                        opt.cmdline.log_level = LOG_DEBUG;
                         break;
                 case OPT_TRACE:
                         opt.trace = true;
@@ -238,11 +196,11 @@ int main(int argc, char **argv)
                                SN_PROTO_VERSION);
                         return 0;
                 default:
-                        if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)SN_ARRAY_SIZE(limit_options)) {
-                                const struct limit_option *o = &limit_options[c - OPT_LIMIT];
-
-                                r = parse_u32(optarg, o->min, o->max, 10,
-                                              limit_field(&opt.limits, o));
+                        if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)settings_nlimit_options) {
+                                r = parse_u32(optarg, 0, UINT32_MAX, 10, &v);
+                                if (r == 0)
+                                        r = settings_set_limit(&opt.cmdline,
+                                                               (size_t)(c - OPT_LIMIT), v);
                                 break;
                         }
                         usage(stderr);
@@ -260,7 +218,15 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
-        sn_log_init(verbose ? LOG_DEBUG : LOG_INFO);
+        settings_init(&file);
+        if (*opt.config_path &&
+            settings_load_file(opt.config_path, false, &file, err, sizeof(err)) < 0) {
+                fprintf(stderr, "socknotifyd: %s\n", err);
+                return 1;
+        }
+        uint64_t cap = raise_nofile();
+        settings_resolve(&opt.cmdline, &file, cap, &opt.limits, &level);
+        sn_log_init(level);
         r = adopt_listen_fd(path, sizeof(path));
         if (r < 0)
                 return 1;
@@ -275,17 +241,6 @@ int main(int argc, char **argv)
         }
         opt.path = path;
 
-        /* Defaults from the descriptor capacity: one user's sockets, connections and ports
-         * together stay under three quarters of it, so others always find descriptors. */
-        uint64_t cap = raise_nofile();
-        if (!opt.limits.max_sockets_per_user)
-                opt.limits.max_sockets_per_user = (uint32_t)SN_MAX(cap / 2, (uint64_t)64);
-        if (!opt.limits.max_connections_per_user)
-                opt.limits.max_connections_per_user =
-                        (uint32_t)SN_MAX(SN_MIN(cap / 8, (uint64_t)1024), (uint64_t)16);
-        if (!opt.limits.max_ports_per_user)
-                opt.limits.max_ports_per_user =
-                        (uint32_t)SN_MAX(SN_MIN(cap / 8, (uint64_t)1024), (uint64_t)16);
         r = server_new(&opt, &srv);
         if (r < 0)
                 return 1;

@@ -4,8 +4,9 @@
  * Start-up refuses to steal the socket path from a live daemon (a connect() succeeds) and only
  * replaces a stale socket file (connect() refused, and the file is a socket).  SIGTERM/SIGINT
  * answer every pending call with ESHUTDOWN, close every port and held socket, and leave the
- * loop; server_free() then unlinks the socket file.  SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM are
- * caught, logged and otherwise ignored: a stray signal never takes everyone's sockets away.
+ * loop; server_free() then unlinks the socket file.  SIGHUP reloads the configuration file
+ * (settings.c).  SIGUSR1, SIGUSR2 and SIGALRM are caught, logged and otherwise ignored: a stray
+ * signal never takes everyone's sockets away.
  *
  * Out of descriptors (EMFILE/ENFILE), the listener gives up a spare descriptor to accept one
  * waiting client and refuse it with ERROR/EMFILE, then stops accepting for 100 ms on a timer
@@ -118,6 +119,51 @@ void server_note_freed(struct server *srv, size_t bytes)
         srv->freed_since_trim += bytes;
 }
 
+static void status_tick_cb(evutil_socket_t fd, short what, void *arg);
+
+int server_reload(struct server *srv)
+{
+        struct settings file;
+        struct limits l;
+        char err[512];
+        int r, level;
+
+        sd_notify(0, "RELOADING=1");
+        settings_init(&file);
+        r = *srv->config_path ? settings_load_file(srv->config_path, false, &file, err,
+                                                   sizeof(err))
+                              : 1;
+        if (r < 0) {
+                log_error("reload: %s; keeping the running configuration", err);
+                snprintf(srv->reload_note, sizeof(srv->reload_note), "; reload failed: %.70s",
+                         err);
+                goto out;
+        }
+        settings_resolve(&srv->cmdline, &file, srv->fd_capacity, &l, &level);
+        /* Clients sized their buffers from these (HELLO_REPLY): they hold until restart. */
+        if (l.max_message != srv->limits.max_message || l.max_fds != srv->limits.max_fds)
+                log_notice("reload: max-message takes effect at the next start");
+        l.max_message = srv->limits.max_message;
+        l.max_fds = srv->limits.max_fds;
+        srv->limits = l;
+        sn_log_set_level(level);
+        log_info("reload: configuration %s%s, log level %s",
+                 r == 1 ? "file absent: defaults and options" : "read from ",
+                 r == 1 ? "" : srv->config_path, settings_log_level_name(level));
+        snprintf(srv->reload_note, sizeof(srv->reload_note), "; configuration reloaded");
+        r = 0;
+out:
+        srv->last_status[0] = 0; /* the next tick sends STATUS= again */
+        status_tick_cb(-1, 0, srv);
+        sd_notify(0, "READY=1");
+        return r;
+}
+
+static void sighup_cb(evutil_socket_t sig, short what, void *arg)
+{
+        server_reload(arg);
+}
+
 static void signal_ignored_cb(evutil_socket_t sig, short what, void *arg)
 {
         log_notice("signal %d (%s) ignored", (int)sig, strsignal((int)sig));
@@ -132,10 +178,11 @@ static void watchdog_cb(evutil_socket_t fd, short what, void *arg)
 static void status_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
         struct server *srv = arg;
-        char line[128];
+        char line[sizeof(srv->last_status)];
 
-        snprintf(line, sizeof(line), "STATUS=%u connection(s), %u port(s), %llu registration(s)",
-                 srv->nconns, srv->nports, (unsigned long long)srv->nregs);
+        snprintf(line, sizeof(line),
+                 "STATUS=%u connection(s), %u port(s), %llu registration(s)%s", srv->nconns,
+                 srv->nports, (unsigned long long)srv->nregs, srv->reload_note);
         if (strcmp(line, srv->last_status)) {
                 sd_notify(0, line);
                 memcpy(srv->last_status, line, sizeof(line));
@@ -218,7 +265,7 @@ static int listen_on_path(struct server *srv, uint32_t mode, const char *group)
         return 0;
 }
 
-static const int ignored_signals[] = { SIGHUP, SIGUSR1, SIGUSR2, SIGALRM };
+static const int ignored_signals[] = { SIGUSR1, SIGUSR2, SIGALRM };
 
 int server_new(const struct server_options *opt, struct server **ret_srv)
 {
@@ -234,6 +281,8 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->refuse_log = (struct sn_ratelimit)SN_RATELIMIT_INIT(5000, 20);
         srv->violation_log = (struct sn_ratelimit)SN_RATELIMIT_INIT(5000, 50);
         srv->limits = opt->limits;
+        srv->cmdline = opt->cmdline;
+        srv->config_path = strdup(opt->config_path ? opt->config_path : "");
         srv->trace = opt->trace;
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);
@@ -246,7 +295,7 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->rbuf = malloc(srv->limits.max_message);
         srv->wbuf = malloc(srv->limits.max_message);
         srv->ebuf = malloc(srv->limits.max_message);
-        if (!srv->path || !srv->evbuf || !srv->rbuf || !srv->wbuf || !srv->ebuf ||
+        if (!srv->path || !srv->config_path || !srv->evbuf || !srv->rbuf || !srv->wbuf || !srv->ebuf ||
             registry_init(&srv->registry) < 0) {
                 server_free(srv);
                 return -ENOMEM;
@@ -282,9 +331,10 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         evtimer_assign(&srv->listen_pause, srv->base, listen_resume_cb, srv);
         evsignal_assign(&srv->sig_term, srv->base, SIGTERM, shutdown_cb, srv);
         evsignal_assign(&srv->sig_int, srv->base, SIGINT, shutdown_cb, srv);
+        evsignal_assign(&srv->sig_hup, srv->base, SIGHUP, sighup_cb, srv);
         event_assign(&srv->reaper, srv->base, -1, 0, reaper_cb, srv);
         if (event_add(&srv->listen_ev, NULL) < 0 || evsignal_add(&srv->sig_term, NULL) < 0 ||
-            evsignal_add(&srv->sig_int, NULL) < 0) {
+            evsignal_add(&srv->sig_int, NULL) < 0 || evsignal_add(&srv->sig_hup, NULL) < 0) {
                 server_free(srv);
                 return -ENOMEM;
         }
@@ -335,6 +385,8 @@ void server_free(struct server *srv)
                         event_del(&srv->sig_term);
                 if (event_initialized(&srv->sig_int))
                         event_del(&srv->sig_int);
+                if (event_initialized(&srv->sig_hup))
+                        event_del(&srv->sig_hup);
                 if (event_initialized(&srv->reaper))
                         event_del(&srv->reaper);
                 if (event_initialized(&srv->watchdog))
@@ -358,5 +410,6 @@ void server_free(struct server *srv)
         free(srv->wbuf);
         free(srv->ebuf);
         free(srv->path);
+        free(srv->config_path);
         free(srv);
 }

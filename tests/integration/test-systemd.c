@@ -199,6 +199,166 @@ START_TEST(test_notify_protocol)
 }
 END_TEST
 
+
+static void write_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static uint32_t max_ports_seen(const char *sock_path)
+{
+        sn_limits_t l;
+        sn_conn_t *c;
+
+        ck_assert_int_eq(sn_conn_open(sock_path, &c), 0);
+        ck_assert_int_eq(sn_conn_limits(c, &l), 0);
+        sn_conn_close(c);
+        return l.max_ports;
+}
+
+/* The configuration file at start and at SIGHUP (systemctl reload), with the notify protocol
+ * a service manager sees: RELOADING=1, READY=1, and the outcome on the STATUS= line. */
+START_TEST(test_reload)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char sock_path[128], notify_path[128], conf[128], log[16384] = "";
+        sn_port_t *p[5];
+        sn_conn_t *c;
+        int ns;
+        pid_t pid;
+
+        snprintf(sock_path, sizeof(sock_path), "%s/s.sock", dir);
+        snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
+        snprintf(conf, sizeof(conf), "%s/socknotifyd.json", dir);
+        write_file(conf, "{ \"max-ports\": 2, \"max-waits\": 7 }\n");
+        ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        strcpy(sa.sun_path, notify_path);
+        ck_assert_int_eq(bind(ns, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                char arg[160];
+
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                setenv("NOTIFY_SOCKET", notify_path, 1);
+                snprintf(arg, sizeof(arg), "--config=%s", conf);
+                /* The command line wins over the file for max-waits. */
+                execl(daemon_bin(), daemon_bin(), "--socket", sock_path, arg, "--max-waits=9",
+                      (char *)NULL);
+                _exit(127);
+        }
+        ck_assert_msg(notify_wait(ns, "READY=1", 10000, log, sizeof(log)), "no READY=1: %s", log);
+        ck_assert_uint_eq(max_ports_seen(sock_path), 2);
+        sn_limits_t l;
+        ck_assert_int_eq(sn_conn_open(sock_path, &c), 0);
+        ck_assert_int_eq(sn_conn_limits(c, &l), 0);
+        ck_assert_uint_eq(l.max_waits, 9);
+        ck_assert_int_eq(sn_port_create(c, 0, &p[0]), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p[1]), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p[2]), -EDQUOT);
+
+        /* Raised at reload: the next request may hold more. */
+        write_file(conf, "{\n  \"max-ports\": 4,\n  \"log-level\": \"debug\"\n}\n");
+        kill(pid, SIGHUP);
+        ck_assert_msg(notify_wait(ns, "RELOADING=1", 3000, log, sizeof(log)), "%s", log);
+        ck_assert_msg(notify_wait(ns, "READY=1", 3000, log, sizeof(log)), "%s", log);
+        ck_assert_msg(strstr(log, "configuration reloaded"), "no outcome on STATUS=: %s", log);
+        ck_assert_int_eq(sn_port_create(c, 0, &p[2]), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p[3]), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p[4]), -EDQUOT);
+
+        /* Lowered: what is held stays usable, nothing new above the limit. */
+        write_file(conf, "{ \"max-ports\": 1 }\n");
+        log[0] = 0;
+        kill(pid, SIGHUP);
+        ck_assert_msg(notify_wait(ns, "READY=1", 3000, log, sizeof(log)), "%s", log);
+        ck_assert_uint_eq(max_ports_seen(sock_path), 1);
+        for (int i = 0; i < 4; i++) {
+                sn_entry_t e;
+
+                ck_assert_int_eq(sn_port_post(p[i], (uint64_t)i, 0, 0), 0);
+                ck_assert_int_eq(sn_port_dequeue(p[i], &e, 1, 1000), 1);
+                ck_assert_uint_eq(e.key, (uint64_t)i);
+        }
+        ck_assert_int_eq(sn_port_close(p[3]), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p[3]), -EDQUOT);
+
+        /* A bad file at reload: logged, and the running configuration stays. */
+        write_file(conf, "{ \"max-ports\": 1,\n  \"max-portz\": 5 }\n");
+        log[0] = 0;
+        kill(pid, SIGHUP);
+        ck_assert_msg(notify_wait(ns, "READY=1", 3000, log, sizeof(log)), "%s", log);
+        ck_assert_msg(strstr(log, "reload failed") && strstr(log, ":2: unknown key"),
+                      "no failure on STATUS=: %s", log);
+        ck_assert_uint_eq(max_ports_seen(sock_path), 1);
+        write_file(conf, "{ \"max-ports\": ");
+        kill(pid, SIGHUP);
+        ck_assert_msg(notify_wait(ns, "reload failed", 3000, log, sizeof(log)), "%s", log);
+        ck_assert_uint_eq(max_ports_seen(sock_path), 1);
+
+        for (int i = 0; i < 3; i++)
+                sn_port_close(p[i]);
+        sn_conn_close(c);
+        kill(pid, SIGTERM);
+        ck_assert_int_eq(exit_status(pid), 0);
+        close(ns);
+}
+END_TEST
+
+/* Runs the daemon with a configuration file; returns its exit status, its stderr in err. */
+static int run_with_config(const char *text, char *err, size_t errsz)
+{
+        char conf[128], errpath[128], arg[160], sock_path[128];
+        pid_t pid;
+        FILE *f;
+        size_t n;
+        int st;
+
+        snprintf(conf, sizeof(conf), "%s/bad.json", dir);
+        snprintf(errpath, sizeof(errpath), "%s/stderr", dir);
+        snprintf(sock_path, sizeof(sock_path), "%s/t.sock", dir);
+        write_file(conf, text);
+        snprintf(arg, sizeof(arg), "--config=%s", conf);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (!freopen(errpath, "w", stderr))
+                        _exit(126);
+                execl(daemon_bin(), daemon_bin(), "--socket", sock_path, arg, (char *)NULL);
+                _exit(127);
+        }
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        f = fopen(errpath, "r");
+        ck_assert_ptr_nonnull(f);
+        n = fread(err, 1, errsz - 1, f);
+        err[n] = 0;
+        fclose(f);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A bad file at start: the daemon does not start, and says file, line and key. */
+START_TEST(test_bad_config_at_start)
+{
+        char err[1024];
+
+        ck_assert_int_eq(run_with_config("{\n \"max-ports\": 3,\n \"max-wiats\": 2\n}\n", err,
+                                         sizeof(err)), 1);
+        ck_assert_msg(strstr(err, "bad.json:3: unknown key \"max-wiats\""), "%s", err);
+        ck_assert_int_eq(run_with_config("{\n \"max-ports\": 0\n}\n", err, sizeof(err)), 1);
+        ck_assert_msg(strstr(err, "bad.json:2: key \"max-ports\": an integer from 1"), "%s", err);
+        ck_assert_int_eq(run_with_config("{\n \"log-level\": \"loud\"\n}\n", err, sizeof(err)), 1);
+        ck_assert_msg(strstr(err, "bad.json:2: key \"log-level\""), "%s", err);
+        ck_assert_int_eq(run_with_config("{\n \"max-ports\": 3,,\n}\n", err, sizeof(err)), 1);
+        ck_assert_msg(strstr(err, "bad.json:2:"), "%s", err);
+        ck_assert_int_eq(run_with_config("[1, 2]", err, sizeof(err)), 1);
+        ck_assert_msg(strstr(err, "must be a JSON object"), "%s", err);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("systemd");
@@ -214,6 +374,8 @@ int main(void)
         tcase_add_test(tc, test_socket_activation);
         tcase_add_test(tc, test_activation_refuses_wrong_socket);
         tcase_add_test(tc, test_notify_protocol);
+        tcase_add_test(tc, test_reload);
+        tcase_add_test(tc, test_bad_config_at_start);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

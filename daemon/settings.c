@@ -1,0 +1,258 @@
+/*
+ * settings.c - the daemon's limits and log level: defaults, the command line, and the
+ * configuration file (JSON, read with jansson), merged in that order of rising precedence.
+ *
+ * The file is a flat JSON object whose keys are the long option names of socknotifyd(8):
+ * { "log-level": "debug", "max-waits": 2048 }.  Every key is checked against the same table and
+ * the same ranges as the command line, so a file can express exactly what options can.  A bad
+ * file is refused whole, with its path, the line and the key: at start the daemon does not
+ * start; at reload (SIGHUP) the running configuration stays.
+ *
+ * Limits whose value sizes buffers already shared with clients (max-message, max-fds through
+ * HELLO_REPLY) take effect only at the next start; every other limit applies to the next
+ * request that allocates, and nothing held above a lowered limit is taken away.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "daemon/settings.h"
+#include "proto/codec.h"
+
+const struct limits settings_default_limits = {
+        .max_message = 131072,
+        .max_fds = SN_PROTO_MAX_FDS,
+        .max_ports = 64,
+        .max_registrations = 65536,
+        .max_posted = 65536,
+        .max_waits = 1024,
+        .max_connections = 4096,
+        .max_output = 8u << 20,
+        .max_sockets_per_user = 0,     /* 0: half the descriptor capacity */
+        .max_connections_per_user = 0, /* 0: an eighth of it, at most 1024 */
+        .max_ports_per_user = 0,       /* 0: an eighth of it, at most 1024 */
+        .max_waits_per_user = 4096,
+        .max_posted_per_user = 262144,
+        .max_staged_per_user = 131072,
+        .max_output_per_user = 64u << 20,
+        .handshake_timeout_ms = 10000,
+};
+
+#define LIMIT(n, field, lo, hi, h) { n, offsetof(struct limits, field), lo, hi, h }
+const struct limit_option settings_limit_options[] = {
+        LIMIT("max-message", max_message, 4096, 1u << 20, "largest message in bytes"),
+        LIMIT("max-ports", max_ports, 1, 1u << 20, "port handles per connection"),
+        LIMIT("max-registrations", max_registrations, 1, 1u << 24, "registrations per port"),
+        LIMIT("max-posted", max_posted, 1, 1u << 24, "queued posted packets per port"),
+        LIMIT("max-waits", max_waits, 1, 1u << 20, "waiting calls per connection"),
+        LIMIT("max-connections", max_connections, 1, 1u << 20, "connections at once"),
+        LIMIT("max-output", max_output, 65536, 1u << 30,
+              "bytes of replies held for one connection"),
+        LIMIT("max-sockets-per-user", max_sockets_per_user, 1, 1u << 30,
+              "sockets held for one user"),
+        LIMIT("max-connections-per-user", max_connections_per_user, 1, 1u << 20,
+              "connections of one user"),
+        LIMIT("max-ports-per-user", max_ports_per_user, 1, 1u << 20, "ports of one user"),
+        LIMIT("max-waits-per-user", max_waits_per_user, 1, 1u << 24,
+              "waiting calls of one user"),
+        LIMIT("max-posted-per-user", max_posted_per_user, 1, 1u << 26,
+              "queued posted packets of one user"),
+        LIMIT("max-staged-per-user", max_staged_per_user, 1, 1u << 26,
+              "items of unfinished multi-part calls of one user"),
+        LIMIT("max-output-per-user", max_output_per_user, 65536, 1u << 31,
+              "bytes of replies and waiting calls of one user"),
+        LIMIT("handshake-timeout", handshake_timeout_ms, 10, 3600000,
+              "milliseconds a new connection has to send HELLO"),
+};
+#undef LIMIT
+const size_t settings_nlimit_options = SN_ARRAY_SIZE(settings_limit_options);
+
+static const char *const level_names[] = {
+        [LOG_ERR] = "error", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+        [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
+
+uint32_t *settings_limit_field(struct limits *l, const struct limit_option *o)
+{
+        return (uint32_t *)((char *)l + o->offset);
+}
+
+void settings_init(struct settings *c)
+{
+        memset(c, 0, sizeof(*c));
+        c->log_level = -1;
+}
+
+int settings_parse_log_level(const char *s)
+{
+        for (size_t i = 0; i < SN_ARRAY_SIZE(level_names); i++)
+                if (level_names[i] && !strcmp(s, level_names[i]))
+                        return (int)i;
+        return -EINVAL;
+}
+
+const char *settings_log_level_name(int level)
+{
+        return level >= 0 && (size_t)level < SN_ARRAY_SIZE(level_names) && level_names[level]
+                       ? level_names[level]
+                       : "?";
+}
+
+int settings_set_limit(struct settings *c, size_t i, uint64_t value)
+{
+        const struct limit_option *o = &settings_limit_options[i];
+
+        if (value < o->min || value > o->max)
+                return -ERANGE;
+        *settings_limit_field(&c->limits, o) = (uint32_t)value;
+        c->set |= 1u << i;
+        return 0;
+}
+
+/* The line of the first occurrence of "key" in text (1-based), 0 if not found. */
+static int line_of_key(const char *text, const char *key)
+{
+        char quoted[80];
+        const char *at;
+        int line = 1;
+
+        snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+        at = strstr(text, quoted);
+        if (!at)
+                return 0;
+        for (const char *p = text; p < at; p++)
+                line += *p == '\n';
+        return line;
+}
+
+int settings_load_file(const char *path, bool must_exist, struct settings *ret, char *err,
+                     size_t errsz)
+{
+        struct settings c;
+        json_error_t je;
+        json_t *doc, *value;
+        const char *key;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+        int r = 0;
+
+        settings_init(&c);
+        f = fopen(path, "re");
+        if (!f) {
+                if (errno == ENOENT && !must_exist) {
+                        *ret = c;
+                        return 1;
+                }
+                r = -errno;
+                snprintf(err, errsz, "%s: %s", path, strerror(errno));
+                return r;
+        }
+        /* Read whole: the text is needed again to name the line of a bad key. */
+        {
+                FILE *m = open_memstream(&text, &len);
+                char buf[4096];
+                size_t n;
+
+                if (!m) {
+                        fclose(f);
+                        snprintf(err, errsz, "%s: out of memory", path);
+                        return -ENOMEM;
+                }
+                while ((n = fread(buf, 1, sizeof(buf), f)) > 0 && len < (1u << 20))
+                        fwrite(buf, 1, n, m);
+                fclose(m);
+                fclose(f);
+        }
+        doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+        if (!doc) {
+                snprintf(err, errsz, "%s:%d: %s", path, je.line, je.text);
+                free(text);
+                return -EINVAL;
+        }
+        if (!json_is_object(doc)) {
+                snprintf(err, errsz, "%s:1: the configuration must be a JSON object", path);
+                r = -EINVAL;
+                goto out;
+        }
+        json_object_foreach(doc, key, value) {
+                size_t i;
+
+                if (!strcmp(key, "log-level")) {
+                        int level = json_is_string(value)
+                                            ? settings_parse_log_level(json_string_value(value))
+                                            : -EINVAL;
+
+                        if (level < 0) {
+                                snprintf(err, errsz,
+                                         "%s:%d: key \"log-level\": one of \"error\", "
+                                         "\"warning\", \"notice\", \"info\", \"debug\"",
+                                         path, line_of_key(text, key));
+                                r = -EINVAL;
+                                goto out;
+                        }
+                        c.log_level = level;
+                        continue;
+                }
+                for (i = 0; i < settings_nlimit_options; i++)
+                        if (!strcmp(key, settings_limit_options[i].name))
+                                break;
+                if (i == settings_nlimit_options) {
+                        snprintf(err, errsz, "%s:%d: unknown key \"%s\"", path,
+                                 line_of_key(text, key), key);
+                        r = -EINVAL;
+                        goto out;
+                }
+                if (!json_is_integer(value) || json_integer_value(value) < 0 ||
+                    settings_set_limit(&c, i, (uint64_t)json_integer_value(value)) < 0) {
+                        snprintf(err, errsz, "%s:%d: key \"%s\": an integer from %u to %u",
+                                 path, line_of_key(text, key), key,
+                                 settings_limit_options[i].min, settings_limit_options[i].max);
+                        r = -EINVAL;
+                        goto out;
+                }
+        }
+        *ret = c;
+out:
+        json_decref(doc);
+        free(text);
+        return r;
+}
+
+void settings_resolve(const struct settings *cmdline, const struct settings *file, uint64_t capacity,
+                    struct limits *ret_limits, int *ret_log_level)
+{
+        struct limits l = settings_default_limits;
+
+        for (size_t i = 0; i < settings_nlimit_options; i++) {
+                const struct limit_option *o = &settings_limit_options[i];
+                const struct settings *from = cmdline->set & (1u << i) ? cmdline
+                                            : file->set & (1u << i)  ? file
+                                                                     : NULL;
+
+                if (from)
+                        *settings_limit_field(&l, o) =
+                                *settings_limit_field((struct limits *)&from->limits, o);
+        }
+        /* Defaults from the descriptor capacity: one user's sockets, connections and ports
+         * together stay under three quarters of it, so others always find descriptors. */
+        if (!l.max_sockets_per_user)
+                l.max_sockets_per_user = (uint32_t)SN_MAX(capacity / 2, (uint64_t)64);
+        if (!l.max_connections_per_user)
+                l.max_connections_per_user =
+                        (uint32_t)SN_MAX(SN_MIN(capacity / 8, (uint64_t)1024), (uint64_t)16);
+        if (!l.max_ports_per_user)
+                l.max_ports_per_user =
+                        (uint32_t)SN_MAX(SN_MIN(capacity / 8, (uint64_t)1024), (uint64_t)16);
+        *ret_limits = l;
+        *ret_log_level = cmdline->log_level >= 0 ? cmdline->log_level
+                         : file->log_level >= 0  ? file->log_level
+                                                 : LOG_INFO;
+}

@@ -1,0 +1,79 @@
+/*
+ * settings.h - limits and log level from defaults, the command line and the configuration file
+ * (settings.c).  Precedence, rising: defaults, file, command line.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Every resource a client can make the daemon hold has a limit, and every one that costs a
+ * descriptor or memory has a limit per user (uid from SO_PEERCRED), so that one user can never
+ * take what others need.  socknotifyd(8) lists them; defaults are in main.c.
+ */
+struct limits {
+        uint32_t max_message;
+        uint32_t max_fds;
+        uint32_t max_ports;         /* handles per connection */
+        uint32_t max_registrations; /* per port */
+        uint32_t max_posted;        /* queued posted packets per port */
+        uint32_t max_waits;         /* parked calls per connection */
+        uint32_t max_connections;   /* daemon-wide */
+        uint32_t max_output;        /* bytes of replies held for one connection */
+        uint32_t max_sockets_per_user;     /* sockets held (registered or staged) per uid */
+        uint32_t max_connections_per_user;
+        uint32_t max_ports_per_user;       /* ports created (each costs an epoll descriptor) */
+        uint32_t max_waits_per_user;
+        uint32_t max_posted_per_user;
+        uint32_t max_staged_per_user;      /* items of unfinished multi-part calls */
+        uint32_t max_output_per_user;      /* bytes: queued replies and parked calls' results */
+        uint32_t handshake_timeout_ms;     /* HELLO must come within this */
+};
+
+/* The most registration items one PROCESS call may carry, all parts together: its reply (header,
+ * body, one result per item) must leave room for at least one entry in max_message bytes. */
+static inline uint32_t limits_call_items(const struct limits *l)
+{
+        return (l->max_message - 24 - 4 - 24) / 4;
+}
+
+
+/* A numeric option: sets one field of struct limits, within [min, max]. */
+struct limit_option {
+        const char *name; /* the long option and the configuration key */
+        size_t offset;
+        uint32_t min, max;
+        const char *help;
+};
+
+extern const struct limits settings_default_limits;
+extern const struct limit_option settings_limit_options[];
+extern const size_t settings_nlimit_options;
+
+/* What one source (command line or file) sets. */
+struct settings {
+        struct limits limits; /* the fields whose bit is in set */
+        uint32_t set;         /* bit i: settings_limit_options[i] */
+        int log_level;        /* LOG_* or -1 when not set */
+};
+
+void settings_init(struct settings *s);
+uint32_t *settings_limit_field(struct limits *l, const struct limit_option *o);
+/* Sets limit i; returns 0 or -ERANGE outside its range. */
+int settings_set_limit(struct settings *s, size_t i, uint64_t value);
+/* "error", "warning", "notice", "info", "debug" -> LOG_*, or -EINVAL. */
+int settings_parse_log_level(const char *name);
+const char *settings_log_level_name(int level);
+/*
+ * Reads the configuration file at path into *ret.  Returns 0; 1 when the file does not exist
+ * and must_exist is false (then *ret sets nothing); or a negative errno with err holding
+ * "PATH:LINE: what is wrong, naming the key" (then *ret is untouched).
+ */
+int settings_load_file(const char *path, bool must_exist, struct settings *ret, char *err,
+                       size_t errsz);
+/* Merges defaults, file and command line; fills the defaults that follow the descriptor
+ * capacity. */
+void settings_resolve(const struct settings *cmdline, const struct settings *file,
+                      uint64_t capacity, struct limits *ret_limits, int *ret_log_level);
