@@ -286,6 +286,50 @@ START_TEST(test_waiter_killed_while_others_post)
 }
 END_TEST
 
+/* Defect 2d: a client that stops reading (as a SIGSTOPped one) with waits parked on a shared
+ * port while another connection posts: the dispatch's answer crosses the output bound and kills
+ * the waiter's connection in the middle of port_dispatch. */
+START_TEST(test_stopped_waiter_on_shared_port)
+{
+        sn_conn_t *c;
+        sn_port_t *p;
+        uint8_t buf[512], *big;
+        struct snw_port_create_reply rep;
+        sn_entry_t e[64];
+        int fd, n, got = 0;
+        ssize_t len;
+
+        start((const char *const[]){ "--max-output=262144", NULL });
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, "shared", 0, &p), 0);
+        fd = raw_hello(D.path);
+        memcpy(sn_msg_begin(buf, SN_MSG_PORT_OPEN, 2, 0, 0, 6, 0), "shared", 6);
+        raw_send(fd, buf, SN_HEADER_SIZE + 6, NULL, 0);
+        ck_assert_int_gt(raw_recv(fd, buf, sizeof(buf)), 0);
+        snw_port_create_reply_decode(sn_msg_body(buf), &rep);
+        for (uint32_t i = 0; i < 40; i++)
+                send_call(fd, 100 + i, rep.port, 20000, 1, SN_PROTO_INFINITE);
+        status_works(fd, 99); /* all 40 are parked; from now on nothing is read */
+        for (int i = 0; i < 40; i++)
+                ck_assert_int_eq(sn_port_post(p, (uint64_t)i, 0, 0), 0);
+        /* The reader is dropped once past its bound (its stream ends after what was queued);
+         * what it was not handed is still ours. */
+        big = malloc(1u << 20);
+        while ((len = raw_recv(fd, big, 1u << 20)) > 0)
+                ;
+        ck_assert_int_eq(len, 0);
+        free(big);
+        while ((n = sn_port_dequeue(p, e, 64, 300)) > 0)
+                got += n;
+        ck_assert_int_eq(n, -ETIMEDOUT);
+        ck_assert_int_lt(got, 40);
+        close(fd);
+        sn_port_close(p);
+        sn_conn_close(c);
+        finish();
+}
+END_TEST
+
 /* Defect 3 (UBSan): a multi-part call whose first part carries items but no descriptor. */
 START_TEST(test_first_part_without_fds)
 {
@@ -645,6 +689,7 @@ int main(void)
         tcase_add_test(tc, test_wait_timeout_after_shutdown);
         tcase_add_test(tc, test_wait_answers_past_output_bound);
         tcase_add_test(tc, test_waiter_killed_while_others_post);
+        tcase_add_test(tc, test_stopped_waiter_on_shared_port);
         tcase_add_test(tc, test_first_part_without_fds);
         tcase_add_test(tc, test_empty_message_with_fds);
         tcase_add_test(tc, test_register_own_connection);
