@@ -91,6 +91,7 @@ struct reg {
         struct sn_list conn_link;  /* in creator->regs */
         struct conn *creator;
         struct port *port;
+        uint32_t slot;             /* index in server->slots: the epoll item's data */
         uint64_t dev, ino;
         uint64_t key;
         int fd;                    /* the daemon's copy of the socket */
@@ -118,6 +119,11 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
 void reg_rearm(struct reg *reg);
 /* Forgets the EDGE events recorded at ENABLE. */
 void reg_skip_clear(struct reg *reg);
+/* Takes a free slot for g (g->slot); returns 0 or -ENOMEM. */
+int server_slot_take(struct server *srv, struct reg *g);
+/* Puts g in the given slot (re-exec); returns 0, -EEXIST or -ENOMEM. */
+int server_slot_put(struct server *srv, struct reg *g, uint32_t slot);
+void server_slot_release(struct server *srv, struct reg *g);
 /* Frees a registration: out of epoll, registry and port, its packet dequeued, fd closed. */
 void reg_free(struct reg *reg);
 /* Translates epoll readiness into notification bits for this registration; handles rule 14
@@ -349,6 +355,10 @@ struct server {
         struct limits limits;
         struct counters counters;
         struct registry registry;
+        /* Registrations by slot number: the epoll items' data, stable across a re-exec. */
+        struct reg **slots;
+        uint32_t nslots, free_slot; /* free slots chain through their entry (NULL-tagged) */
+        uint32_t *slot_next;
         struct sn_list conns;
         uint32_t nconns;
         struct sn_list ports;
@@ -401,3 +411,9 @@ void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, con
 void server_note_freed(struct server *srv, size_t bytes);
 void server_count_call_error(struct server *srv, uint32_t err);
 void server_count_entry_error(struct server *srv, uint32_t err);
+
+/* The registration of an epoll item's data, or NULL. */
+static inline struct reg *server_slot_reg(const struct server *srv, uint64_t data)
+{
+        return data < srv->nslots ? srv->slots[data] : NULL;
+}

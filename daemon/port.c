@@ -376,8 +376,8 @@ static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new)
         int n = epoll_wait(port->epfd, srv->evbuf, (int)SN_MIN(want, srv->evcap), 0);
 
         for (int i = 0; i < n; i++) {
-                struct reg *g = srv->evbuf[i].data.ptr;
-                uint32_t m = reg_translate(g, srv->evbuf[i].events);
+                struct reg *g = server_slot_reg(srv, srv->evbuf[i].data.u64);
+                uint32_t m = g ? reg_translate(g, srv->evbuf[i].events) : 0;
 
                 if (!m)
                         continue;

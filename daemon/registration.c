@@ -63,7 +63,7 @@ static uint32_t epoll_interest(const struct reg *g)
 
 static int reg_epoll_update(struct reg *g)
 {
-        struct epoll_event e = { .events = epoll_interest(g), .data.ptr = g };
+        struct epoll_event e = { .events = epoll_interest(g), .data.u64 = g->slot };
 
         if (epoll_ctl(g->port->epfd, g->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, g->fd, &e) < 0)
                 return -errno;
@@ -229,7 +229,13 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         sn_list_init(&g->skip_link);
         sn_list_init(&g->conn_link);
         g->pkt.kind = SN_PROTO_KIND_SOCKET;
+        if (server_slot_take(srv, g) < 0) {
+                sn_close(fd);
+                free(g);
+                return ENOMEM;
+        }
         if (registry_insert(&srv->registry, g) < 0) {
+                server_slot_release(srv, g);
                 sn_close(fd);
                 free(g);
                 return ENOMEM;
@@ -359,6 +365,7 @@ void reg_free(struct reg *g)
         reg_epoll_remove(g);
         reg_skip_clear(g);
         registry_remove(&srv->registry, g);
+        server_slot_release(srv, g);
         sn_list_del(&g->port_link);
         sn_list_del(&g->conn_link);
         if (g->creator) {

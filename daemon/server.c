@@ -114,6 +114,71 @@ void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, con
                 log_notice("%llu refusal line(s) suppressed", dropped);
 }
 
+static int slots_grow(struct server *srv, uint32_t want)
+{
+        uint32_t n = srv->nslots ? srv->nslots : 256;
+        struct reg **slots;
+        uint32_t *next;
+
+        while (n < want)
+                n *= 2;
+        slots = realloc(srv->slots, n * sizeof(*slots));
+        if (!slots)
+                return -ENOMEM;
+        srv->slots = slots;
+        next = realloc(srv->slot_next, n * sizeof(*next));
+        if (!next)
+                return -ENOMEM;
+        srv->slot_next = next;
+        /* New slots go on the free chain, lowest first. */
+        for (uint32_t i = n; i-- > srv->nslots;) {
+                slots[i] = NULL;
+                next[i] = srv->free_slot;
+                srv->free_slot = i;
+        }
+        srv->nslots = n;
+        return 0;
+}
+
+int server_slot_take(struct server *srv, struct reg *g)
+{
+        uint32_t i;
+
+        if (srv->free_slot == UINT32_MAX && slots_grow(srv, srv->nslots + 1) < 0)
+                return -ENOMEM;
+        i = srv->free_slot;
+        srv->free_slot = srv->slot_next[i];
+        srv->slots[i] = g;
+        g->slot = i;
+        return 0;
+}
+
+int server_slot_put(struct server *srv, struct reg *g, uint32_t slot)
+{
+        uint32_t *link;
+
+        if (slot >= UINT32_MAX / 2)
+                return -EINVAL;
+        if (slot >= srv->nslots && slots_grow(srv, slot + 1) < 0)
+                return -ENOMEM;
+        if (srv->slots[slot])
+                return -EEXIST;
+        /* Unchain it from the free list (re-exec only: a linear walk is fine). */
+        for (link = &srv->free_slot; *link != slot; link = &srv->slot_next[*link])
+                ;
+        *link = srv->slot_next[slot];
+        srv->slots[slot] = g;
+        g->slot = slot;
+        return 0;
+}
+
+void server_slot_release(struct server *srv, struct reg *g)
+{
+        srv->slots[g->slot] = NULL;
+        srv->slot_next[g->slot] = srv->free_slot;
+        srv->free_slot = g->slot;
+}
+
 void server_note_freed(struct server *srv, size_t bytes)
 {
         srv->freed_since_trim += bytes;
@@ -277,6 +342,7 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         if (!srv)
                 return -ENOMEM;
         srv->listen_fd = -1;
+        srv->free_slot = UINT32_MAX;
         srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         srv->refuse_log = (struct sn_ratelimit)SN_RATELIMIT_INIT(5000, 20);
         srv->violation_log = (struct sn_ratelimit)SN_RATELIMIT_INIT(5000, 50);
@@ -405,6 +471,8 @@ void server_free(struct server *srv)
         if (srv->owns_path)
                 unlink(srv->path);
         registry_deinit(&srv->registry);
+        free(srv->slots);
+        free(srv->slot_next);
         free(srv->evbuf);
         free(srv->rbuf);
         free(srv->wbuf);
