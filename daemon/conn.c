@@ -30,6 +30,10 @@
 
 static void conn_io_cb(evutil_socket_t fd, short what, void *arg);
 static void violation(struct conn *c, uint32_t id, uint32_t status, const char *what);
+static size_t outmsg_cost(size_t len);
+static void conn_set_writing(struct conn *c, bool on);
+static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, int *fds,
+                             uint32_t nfds);
 
 struct user *user_get(struct server *srv, uid_t uid)
 {
@@ -87,11 +91,88 @@ static void hello_timeout_cb(evutil_socket_t fd, short what, void *arg)
         conn_kill(c, "handshake timeout");
 }
 
+/* Builds a connection on fd for user u (already counted by the caller's check), with its
+ * events armed; NULL when out of memory (fd and u untouched then). */
+static struct conn *conn_make(struct server *srv, struct user *u, int fd, const struct ucred *cred,
+                              uint64_t serial, bool hello)
+{
+        struct timeval hello_tv = { .tv_sec = srv->limits.handshake_timeout_ms / 1000,
+                                    .tv_usec = srv->limits.handshake_timeout_ms % 1000 * 1000 };
+        struct conn *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return NULL;
+        c->user = u;
+        c->srv = srv;
+        c->fd = fd;
+        c->pid = cred->pid;
+        c->uid = cred->uid;
+        c->gid = cred->gid;
+        c->serial = serial;
+        c->hello = hello;
+        sn_list_init(&c->handles);
+        sn_list_init(&c->regs);
+        sn_list_init(&c->runners);
+        sn_list_init(&c->waits);
+        sn_list_init(&c->outq);
+        sn_list_init(&c->dead_link);
+        event_assign(&c->ev, srv->base, fd, EV_READ | EV_PERSIST, conn_io_cb, c);
+        evtimer_assign(&c->hello_timer, srv->base, hello_timeout_cb, c);
+        if (event_add(&c->ev, NULL) < 0 || (!hello && evtimer_add(&c->hello_timer, &hello_tv) < 0)) {
+                event_del(&c->ev);
+                free(c);
+                return NULL;
+        }
+        u->nconns++;
+        sn_list_add_tail(&srv->conns, &c->link);
+        srv->nconns++;
+        return c;
+}
+
+struct conn *conn_adopt(struct server *srv, int fd, const struct ucred *cred, uint64_t serial,
+                        bool hello)
+{
+        struct user *u = user_get(srv, cred->uid);
+        struct conn *c = u ? conn_make(srv, u, fd, cred, serial, hello) : NULL;
+
+        if (!c)
+                user_release(u);
+        return c;
+}
+
+int conn_adopt_output(struct conn *c, const uint8_t *buf, size_t len)
+{
+        struct outmsg *m = malloc(sizeof(*m) + len);
+
+        if (!m)
+                return -ENOMEM;
+        m->len = len;
+        m->cost = outmsg_cost(len);
+        memcpy(m->data, buf, len);
+        sn_list_add_tail(&c->outq, &m->link);
+        c->outq_bytes += m->cost;
+        c->user->output += m->cost;
+        conn_set_writing(c, true);
+        return 0;
+}
+
+int conn_adopt_stage(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
+                     const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds)
+{
+        struct stage *st = &c->stage;
+
+        st->active = true;
+        st->id = id;
+        st->port = port;
+        st->error = error;
+        if (!nitems && !nfds)
+                return 0;
+        return stage_append(c, items, nitems, fds, nfds) ? -EINVAL : 0;
+}
+
 void conn_accept(struct server *srv, int fd)
 {
         struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
-        struct timeval hello_tv = { .tv_sec = srv->limits.handshake_timeout_ms / 1000,
-                                    .tv_usec = srv->limits.handshake_timeout_ms % 1000 * 1000 };
         struct user *u;
         struct conn *c;
 
@@ -117,39 +198,13 @@ void conn_accept(struct server *srv, int fd)
                 user_release(u);
                 return;
         }
-        c = calloc(1, sizeof(*c));
+        c = conn_make(srv, u, fd, &cred, ++srv->next_conn_serial, false);
         if (!c) {
                 log_error("out of memory accepting a connection");
                 conn_refuse(srv, fd, ENOMEM);
                 user_release(u);
                 return;
         }
-        c->user = u;
-        u->nconns++;
-        c->srv = srv;
-        c->fd = fd;
-        c->pid = cred.pid;
-        c->uid = cred.uid;
-        c->gid = cred.gid;
-        c->serial = ++srv->next_conn_serial;
-        sn_list_init(&c->handles);
-        sn_list_init(&c->regs);
-        sn_list_init(&c->runners);
-        sn_list_init(&c->waits);
-        sn_list_init(&c->outq);
-        sn_list_init(&c->dead_link);
-        event_assign(&c->ev, srv->base, fd, EV_READ | EV_PERSIST, conn_io_cb, c);
-        evtimer_assign(&c->hello_timer, srv->base, hello_timeout_cb, c);
-        if (event_add(&c->ev, NULL) < 0 || evtimer_add(&c->hello_timer, &hello_tv) < 0) {
-                event_del(&c->ev);
-                close(fd);
-                u->nconns--;
-                user_release(u);
-                free(c);
-                return;
-        }
-        sn_list_add_tail(&srv->conns, &c->link);
-        srv->nconns++;
         srv->counters.connections_total++;
         log_debug("connection %llu: pid %d uid %u", (unsigned long long)c->serial, (int)c->pid,
                   (unsigned)c->uid);
@@ -590,19 +645,23 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         size_t isz = SN_WIRE_SIZE_registration;
         uint32_t call_max = limits_call_items(&srv->limits);
 
+        if (srv->restoring)
+                call_max = UINT32_MAX / 64; /* what was held before is held again */
+
         /* The whole call's reply must fit one message: one result per item. */
         if (st->nitems + (uint64_t)n > call_max) {
                 sn__fds_close(fds, nfds);
                 return E2BIG;
         }
-        if (c->user->nstaged + (uint64_t)n > srv->limits.max_staged_per_user) {
+        if (c->user->nstaged + (uint64_t)n > srv->limits.max_staged_per_user && !srv->restoring) {
                 sn__fds_close(fds, nfds);
                 c->user->refused++;
                 server_log_refusal(srv, c, c->uid, "max-staged-per-user");
                 return EDQUOT;
         }
         /* Staged descriptors are held too: they count against the user's quota. */
-        if (c->user->nsockets + (uint64_t)nfds > srv->limits.max_sockets_per_user) {
+        if (c->user->nsockets + (uint64_t)nfds > srv->limits.max_sockets_per_user &&
+            !srv->restoring) {
                 sn__fds_close(fds, nfds);
                 c->user->refused++;
                 server_log_refusal(srv, c, c->uid, "max-sockets-per-user");

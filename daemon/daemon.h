@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <event2/event.h>
@@ -48,6 +49,7 @@ struct counters {
         uint64_t notifications;
         uint64_t posted_delivered;
         uint64_t protocol_violations;
+        uint64_t reexecs;           /* re-executions in place since the first start */
         uint64_t call_errors[SN_ERRNO_MAX];  /* call-level failures by errno */
         uint64_t entry_errors[SN_ERRNO_MAX]; /* per-entry failures by errno */
 };
@@ -115,6 +117,12 @@ struct reg {
  */
 uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_registration *item,
                    int fd);
+/* Re-exec: a registration restored from its saved fields (tmpl: fd, identity, key, client_fd,
+ * filter, trigger, state, edge_skip, stream, fresh, in_epoll, parked) in slot; its kernel epoll
+ * item lives on in the port's kept epoll instance.  Takes tmpl->fd.  Returns NULL on failure
+ * (fd closed). */
+struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg *tmpl,
+                      uint32_t slot);
 /* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
 void reg_rearm(struct reg *reg);
 /* Forgets the EDGE events recorded at ENABLE. */
@@ -149,6 +157,8 @@ struct wait {
         struct event timer;
         bool timer_armed;
         bool detached;            /* its connection died: off the port, no timer, never answered */
+        uint32_t timeout_ms;      /* as asked; SN_PROTO_INFINITE: none */
+        struct timespec deadline; /* CLOCK_MONOTONIC, when timeout_ms is finite */
         size_t charge;            /* bytes counted against the user's output budget */
         uint32_t nresults;
         uint32_t results[]; /* per-registration results of the call, sent with the answer */
@@ -202,6 +212,14 @@ struct port {
 int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct port **ret_port);
 /* Opens a named port for conn.  Returns 0, -ENOENT, -EACCES (another user's), -EDQUOT. */
 int port_open(struct conn *conn, const char *name, struct port **ret_port);
+/* Gives conn a handle to p.  Returns 0, -EDQUOT (max_ports) or -ENOMEM. */
+int port_handle_add(struct conn *conn, struct port *p);
+/* Re-exec: a port restored with its kernel epoll instance epfd (taken), charged to user uid. */
+struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t uid,
+                        uint32_t concurrency, int epfd, uint64_t epoch);
+/* Re-exec: a posted packet appended to the queue.  Returns 0 or -ENOMEM. */
+int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint32_t bytes,
+                      uint64_t epoch);
 /* Drops conn's handle; the last handle closes the port (rule 9).  conn's waits on the port are
  * answered with status; other connections' waits only when the port closes. */
 void port_close_handle(struct handle *h, uint32_t status);
@@ -316,6 +334,14 @@ struct conn {
 };
 
 void conn_accept(struct server *srv, int fd);
+/* Re-exec: a connection restored on fd with its identity (no handshake timer once hello). */
+struct conn *conn_adopt(struct server *srv, int fd, const struct ucred *cred, uint64_t serial,
+                        bool hello);
+/* Re-exec: a reply that was queued, not yet sent.  Returns 0 or -ENOMEM. */
+int conn_adopt_output(struct conn *c, const uint8_t *buf, size_t len);
+/* Re-exec: an unfinished multi-part call; takes fds.  Returns 0 or -EINVAL/-ENOMEM. */
+int conn_adopt_stage(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
+                     const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds);
 /* Sends ERROR with status (id 0) on a connection being refused, and closes fd. */
 void conn_refuse(struct server *srv, int fd, uint32_t status);
 void conn_free(struct conn *conn, uint32_t status);
@@ -372,7 +398,10 @@ struct server {
         char *config_path;
         struct settings cmdline;
         char reload_note[96];   /* the outcome of the last reload, for STATUS= */
-        struct event sig_hup;
+        struct event sig_hup, sig_usr2;
+        bool restoring;         /* re-exec: holdings are restored past any limit */
+        char *exe;              /* our binary's path, executed again by a re-exec */
+        char **argv;            /* our arguments, given again */
         struct timespec started;
         uint8_t *rbuf;  /* one received message */
         uint8_t *wbuf;  /* one reply being built */
@@ -385,6 +414,7 @@ struct server {
 
 struct server_options {
         const char *path;
+        char *const *argv;        /* for a re-exec: the command line again */
         const char *config_path;  /* "" for none; read again on SIGHUP */
         struct settings cmdline;  /* what the command line set: wins over the file */
         uint32_t mode;
@@ -397,6 +427,18 @@ struct server_options {
 int server_new(const struct server_options *opt, struct server **ret_srv);
 int server_run(struct server *srv);
 void server_free(struct server *srv);
+/* Re-executes the daemon's binary in place keeping every client (SIGUSR2): the state goes
+ * through a memfd, checked first by the new binary (--check-state).  Returns only on failure
+ * (logged), with everything still served: a negative errno. */
+int server_reexec(struct server *srv);
+/* The re-exec state (reexec.c).  reexec_save writes srv's state to fd; reexec_load reads it
+ * from fd into srv (apply) or only checks it (srv NULL): 0 or a negative errno (logged).
+ * reexec_listen reads the listening socket and path recorded in the state. */
+int reexec_save(struct server *srv, int fd);
+int reexec_load(struct server *srv, int fd);
+int reexec_listen(int fd, int *ret_listen_fd, char *path, size_t pathsz, bool *ret_owns_path);
+/* Sets or clears FD_CLOEXEC on every descriptor the state names. */
+void reexec_set_cloexec(struct server *srv, bool on);
 /* Reads the configuration file again and applies it to new requests (SIGHUP).  Returns 0, or
  * a negative errno when the file is bad (logged; the running configuration stays). */
 int server_reload(struct server *srv);

@@ -128,6 +128,8 @@ int main(int argc, char **argv)
                 OPT_GROUP,
                 OPT_TRACE,
                 OPT_LOG_LEVEL,
+                OPT_RESTORE,
+                OPT_CHECK_STATE,
                 OPT_LIMIT, /* OPT_LIMIT + i: settings_limit_options[i] */
         };
         static const struct option base_options[] = {
@@ -140,6 +142,8 @@ int main(int argc, char **argv)
                 { "trace", no_argument, NULL, OPT_TRACE },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
+                { "restore-fd", required_argument, NULL, OPT_RESTORE },
+                { "check-state", required_argument, NULL, OPT_CHECK_STATE },
         };
         struct option options[SN_ARRAY_SIZE(base_options) + 32 + 1];
         struct server_options opt = {
@@ -151,7 +155,8 @@ int main(int argc, char **argv)
         const char *path_arg = NULL;
         char path[108], err[512];
         struct server *srv;
-        int c, r, index = -1, level;
+        int c, r, index = -1, level, restore_fd = -1, check_fd = -1;
+        bool owns_path = false;
         size_t nopt = 0;
 
         settings_init(&opt.cmdline);
@@ -184,6 +189,11 @@ int main(int argc, char **argv)
                         break;
                 case 'v':
                         opt.cmdline.log_level = LOG_DEBUG;
+                        break;
+                case OPT_RESTORE:
+                case OPT_CHECK_STATE:
+                        r = parse_u32(optarg, 0, INT32_MAX, 10, &v);
+                        *(c == OPT_RESTORE ? &restore_fd : &check_fd) = (int)v;
                         break;
                 case OPT_TRACE:
                         opt.trace = true;
@@ -218,6 +228,11 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
+        if (check_fd >= 0) {
+                /* Run by a daemon about to re-execute this binary: can it take the state? */
+                sn_log_init(LOG_INFO);
+                return reexec_load(NULL, check_fd) < 0 ? 1 : 0;
+        }
         settings_init(&file);
         if (*opt.config_path &&
             settings_load_file(opt.config_path, false, &file, err, sizeof(err)) < 0) {
@@ -227,10 +242,18 @@ int main(int argc, char **argv)
         uint64_t cap = raise_nofile();
         settings_resolve(&opt.cmdline, &file, cap, &opt.limits, &level);
         sn_log_init(level);
-        r = adopt_listen_fd(path, sizeof(path));
+        r = restore_fd >= 0 ? 0 : adopt_listen_fd(path, sizeof(path));
         if (r < 0)
                 return 1;
-        if (r > 0) {
+        if (restore_fd >= 0) {
+                /* A re-exec: the listening socket and every client are already ours. */
+                r = reexec_listen(restore_fd, &opt.listen_fd, path, sizeof(path), &owns_path);
+                if (r < 0) {
+                        log_error("re-exec: no usable state on descriptor %d; not serving",
+                                  restore_fd);
+                        return 1;
+                }
+        } else if (r > 0) {
                 opt.listen_fd = r;
                 if (path_arg)
                         log_warning("--socket ignored: using the socket passed by the service "
@@ -240,11 +263,34 @@ int main(int argc, char **argv)
                 return 1;
         }
         opt.path = path;
+        opt.argv = argv;
 
         r = server_new(&opt, &srv);
         if (r < 0)
                 return 1;
         srv->fd_capacity = cap;
+        if (restore_fd >= 0) {
+                struct timespec t0, t1;
+
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                srv->owns_path = owns_path;
+                r = reexec_load(srv, restore_fd);
+                close(restore_fd);
+                reexec_set_cloexec(srv, true);
+                if (r < 0) {
+                        /* Refuse to serve rather than lose the clients' state silently. */
+                        log_error("re-exec: the state could not be restored; not serving");
+                        srv->owns_path = false;
+                        server_free(srv);
+                        return 1;
+                }
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                log_info("re-exec: restored %u connection(s), %u port(s), %llu registration(s) "
+                         "in %ld us",
+                         srv->nconns, srv->nports, (unsigned long long)srv->nregs,
+                         (long)((t1.tv_sec - t0.tv_sec) * 1000000 +
+                                (t1.tv_nsec - t0.tv_nsec) / 1000));
+        }
         log_info("socknotifyd %s listening on %s (mode %04o), fd capacity %llu", PACKAGE_VERSION,
                  path, (unsigned)opt.mode, (unsigned long long)cap);
         r = server_run(srv);

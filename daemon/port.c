@@ -36,11 +36,11 @@ static void port_ready_cb(evutil_socket_t fd, short what, void *arg)
                 port_dispatch(port);
 }
 
-static int handle_add(struct conn *conn, struct port *p)
+int port_handle_add(struct conn *conn, struct port *p)
 {
         struct handle *h;
 
-        if (conn->nports >= conn->srv->limits.max_ports) {
+        if (conn->nports >= conn->srv->limits.max_ports && !conn->srv->restoring) {
                 server_log_refusal(conn->srv, conn, conn->uid, "max-ports");
                 return -EDQUOT;
         }
@@ -117,7 +117,7 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         /* Edge-triggered: the callback only needs to hear that something new became ready;
          * waiters arriving later harvest by themselves. */
         event_assign(&p->ev, srv->base, p->epfd, EV_READ | EV_PERSIST | EV_ET, port_ready_cb, p);
-        if (event_add(&p->ev, NULL) < 0 || handle_add(conn, p) < 0) {
+        if (event_add(&p->ev, NULL) < 0 || port_handle_add(conn, p) < 0) {
                 event_del(&p->ev);
                 close(p->epfd);
                 free(p->name);
@@ -134,6 +134,64 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         return 0;
 }
 
+struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t uid,
+                        uint32_t concurrency, int epfd, uint64_t epoch)
+{
+        struct port *p = calloc(1, sizeof(*p));
+
+        if (!p)
+                return NULL;
+        p->user = user_get(srv, uid);
+        if (!p->user || (name && !(p->name = strdup(name)))) {
+                user_release(p->user);
+                free(p);
+                return NULL;
+        }
+        p->srv = srv;
+        p->uid = uid;
+        p->id = id;
+        p->concurrency = concurrency ? concurrency : 1;
+        p->epfd = epfd;
+        p->epoch = epoch;
+        sn_list_init(&p->handles);
+        sn_list_init(&p->runners);
+        sn_list_init(&p->queue);
+        sn_list_init(&p->waiters);
+        sn_list_init(&p->regs);
+        sn_list_init(&p->skips);
+        event_assign(&p->ev, srv->base, p->epfd, EV_READ | EV_PERSIST | EV_ET, port_ready_cb, p);
+        if (event_add(&p->ev, NULL) < 0) {
+                user_release(p->user);
+                free(p->name);
+                free(p);
+                return NULL;
+        }
+        sn_list_add_tail(&srv->ports, &p->srv_link);
+        srv->nports++;
+        p->user->nports++;
+        return p;
+}
+
+int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint32_t bytes,
+                      uint64_t epoch)
+{
+        struct packet *pkt = malloc(sizeof(*pkt));
+
+        if (!pkt)
+                return -ENOMEM;
+        pkt->key = key;
+        pkt->overlapped = overlapped;
+        pkt->events = bytes;
+        pkt->kind = SN_PROTO_KIND_POSTED;
+        pkt->epoch = epoch;
+        sn_list_add_tail(&port->queue, &pkt->link);
+        port->nposted++;
+        port->user->nposted++;
+        port->nqueued++;
+        port->srv->nqueued++;
+        return 0;
+}
+
 int port_open(struct conn *conn, const char *name, struct port **ret_port)
 {
         /* Only the user that created it (SO_PEERCRED of both connections) finds it: another
@@ -145,7 +203,7 @@ int port_open(struct conn *conn, const char *name, struct port **ret_port)
                 return -ENOENT;
         if (port_handle_of(conn, p->id))
                 return -EEXIST;
-        r = handle_add(conn, p);
+        r = port_handle_add(conn, p);
         if (r < 0)
                 return r;
         *ret_port = p;
@@ -518,6 +576,8 @@ int port_wait_check(struct conn *conn, uint32_t n)
         size_t size = sizeof(struct wait) + (size_t)n * sizeof(uint32_t);
         const char *limit = NULL;
 
+        if (srv->restoring)
+                return 0;
         if (conn->nwaits >= srv->limits.max_waits)
                 limit = "max-waits";
         else if (u->nwaits >= srv->limits.max_waits_per_user)
@@ -556,7 +616,15 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         if (n)
                 memcpy(w->results, results, (size_t)n * sizeof(uint32_t));
         w->timer_armed = false;
+        w->timeout_ms = timeout_ms;
         if (timeout_ms != SN_PROTO_INFINITE) {
+                clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+                w->deadline.tv_sec += timeout_ms / 1000;
+                w->deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+                if (w->deadline.tv_nsec >= 1000000000) {
+                        w->deadline.tv_sec++;
+                        w->deadline.tv_nsec -= 1000000000;
+                }
                 struct timeval tv = { .tv_sec = timeout_ms / 1000,
                                       .tv_usec = (timeout_ms % 1000) * 1000 };
 

@@ -253,6 +253,48 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         return err;
 }
 
+struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg *tmpl,
+                      uint32_t slot)
+{
+        struct server *srv = port->srv;
+        struct reg *g = malloc(sizeof(*g));
+
+        if (!g) {
+                sn_close(tmpl->fd);
+                return NULL;
+        }
+        *g = *tmpl;
+        g->port = port;
+        g->creator = creator;
+        g->queued = false;
+        sn_list_init(&g->pkt.link);
+        sn_list_init(&g->skip_link);
+        sn_list_init(&g->conn_link);
+        sn_list_init(&g->port_link);
+        g->pkt.kind = SN_PROTO_KIND_SOCKET;
+        if (server_slot_put(srv, g, slot) < 0) {
+                sn_close(g->fd);
+                free(g);
+                return NULL;
+        }
+        if (registry_find(&srv->registry, g->dev, g->ino) ||
+            registry_insert(&srv->registry, g) < 0) {
+                server_slot_release(srv, g);
+                sn_close(g->fd);
+                free(g);
+                return NULL;
+        }
+        sn_list_add_tail(&port->regs, &g->port_link);
+        if (creator) {
+                sn_list_add_tail(&creator->regs, &g->conn_link);
+                creator->user->nsockets++;
+                creator->user->nregs++;
+        }
+        port->nregs++;
+        srv->nregs++;
+        return g;
+}
+
 uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_registration *it, int fd)
 {
         struct server *srv = port->srv;

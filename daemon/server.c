@@ -18,6 +18,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <malloc.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +226,107 @@ out:
         return r;
 }
 
+/* Runs `exe --check-state=FD` and waits for it (bounded); returns its exit status or -1. */
+static int run_check(const char *exe, int fd)
+{
+        char arg[48];
+        pid_t pid;
+        int st;
+
+        snprintf(arg, sizeof(arg), "--check-state=%d", fd);
+        pid = fork();
+        if (pid < 0)
+                return -1;
+        if (pid == 0) {
+                execl(exe, exe, arg, (char *)NULL);
+                _exit(127);
+        }
+        for (int i = 0; i < 1000; i++) {
+                pid_t r = waitpid(pid, &st, WNOHANG);
+
+                if (r == pid)
+                        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+                if (r < 0 && errno != EINTR)
+                        return -1;
+                usleep(10000);
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+}
+
+int server_reexec(struct server *srv)
+{
+        struct timespec t0, t1;
+        char fdarg[48];
+        char **argv;
+        size_t n = 0;
+        int fd, r;
+
+        if (!srv->exe || !srv->argv) {
+                log_error("re-exec: the daemon's own path is unknown; still serving");
+                return -ENOTSUP;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        /* Dead connections go first: nothing of them is carried over. */
+        reaper_cb(-1, 0, srv);
+        fd = memfd_create("socknotifyd-state", 0);
+        if (fd < 0) {
+                r = -errno;
+                log_error("re-exec: memfd_create: %s", strerror(-r));
+                return r;
+        }
+        r = reexec_save(srv, fd);
+        if (r < 0) {
+                log_error("re-exec: writing the state: %s", strerror(-r));
+                close(fd);
+                return r;
+        }
+        reexec_set_cloexec(srv, false);
+        /* The new binary reads the state first: if it cannot, we go on serving. */
+        r = run_check(srv->exe, fd);
+        if (r != 0) {
+                log_error("re-exec: %s cannot take over the state (check exited %d); "
+                          "still serving", srv->exe, r);
+                reexec_set_cloexec(srv, true);
+                close(fd);
+                return -EPROTO;
+        }
+        while (srv->argv[n])
+                n++;
+        argv = calloc(n + 2, sizeof(*argv));
+        if (!argv) {
+                reexec_set_cloexec(srv, true);
+                close(fd);
+                return -ENOMEM;
+        }
+        snprintf(fdarg, sizeof(fdarg), "--restore-fd=%d", fd);
+        n = 0;
+        argv[n++] = srv->exe;
+        for (size_t i = 1; srv->argv[i]; i++)
+                if (strncmp(srv->argv[i], "--restore-fd=", 13))
+                        argv[n++] = srv->argv[i];
+        argv[n++] = fdarg;
+        argv[n] = NULL;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        log_info("re-exec: %s with %u connection(s), %u port(s), %llu registration(s); state "
+                 "written and checked in %ld us",
+                 srv->exe, srv->nconns, srv->nports, (unsigned long long)srv->nregs,
+                 (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
+        execv(srv->exe, argv);
+        r = -errno;
+        log_error("re-exec: execv %s: %s; still serving", srv->exe, strerror(-r));
+        free(argv);
+        reexec_set_cloexec(srv, true);
+        close(fd);
+        return r;
+}
+
+static void sigusr2_cb(evutil_socket_t sig, short what, void *arg)
+{
+        server_reexec(arg);
+}
+
 static void sighup_cb(evutil_socket_t sig, short what, void *arg)
 {
         server_reload(arg);
@@ -330,7 +433,7 @@ static int listen_on_path(struct server *srv, uint32_t mode, const char *group)
         return 0;
 }
 
-static const int ignored_signals[] = { SIGUSR1, SIGUSR2, SIGALRM };
+static const int ignored_signals[] = { SIGUSR1, SIGALRM };
 
 int server_new(const struct server_options *opt, struct server **ret_srv)
 {
@@ -349,6 +452,19 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->limits = opt->limits;
         srv->cmdline = opt->cmdline;
         srv->config_path = strdup(opt->config_path ? opt->config_path : "");
+        srv->argv = (char **)opt->argv;
+        {
+                char exe[4096];
+                ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+                /* The path, not the inode: an upgrade replaces the file there. */
+                if (n > 0) {
+                        exe[n] = 0;
+                        if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
+                                exe[n - 10] = 0;
+                        srv->exe = strdup(exe);
+                }
+        }
         srv->trace = opt->trace;
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);
@@ -398,9 +514,11 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         evsignal_assign(&srv->sig_term, srv->base, SIGTERM, shutdown_cb, srv);
         evsignal_assign(&srv->sig_int, srv->base, SIGINT, shutdown_cb, srv);
         evsignal_assign(&srv->sig_hup, srv->base, SIGHUP, sighup_cb, srv);
+        evsignal_assign(&srv->sig_usr2, srv->base, SIGUSR2, sigusr2_cb, srv);
         event_assign(&srv->reaper, srv->base, -1, 0, reaper_cb, srv);
         if (event_add(&srv->listen_ev, NULL) < 0 || evsignal_add(&srv->sig_term, NULL) < 0 ||
-            evsignal_add(&srv->sig_int, NULL) < 0 || evsignal_add(&srv->sig_hup, NULL) < 0) {
+            evsignal_add(&srv->sig_int, NULL) < 0 || evsignal_add(&srv->sig_hup, NULL) < 0 ||
+            evsignal_add(&srv->sig_usr2, NULL) < 0) {
                 server_free(srv);
                 return -ENOMEM;
         }
@@ -453,6 +571,8 @@ void server_free(struct server *srv)
                         event_del(&srv->sig_int);
                 if (event_initialized(&srv->sig_hup))
                         event_del(&srv->sig_hup);
+                if (event_initialized(&srv->sig_usr2))
+                        event_del(&srv->sig_usr2);
                 if (event_initialized(&srv->reaper))
                         event_del(&srv->reaper);
                 if (event_initialized(&srv->watchdog))
@@ -479,5 +599,6 @@ void server_free(struct server *srv)
         free(srv->ebuf);
         free(srv->path);
         free(srv->config_path);
+        free(srv->exe);
         free(srv);
 }

@@ -86,7 +86,7 @@ char *server_status_json(struct server *srv, uid_t uid)
         char *text;
 
         clock_gettime(CLOCK_MONOTONIC, &now);
-        doc = json_pack("{s:s, s:i, s:i, s:f, s:s?, s:I, s:o, s:o}",
+        doc = json_pack("{s:s, s:i, s:i, s:f, s:s?, s:I, s:I, s:o, s:o}",
                         "version", PACKAGE_VERSION,
                         "protocol", SN_PROTO_VERSION,
                         "pid", (int)getpid(),
@@ -94,6 +94,7 @@ char *server_status_json(struct server *srv, uid_t uid)
                                 (double)(now.tv_nsec - srv->started.tv_nsec) / 1e9,
                         "socket", srv->path,
                         "fd_capacity", (json_int_t)srv->fd_capacity,
+                        "reexecs", (json_int_t)srv->counters.reexecs,
                         "limits", limits_object(&srv->limits),
                         "user", user_object(me, uid));
         if (!doc)
