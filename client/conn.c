@@ -455,6 +455,46 @@ static void status_reply(struct sn_pending *p, const uint8_t *buf, const struct 
         (*out)[h->count] = 0;
 }
 
+static void control_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
+                          const struct sn_msg_desc *d)
+{
+        char **out = p->ctx;
+
+        *out = malloc((size_t)h->count + 1);
+        if (!*out) {
+                p->status = -ENOMEM;
+                return;
+        }
+        memcpy(*out, sn_msg_array(buf, d, 1), h->count);
+        (*out)[h->count] = 0;
+}
+
+SN_EXPORT int sn_conn_control(sn_conn_t *c, const char *request, char **ret_json)
+{
+        size_t len = request ? strlen(request) : 0;
+        char *json = NULL;
+        uint8_t *buf;
+        int r = sn__conn_usable(c);
+
+        if (r < 0)
+                return r;
+        if (!request || !ret_json)
+                return -EINVAL;
+        if (sn_msg_size(SN_MSG_CONTROL, (uint32_t)len, 0) > c->limits.max_message)
+                return -E2BIG;
+        buf = sn__msgbuf(sn_msg_size(SN_MSG_CONTROL, (uint32_t)len, 0));
+        if (!buf)
+                return -ENOMEM;
+        memcpy(sn_msg_begin(buf, SN_MSG_CONTROL, 0, 0, 0, (uint32_t)len, 0), request, len);
+        /* The answer's text comes with a failure too: it says why. */
+        r = sn__call(c, buf, sn_msg_size(SN_MSG_CONTROL, (uint32_t)len, 0), SN_MSG_CONTROL_REPLY,
+                     control_reply, &json);
+        if (r < 0 && !json)
+                return r;
+        *ret_json = json;
+        return r;
+}
+
 SN_EXPORT int sn_conn_status(sn_conn_t *c, char **ret_json)
 {
         uint8_t buf[SN_HEADER_SIZE];

@@ -110,6 +110,7 @@ static struct conn *conn_make(struct server *srv, struct user *u, int fd, const 
         c->gid = cred->gid;
         c->serial = serial;
         c->hello = hello;
+        clock_gettime(CLOCK_MONOTONIC, &c->started);
         sn_list_init(&c->handles);
         sn_list_init(&c->regs);
         sn_list_init(&c->runners);
@@ -142,10 +143,23 @@ struct conn *conn_adopt(struct server *srv, int fd, const struct ucred *cred, ui
 
 int conn_adopt_output(struct conn *c, const uint8_t *buf, size_t len)
 {
+        return conn_defer(c, buf, len) ? 0 : -ENOMEM;
+}
+
+void conn_defer_cancel(struct conn *c, struct outmsg *m)
+{
+        sn_list_del(&m->link);
+        c->outq_bytes -= m->cost;
+        c->user->output -= m->cost;
+        free(m);
+}
+
+struct outmsg *conn_defer(struct conn *c, const uint8_t *buf, size_t len)
+{
         struct outmsg *m = malloc(sizeof(*m) + len);
 
         if (!m)
-                return -ENOMEM;
+                return NULL;
         m->len = len;
         m->cost = outmsg_cost(len);
         memcpy(m->data, buf, len);
@@ -153,7 +167,7 @@ int conn_adopt_output(struct conn *c, const uint8_t *buf, size_t len)
         c->outq_bytes += m->cost;
         c->user->output += m->cost;
         conn_set_writing(c, true);
-        return 0;
+        return m;
 }
 
 int conn_adopt_stage(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
@@ -598,21 +612,26 @@ static void handle_socket_close(struct conn *c, const struct snw_header *h, cons
         reply_simple(c, SN_MSG_SOCKET_CLOSE_REPLY, h->id, (uint32_t)-r);
 }
 
-static void handle_status(struct conn *c, const struct snw_header *h)
+void conn_reply_text(struct conn *c, uint16_t type, uint32_t id, uint32_t status,
+                     const char *text, size_t len)
 {
         struct server *srv = c->srv;
-        char *json = server_status_json(srv, c->uid);
-        size_t len = json ? strlen(json) : 0;
         uint8_t *p;
 
-        if (!json || sn_msg_size(SN_MSG_STATUS_REPLY, (uint32_t)len, 0) > srv->limits.max_message) {
-                free(json);
-                reply_simple(c, SN_MSG_STATUS_REPLY, h->id, json ? E2BIG : ENOMEM);
+        if (!text || sn_msg_size(type, (uint32_t)len, 0) > srv->limits.max_message) {
+                reply_simple(c, type, id, text ? E2BIG : ENOMEM);
                 return;
         }
-        p = sn_msg_begin(srv->wbuf, SN_MSG_STATUS_REPLY, h->id, 0, 0, (uint32_t)len, 0);
-        memcpy(p, json, len);
-        conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_STATUS_REPLY, (uint32_t)len, 0));
+        p = sn_msg_begin(srv->wbuf, type, id, status, 0, (uint32_t)len, 0);
+        memcpy(p, text, len);
+        conn_send(c, srv->wbuf, sn_msg_size(type, (uint32_t)len, 0));
+}
+
+static void handle_status(struct conn *c, const struct snw_header *h)
+{
+        char *json = server_status_json(c->srv, c->uid);
+
+        conn_reply_text(c, SN_MSG_STATUS_REPLY, h->id, 0, json, json ? strlen(json) : 0);
         free(json);
 }
 
@@ -898,6 +917,9 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                 break;
         case SN_MSG_STATUS:
                 handle_status(c, &h);
+                break;
+        case SN_MSG_CONTROL:
+                control_handle(c, h.id, sn_msg_array(buf, d, 1), h.count);
                 break;
         default:
                 violation(c, h.id, EPROTO, "a reply type sent as a request");

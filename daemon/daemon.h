@@ -330,6 +330,7 @@ struct conn {
         size_t outq_bytes;        /* real allocation held by outq, counted against limits */
         uint32_t violations;      /* protocol violations, for the per-connection log limit */
         struct event hello_timer; /* handshake timeout, armed until HELLO */
+        struct timespec started;  /* CLOCK_MONOTONIC at accept (or restore) */
         struct sn_list dead_link; /* in server->dead */
 };
 
@@ -339,6 +340,10 @@ struct conn *conn_adopt(struct server *srv, int fd, const struct ucred *cred, ui
                         bool hello);
 /* Re-exec: a reply that was queued, not yet sent.  Returns 0 or -ENOMEM. */
 int conn_adopt_output(struct conn *c, const uint8_t *buf, size_t len);
+/* Queues a reply to be sent later by the loop (or by the next image after a re-exec), or
+ * NULL when out of memory; conn_defer_cancel() takes it back before it was sent. */
+struct outmsg *conn_defer(struct conn *c, const uint8_t *buf, size_t len);
+void conn_defer_cancel(struct conn *c, struct outmsg *m);
 /* Re-exec: an unfinished multi-part call; takes fds.  Returns 0 or -EINVAL/-ENOMEM. */
 int conn_adopt_stage(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
                      const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds);
@@ -357,6 +362,14 @@ void conn_send(struct conn *conn, const uint8_t *buf, size_t len);
 /* Encodes and sends a PROCESS_REPLY. */
 void conn_reply_process(struct conn *conn, uint32_t id, uint32_t status, const uint32_t *results,
                         uint32_t nresults, const uint8_t *entries, uint32_t nentries);
+
+/* ---- operators' requests (control.c) -------------------------------------------------- */
+
+/* Answers a CONTROL request of conn (JSON text of len bytes) with a CONTROL_REPLY. */
+void control_handle(struct conn *conn, uint32_t id, const uint8_t *text, uint32_t len);
+/* Sends a reply of type with status and text (len bytes) as its byte array. */
+void conn_reply_text(struct conn *conn, uint16_t type, uint32_t id, uint32_t status,
+                     const char *text, size_t len);
 
 /* ---- server (server.c, status.c) ------------------------------------------------------- */
 
@@ -431,6 +444,9 @@ void server_free(struct server *srv);
  * through a memfd, checked first by the new binary (--check-state).  Returns only on failure
  * (logged), with everything still served: a negative errno. */
 int server_reexec(struct server *srv);
+/* A re-exec asked for by conn's CONTROL request id: answer (JSON text) is queued to go out
+ * from the new image.  Returns only on failure, with the answer taken back. */
+int server_reexec_for(struct server *srv, struct conn *conn, uint32_t id, const char *answer);
 /* The re-exec state (reexec.c).  reexec_save writes srv's state to fd; reexec_load reads it
  * from fd into srv (apply) or only checks it (srv NULL): 0 or a negative errno (logged).
  * reexec_listen reads the listening socket and path recorded in the state. */

@@ -322,6 +322,24 @@ int server_reexec(struct server *srv)
         return r;
 }
 
+int server_reexec_for(struct server *srv, struct conn *c, uint32_t id, const char *answer)
+{
+        size_t len = strlen(answer);
+        struct outmsg *m;
+        int r;
+
+        if (sn_msg_size(SN_MSG_CONTROL_REPLY, (uint32_t)len, 0) > srv->limits.max_message)
+                return -E2BIG;
+        memcpy(sn_msg_begin(srv->wbuf, SN_MSG_CONTROL_REPLY, id, 0, 0, (uint32_t)len, 0), answer,
+               len);
+        m = conn_defer(c, srv->wbuf, sn_msg_size(SN_MSG_CONTROL_REPLY, (uint32_t)len, 0));
+        if (!m)
+                return -ENOMEM;
+        r = server_reexec(srv);
+        conn_defer_cancel(c, m);
+        return r;
+}
+
 static void sigusr2_cb(evutil_socket_t sig, short what, void *arg)
 {
         server_reexec(arg);

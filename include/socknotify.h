@@ -127,6 +127,12 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *conn);
 /* Copies the daemon's limits for this connection. */
 SN_EXPORT int sn_conn_limits(sn_conn_t *conn, sn_limits_t *ret_limits);
 
+/* Sends an operator's request (JSON text, as PROTOCOL.md's CONTROL describes) and returns the
+ * answer (JSON, malloc'ed, the caller frees it).  On a refusal (-EPERM, -EINVAL, ...) the
+ * answer, when the daemon gave one, is returned too and says why.  socknotifyctl(1) is built
+ * on it. */
+SN_EXPORT int sn_conn_control(sn_conn_t *conn, const char *request, char **ret_json);
+
 /* Fetches the daemon's status document (JSON).  *ret_json is malloc'ed, NUL-terminated, and
  * the caller frees it. */
 SN_EXPORT int sn_conn_status(sn_conn_t *conn, char **ret_json);

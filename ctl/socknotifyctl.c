@@ -1,0 +1,675 @@
+/*
+ * socknotifyctl - look into a running socknotifyd and steer it.
+ *
+ * Every verb is one or more requests on an ordinary client connection (STATUS, CONTROL; see
+ * PROTOCOL.md): the daemon decides what this user may see and do.  Output is an aligned table
+ * for people (sizes and rates humanised, colour only on a terminal) or, with --json, the
+ * documented JSON for programs.  Exit status: 0 done, 1 the daemon refused or failed the
+ * request, 2 bad usage, 3 no daemon reachable.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/path.h"
+#include "socknotify.h"
+
+enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_NODAEMON = 3 };
+
+static bool opt_json, opt_color;
+static const char *opt_socket;
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: socknotifyctl [OPTION]... VERB [ARG]...\n"
+                "Look into a running socknotifyd and steer it.\n"
+                "\n"
+                "Verbs:\n"
+                "  status                       version, uptime, limits, totals, rates, usage\n"
+                "  clients                      connections: pid, user, command, what they hold\n"
+                "  ports                        completion ports and what they hold\n"
+                "  registrations [--port=ID] [--client=PID]\n"
+                "                               registered sockets: kind, addresses, state\n"
+                "  log-level LEVEL              error, warning, notice, info or debug\n"
+                "  reload                       read the configuration file again\n"
+                "  reexec                       re-execute the daemon in place (upgrade)\n"
+                "  watch [--interval=MS] [--count=N]\n"
+                "                               a live view, one line per port\n"
+                "\n"
+                "Options:\n"
+                "  -s, --socket=PATH            the daemon's socket (default: $SOCKNOTIFY_SOCKET,\n"
+                "                               else the per-user or the system socket)\n"
+                "  -j, --json                   JSON output for programs\n"
+                "      --color=WHEN             auto (default), always or never\n"
+                "  -h, --help                   show this help and exit\n"
+                "  -V, --version                show the version and exit\n"
+                "\n"
+                "Exit status: 0 done, 1 refused or failed by the daemon, 2 bad usage,\n"
+                "3 no daemon reachable.\n");
+}
+
+/* ---- formatting ------------------------------------------------------------------------- */
+
+static void human_size(double v, char *out, size_t size)
+{
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+        int u = 0;
+
+        while (v >= 1024 && u < 4) {
+                v /= 1024;
+                u++;
+        }
+        snprintf(out, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static void human_count(double v, char *out, size_t size)
+{
+        if (v >= 1e9)
+                snprintf(out, size, "%.1fG", v / 1e9);
+        else if (v >= 1e6)
+                snprintf(out, size, "%.1fM", v / 1e6);
+        else if (v >= 1e4)
+                snprintf(out, size, "%.1fk", v / 1e3);
+        else
+                snprintf(out, size, "%.0f", v);
+}
+
+static void human_age(double s, char *out, size_t size)
+{
+        long t = (long)s;
+
+        if (t >= 86400)
+                snprintf(out, size, "%ldd%02ldh", t / 86400, t % 86400 / 3600);
+        else if (t >= 3600)
+                snprintf(out, size, "%ldh%02ldm", t / 3600, t % 3600 / 60);
+        else if (t >= 60)
+                snprintf(out, size, "%ldm%02lds", t / 60, t % 60);
+        else
+                snprintf(out, size, "%lds", t);
+}
+
+/* A table: rows of cells, printed with columns as wide as their widest cell. */
+#define MAXCOLS 12
+struct table {
+        int ncols;
+        const char *head[MAXCOLS];
+        bool right[MAXCOLS];
+        char **cells; /* nrows * ncols */
+        size_t nrows, cap;
+};
+
+static void table_add(struct table *t, ...)
+{
+        va_list ap;
+
+        if (t->nrows == t->cap) {
+                t->cap = t->cap ? t->cap * 2 : 16;
+                t->cells = realloc(t->cells, t->cap * (size_t)t->ncols * sizeof(char *));
+                if (!t->cells) {
+                        perror("socknotifyctl");
+                        exit(EXIT_REFUSED);
+                }
+        }
+        va_start(ap, t);
+        for (int i = 0; i < t->ncols; i++)
+                t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = strdup(va_arg(ap, const char *));
+        va_end(ap);
+        t->nrows++;
+}
+
+static void table_print(struct table *t)
+{
+        size_t w[MAXCOLS];
+
+        for (int i = 0; i < t->ncols; i++) {
+                w[i] = strlen(t->head[i]);
+                for (size_t r = 0; r < t->nrows; r++)
+                        w[i] = w[i] > strlen(t->cells[r * (size_t)t->ncols + (size_t)i])
+                                       ? w[i]
+                                       : strlen(t->cells[r * (size_t)t->ncols + (size_t)i]);
+        }
+        if (opt_color)
+                fputs("\033[1m", stdout);
+        for (int i = 0; i < t->ncols; i++)
+                if (i + 1 < t->ncols || t->right[i])
+                        printf(t->right[i] ? "%*s%s" : "%-*s%s", (int)w[i], t->head[i],
+                               i + 1 < t->ncols ? "  " : "");
+                else
+                        fputs(t->head[i], stdout);
+        if (opt_color)
+                fputs("\033[0m", stdout);
+        putchar('\n');
+        for (size_t r = 0; r < t->nrows; r++) {
+                for (int i = 0; i < t->ncols; i++) {
+                        char *c = t->cells[r * (size_t)t->ncols + (size_t)i];
+
+                        if (i + 1 < t->ncols)
+                                printf(t->right[i] ? "%*s  " : "%-*s  ", (int)w[i], c);
+                        else if (t->right[i])
+                                printf("%*s", (int)w[i], c);
+                        else
+                                fputs(c, stdout);
+                        free(c);
+                }
+                putchar('\n');
+        }
+        free(t->cells);
+        t->cells = NULL;
+        t->nrows = t->cap = 0;
+}
+
+static const char *num(json_t *o, const char *key, char *buf, size_t size)
+{
+        snprintf(buf, size, "%lld", (long long)json_integer_value(json_object_get(o, key)));
+        return buf;
+}
+
+/* ---- talking to the daemon -------------------------------------------------------------- */
+
+static sn_conn_t *connect_daemon(void)
+{
+        char path[108];
+        sn_conn_t *c;
+        int r;
+
+        r = sn_conn_open(opt_socket, &c);
+        if (r == 0)
+                return c;
+        if (sn__socket_path(opt_socket, path, sizeof(path)) < 0)
+                snprintf(path, sizeof(path), "(path too long)");
+        fprintf(stderr, "socknotifyctl: cannot talk to socknotifyd at %s: %s\n", path,
+                sn_strerror(r));
+        fprintf(stderr, "  Is the daemon running (systemctl status socknotifyd.socket)? Choose "
+                        "another socket with -s PATH or SOCKNOTIFY_SOCKET=PATH.\n");
+        exit(EXIT_NODAEMON);
+}
+
+static json_t *parse(const char *text)
+{
+        json_error_t je;
+        json_t *doc = json_loads(text ? text : "", 0, &je);
+
+        if (!doc) {
+                fprintf(stderr, "socknotifyctl: the daemon's answer is not JSON: %s\n", je.text);
+                exit(EXIT_REFUSED);
+        }
+        return doc;
+}
+
+static json_t *status_doc(sn_conn_t *c)
+{
+        char *text = NULL;
+        int r = sn_conn_status(c, &text);
+        json_t *doc;
+
+        if (r < 0) {
+                fprintf(stderr, "socknotifyctl: status: %s\n", sn_strerror(r));
+                exit(EXIT_REFUSED);
+        }
+        doc = parse(text);
+        free(text);
+        return doc;
+}
+
+/* One CONTROL request; exits with the daemon's reason on a refusal. */
+static json_t *control(sn_conn_t *c, json_t *req)
+{
+        char *text = json_dumps(req, JSON_COMPACT), *ans = NULL;
+        int r = sn_conn_control(c, text, &ans);
+        json_t *doc;
+
+        free(text);
+        if (r < 0) {
+                json_t *why = ans ? json_loads(ans, 0, NULL) : NULL;
+                const char *s = why ? json_string_value(json_object_get(why, "error")) : NULL;
+
+                fprintf(stderr, "socknotifyctl: %s: %s%s%s\n",
+                        json_string_value(json_object_get(req, "verb")), sn_strerror(r),
+                        s ? ": " : "", s ? s : "");
+                if (r == -EPERM)
+                        fprintf(stderr, "  Run it as root or as the user the daemon runs as.\n");
+                exit(EXIT_REFUSED);
+        }
+        doc = parse(ans);
+        free(ans);
+        return doc;
+}
+
+/* Every page of a listing, as one array. */
+static json_t *list_all(sn_conn_t *c, const char *verb, json_int_t port, json_int_t pid)
+{
+        json_t *all = json_array();
+        json_int_t offset = 0;
+
+        for (;;) {
+                json_t *req = json_pack("{s:s, s:I}", "verb", verb, "offset", offset), *ans;
+
+                if (port)
+                        json_object_set_new(req, "port", json_integer(port));
+                if (pid)
+                        json_object_set_new(req, "pid", json_integer(pid));
+                ans = control(c, req);
+                json_decref(req);
+                json_array_extend(all, json_object_get(ans, "items"));
+                if (!json_is_integer(json_object_get(ans, "next"))) {
+                        json_decref(ans);
+                        return all;
+                }
+                offset = json_integer_value(json_object_get(ans, "next"));
+                json_decref(ans);
+        }
+}
+
+static void print_json(json_t *doc)
+{
+        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+        putchar('\n');
+}
+
+/* ---- verbs -------------------------------------------------------------------------------- */
+
+static const char *const usage_keys[][2] = {
+        { "connections", "max_connections_per_user" }, { "ports", "max_ports_per_user" },
+        { "sockets", "max_sockets_per_user" },         { "waits", "max_waits_per_user" },
+        { "posted", "max_posted_per_user" },           { "staged", "max_staged_per_user" },
+};
+
+static void print_usage_table(json_t *limits, json_t *users)
+{
+        struct table t = { .ncols = 9,
+                           .head = { "UID", "CONNECTIONS", "PORTS", "SOCKETS", "WAITS", "POSTED",
+                                     "STAGED", "OUTPUT", "REFUSED" },
+                           .right = { true, true, true, true, true, true, true, true, true } };
+        size_t i;
+        json_t *u;
+
+        json_array_foreach(users, i, u) {
+                char cell[8][48], uid[24], out[24], lim[24];
+
+                snprintf(uid, sizeof(uid), "%lld",
+                         (long long)json_integer_value(json_object_get(u, "uid")));
+                for (size_t k = 0; k < 6; k++)
+                        snprintf(cell[k], sizeof(cell[k]), "%lld/%lld",
+                                 (long long)json_integer_value(json_object_get(u, usage_keys[k][0])),
+                                 (long long)json_integer_value(
+                                         json_object_get(limits, usage_keys[k][1])));
+                human_size((double)json_integer_value(json_object_get(u, "output_bytes")), out,
+                           sizeof(out));
+                human_size((double)json_integer_value(json_object_get(limits,
+                                                                      "max_output_per_user")),
+                           lim, sizeof(lim));
+                snprintf(cell[6], sizeof(cell[6]), "%s/%s", out, lim);
+                num(u, "refused", cell[7], sizeof(cell[7]));
+                table_add(&t, uid, cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6],
+                          cell[7]);
+        }
+        table_print(&t);
+}
+
+static int verb_status(sn_conn_t *c)
+{
+        json_t *doc = status_doc(c), *limits = json_object_get(doc, "limits");
+        json_t *counters = json_object_get(doc, "counters"), *users;
+        double up = json_real_value(json_object_get(doc, "uptime_seconds"));
+        char age[32], a[32], b[32];
+        const char *key;
+        json_t *v;
+
+        if (opt_json) {
+                print_json(doc);
+                json_decref(doc);
+                return 0;
+        }
+        human_age(up, age, sizeof(age));
+        printf("socknotifyd %s (protocol %lld), pid %lld, up %s, %lld re-execution(s)\n",
+               json_string_value(json_object_get(doc, "version")),
+               (long long)json_integer_value(json_object_get(doc, "protocol")),
+               (long long)json_integer_value(json_object_get(doc, "pid")), age,
+               (long long)json_integer_value(json_object_get(doc, "reexecs")));
+        printf("socket %s, descriptor capacity %lld\n",
+               json_string_value(json_object_get(doc, "socket")),
+               (long long)json_integer_value(json_object_get(doc, "fd_capacity")));
+        printf("%s: %lld connection(s), %lld port(s), %lld registration(s), %lld waiting "
+               "call(s)\n",
+               counters ? "daemon" : "yours",
+               (long long)json_integer_value(json_object_get(doc, "connections")),
+               (long long)json_integer_value(json_object_get(doc, "ports")),
+               (long long)json_integer_value(json_object_get(doc, "registrations")),
+               (long long)json_integer_value(json_object_get(doc, "waiters")));
+        if (counters) {
+                struct table t = { .ncols = 3, .head = { "TOTAL", "COUNT", "RATE" },
+                                   .right = { false, true, true } };
+
+                putchar('\n');
+                json_object_foreach(counters, key, v) {
+                        char rate[40];
+
+                        human_count((double)json_integer_value(v), a, sizeof(a));
+                        human_count(up > 0 ? (double)json_integer_value(v) / up : 0, b,
+                                    sizeof(b));
+                        snprintf(rate, sizeof(rate), "%s/s", b);
+                        table_add(&t, key, a, rate);
+                }
+                table_print(&t);
+                json_t *errs = json_object_get(doc, "errors");
+                const char *kind;
+                json_t *byname;
+
+                json_object_foreach(errs, kind, byname) {
+                        json_object_foreach(byname, key, v)
+                                printf("errors (%s): %s %lld\n", kind, key,
+                                       (long long)json_integer_value(v));
+                }
+        }
+        putchar('\n');
+        {
+                struct table t = { .ncols = 2, .head = { "LIMIT", "VALUE" },
+                                   .right = { false, true } };
+
+                json_object_foreach(limits, key, v) {
+                        num(limits, key, a, sizeof(a));
+                        table_add(&t, key, a);
+                }
+                table_print(&t);
+        }
+        putchar('\n');
+        users = json_object_get(doc, "users");
+        if (users) {
+                print_usage_table(limits, users);
+        } else {
+                json_t *one = json_array();
+
+                json_array_append(one, json_object_get(doc, "user"));
+                print_usage_table(limits, one);
+                json_decref(one);
+        }
+        json_decref(doc);
+        return 0;
+}
+
+static int verb_clients(sn_conn_t *c)
+{
+        json_t *items = list_all(c, "clients", 0, 0), *it;
+        struct table t = { .ncols = 9,
+                           .head = { "PID", "UID", "COMMAND", "PORTS", "REGISTRATIONS", "WAITS",
+                                     "QUEUED", "AGE", "ID" },
+                           .right = { true, true, false, true, true, true, true, true, true } };
+        size_t i;
+
+        if (opt_json) {
+                print_json(json_pack("{s:o}", "items", items));
+                return 0;
+        }
+        json_array_foreach(items, i, it) {
+                char pid[16], uid[16], ports[16], regs[16], waits[16], q[24], age[24], id[24];
+
+                human_size((double)json_integer_value(json_object_get(it, "queued_bytes")), q,
+                           sizeof(q));
+                human_age(json_real_value(json_object_get(it, "age_seconds")), age, sizeof(age));
+                table_add(&t, num(it, "pid", pid, sizeof(pid)), num(it, "uid", uid, sizeof(uid)),
+                          json_string_value(json_object_get(it, "command")),
+                          num(it, "ports", ports, sizeof(ports)),
+                          num(it, "registrations", regs, sizeof(regs)),
+                          num(it, "waits", waits, sizeof(waits)), q, age,
+                          num(it, "id", id, sizeof(id)));
+        }
+        table_print(&t);
+        json_decref(items);
+        return 0;
+}
+
+static void ports_table(json_t *items)
+{
+        struct table t = { .ncols = 11,
+                           .head = { "ID", "NAME", "UID", "HANDLES", "CONCURRENCY", "RUNNING",
+                                     "REGISTRATIONS", "QUEUED", "POSTED", "WAITERS", "LINGER" },
+                           .right = { true, false, true, true, true, true, true, true, true, true,
+                                      false } };
+        size_t i;
+        json_t *it;
+
+        json_array_foreach(items, i, it) {
+                char f[9][24];
+                const char *name = json_string_value(json_object_get(it, "name"));
+
+                table_add(&t, num(it, "id", f[0], 24), name ? name : "-",
+                          num(it, "uid", f[1], 24), num(it, "handles", f[2], 24),
+                          num(it, "concurrency", f[3], 24), num(it, "running", f[4], 24),
+                          num(it, "registrations", f[5], 24), num(it, "queued", f[6], 24),
+                          num(it, "posted", f[7], 24), num(it, "waiters", f[8], 24), "-");
+        }
+        table_print(&t);
+}
+
+static int verb_ports(sn_conn_t *c)
+{
+        json_t *items = list_all(c, "ports", 0, 0);
+
+        if (opt_json)
+                print_json(json_pack("{s:o}", "items", items));
+        else
+                ports_table(items);
+        if (!opt_json)
+                json_decref(items);
+        return 0;
+}
+
+static int verb_registrations(sn_conn_t *c, json_int_t port, json_int_t pid)
+{
+        json_t *items = list_all(c, "registrations", port, pid), *it, *f;
+        struct table t = { .ncols = 10,
+                           .head = { "PORT", "KEY", "PID", "KIND", "LOCAL", "PEER", "FILTER",
+                                     "TRIGGER", "STATE", "QUEUED" },
+                           .right = { true, true, true } };
+        size_t i, k;
+
+        if (opt_json) {
+                print_json(json_pack("{s:o}", "items", items));
+                return 0;
+        }
+        json_array_foreach(items, i, it) {
+                json_t *sock = json_object_get(it, "socket");
+                char p[16], key[24], pidb[16], kind[48], filter[32] = "";
+
+                snprintf(kind, sizeof(kind), "%s%s",
+                         json_string_value(json_object_get(sock, "kind")),
+                         json_is_true(json_object_get(sock, "listening")) ? " (listening)" : "");
+                json_array_foreach(json_object_get(it, "filter"), k, f) {
+                        if (k)
+                                strcat(filter, ",");
+                        strcat(filter, json_string_value(f));
+                }
+                table_add(&t, num(it, "port", p, sizeof(p)), num(it, "key", key, sizeof(key)),
+                          num(it, "pid", pidb, sizeof(pidb)), kind,
+                          json_string_value(json_object_get(sock, "local")),
+                          json_string_value(json_object_get(sock, "peer")), *filter ? filter : "-",
+                          json_string_value(json_object_get(it, "trigger")),
+                          json_string_value(json_object_get(it, "state")),
+                          json_is_true(json_object_get(it, "queued")) ? "yes" : "no");
+        }
+        table_print(&t);
+        json_decref(items);
+        return 0;
+}
+
+static int verb_simple(sn_conn_t *c, json_t *req)
+{
+        json_t *ans = control(c, req);
+
+        if (opt_json) {
+                print_json(ans);
+        } else {
+                const char *key;
+                json_t *v;
+
+                json_object_foreach(ans, key, v)
+                        printf("%s\n", json_is_string(v) ? json_string_value(v) : key);
+        }
+        json_decref(ans);
+        json_decref(req);
+        return 0;
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        stop = 1;
+}
+
+static int verb_watch(sn_conn_t *c, long interval_ms, long count)
+{
+        double last_up = 0, last_n = 0;
+
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        for (long frame = 0; !stop && (count <= 0 || frame < count); frame++) {
+                json_t *doc = status_doc(c), *items = list_all(c, "ports", 0, 0);
+                json_t *counters = json_object_get(doc, "counters");
+                double up = json_real_value(json_object_get(doc, "uptime_seconds"));
+                double n = (double)json_integer_value(json_object_get(counters, "notifications"));
+                char rate[32] = "-", clock_s[16];
+                time_t now = time(NULL);
+
+                if (frame && up > last_up && counters)
+                        human_count((n - last_n) / (up - last_up), rate, sizeof(rate));
+                last_up = up;
+                last_n = n;
+                strftime(clock_s, sizeof(clock_s), "%H:%M:%S", localtime(&now));
+                /* Home and clear: the view is redrawn in place. */
+                fputs("\033[H\033[2J", stdout);
+                printf("socknotifyd pid %lld  %s  connections %lld  ports %lld  registrations "
+                       "%lld  waiters %lld  notifications %s/s\n\n",
+                       (long long)json_integer_value(json_object_get(doc, "pid")), clock_s,
+                       (long long)json_integer_value(json_object_get(doc, "connections")),
+                       (long long)json_integer_value(json_object_get(doc, "ports")),
+                       (long long)json_integer_value(json_object_get(doc, "registrations")),
+                       (long long)json_integer_value(json_object_get(doc, "waiters")), rate);
+                ports_table(items);
+                fflush(stdout);
+                json_decref(items);
+                json_decref(doc);
+                if (count <= 0 || frame + 1 < count)
+                        usleep((useconds_t)interval_ms * 1000);
+        }
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "json", no_argument, NULL, 'j' },
+                { "color", required_argument, NULL, 'C' },
+                { "port", required_argument, NULL, 'p' },
+                { "client", required_argument, NULL, 'c' },
+                { "interval", required_argument, NULL, 'i' },
+                { "count", required_argument, NULL, 'n' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {},
+        };
+        const char *color = "auto", *verb;
+        long port = 0, pid = 0, interval = 1000, count = 0;
+        sn_conn_t *c;
+        int o, r;
+
+        while ((o = getopt_long(argc, argv, "+s:jhV", options, NULL)) >= 0) {
+                switch (o) {
+                case 's':
+                        opt_socket = optarg;
+                        break;
+                case 'j':
+                        opt_json = true;
+                        break;
+                case 'C':
+                        color = optarg;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        printf("socknotifyctl %s\n", PACKAGE_VERSION);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind >= argc) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        verb = argv[optind];
+        /* Options of the verb follow it. */
+        optind++;
+        while ((o = getopt_long(argc, argv, "+s:j", options, NULL)) >= 0) {
+                char *end = NULL;
+                long *dst = o == 'p' ? &port : o == 'c' ? &pid : o == 'i' ? &interval
+                                                                : o == 'n' ? &count : NULL;
+
+                if (o == 's') {
+                        opt_socket = optarg;
+                        continue;
+                }
+                if (o == 'j') {
+                        opt_json = true;
+                        continue;
+                }
+                if (!dst || (*dst = strtol(optarg, &end, 10), !end || *end || *dst < 0)) {
+                        fprintf(stderr, "socknotifyctl: bad option for %s (see --help)\n", verb);
+                        return EXIT_USAGE;
+                }
+        }
+        if (!strcmp(color, "always"))
+                opt_color = true;
+        else if (!strcmp(color, "auto"))
+                opt_color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+        else if (strcmp(color, "never")) {
+                fprintf(stderr, "socknotifyctl: --color: auto, always or never\n");
+                return EXIT_USAGE;
+        }
+        if (opt_json)
+                opt_color = false;
+        bool needs_arg = !strcmp(verb, "log-level");
+        if ((needs_arg && optind + 1 != argc) || (!needs_arg && optind != argc)) {
+                fprintf(stderr, "socknotifyctl: wrong arguments for %s (see --help)\n", verb);
+                return EXIT_USAGE;
+        }
+        if (strcmp(verb, "status") && strcmp(verb, "clients") && strcmp(verb, "ports") &&
+            strcmp(verb, "registrations") && strcmp(verb, "log-level") && strcmp(verb, "reload") &&
+            strcmp(verb, "reexec") && strcmp(verb, "watch")) {
+                fprintf(stderr, "socknotifyctl: unknown verb '%s' (see --help)\n", verb);
+                return EXIT_USAGE;
+        }
+        c = connect_daemon();
+        if (!strcmp(verb, "status"))
+                r = verb_status(c);
+        else if (!strcmp(verb, "clients"))
+                r = verb_clients(c);
+        else if (!strcmp(verb, "ports"))
+                r = verb_ports(c);
+        else if (!strcmp(verb, "registrations"))
+                r = verb_registrations(c, port, pid);
+        else if (!strcmp(verb, "log-level"))
+                r = verb_simple(c, json_pack("{s:s, s:s}", "verb", verb, "level", argv[optind]));
+        else if (!strcmp(verb, "watch"))
+                r = verb_watch(c, interval ? interval : 1000, count);
+        else
+                r = verb_simple(c, json_pack("{s:s}", "verb", verb));
+        sn_conn_close(c);
+        return r;
+}

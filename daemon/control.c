@@ -1,0 +1,333 @@
+/*
+ * control.c - operators' requests (CONTROL): what socknotifyctl shows and what it steers.
+ *
+ * A request is a JSON object {"verb": ..., ...}; the answer is a JSON object.  Listings answer
+ * in pages that fit one message: "items" from "offset", and "next" (the offset to ask for next)
+ * when more remain.  Never on the notification path: jansson is fine here.
+ *
+ * Access: root and the user the daemon runs as (the owner of a per-user daemon) see everything
+ * and may steer (log-level, reload, reexec); any other user sees only its own connections,
+ * ports and registrations (by SO_PEERCRED uid), and steering answers EPERM.  What the daemon
+ * shows of a client comes from the kernel (pid and uid from SO_PEERCRED, the command name from
+ * /proc), never from the client's word.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/log.h"
+#include "common/macro.h"
+#include "daemon/daemon.h"
+#include "socknotify.h"
+
+static bool is_admin(const struct conn *c)
+{
+        return c->uid == 0 || c->uid == geteuid();
+}
+
+static bool may_see(const struct conn *c, uid_t owner)
+{
+        return is_admin(c) || owner == c->uid;
+}
+
+static void comm_of(pid_t pid, char *out, size_t size)
+{
+        char path[64];
+        ssize_t n;
+        int fd;
+
+        snprintf(out, size, "?");
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = read(fd, out, size - 1);
+        close(fd);
+        if (n <= 0) {
+                snprintf(out, size, "?");
+                return;
+        }
+        out[n] = 0;
+        out[strcspn(out, "\n")] = 0;
+}
+
+static void format_addr(const struct sockaddr_storage *ss, socklen_t len, char *out, size_t size)
+{
+        char host[INET6_ADDRSTRLEN];
+
+        out[0] = 0;
+        if (ss->ss_family == AF_INET) {
+                const struct sockaddr_in *in = (const void *)ss;
+
+                inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+                snprintf(out, size, "%s:%u", host, ntohs(in->sin_port));
+        } else if (ss->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *in6 = (const void *)ss;
+
+                inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+                snprintf(out, size, "[%s]:%u", host, ntohs(in6->sin6_port));
+        } else if (ss->ss_family == AF_UNIX) {
+                const struct sockaddr_un *un = (const void *)ss;
+                size_t n = len > offsetof(struct sockaddr_un, sun_path)
+                                   ? len - offsetof(struct sockaddr_un, sun_path)
+                                   : 0;
+
+                if (n == 0)
+                        snprintf(out, size, "(unnamed)");
+                else if (un->sun_path[0] == 0)
+                        snprintf(out, size, "@%.*s", (int)SN_MIN(n - 1, (size_t)100),
+                                 un->sun_path + 1);
+                else
+                        snprintf(out, size, "%.*s", (int)strnlen(un->sun_path, n),
+                                 un->sun_path);
+        }
+}
+
+/* What kind of socket: "tcp", "tcp6", "udp", "udp6", "unix-stream", "unix-dgram", ... */
+static json_t *socket_object(int fd)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        int domain = 0, type = 0, listening = 0;
+        const char *kind;
+        char local[160] = "", peer[160] = "";
+
+        getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &(socklen_t){ sizeof(domain) });
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) });
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &(socklen_t){ sizeof(listening) });
+        if (domain == AF_INET || domain == AF_INET6) {
+                bool six = domain == AF_INET6;
+
+                kind = type == SOCK_STREAM  ? (six ? "tcp6" : "tcp")
+                       : type == SOCK_DGRAM ? (six ? "udp6" : "udp")
+                                            : (six ? "inet6-other" : "inet-other");
+        } else if (domain == AF_UNIX) {
+                kind = type == SOCK_STREAM      ? "unix-stream"
+                       : type == SOCK_DGRAM     ? "unix-dgram"
+                       : type == SOCK_SEQPACKET ? "unix-seqpacket"
+                                                : "unix-other";
+        } else {
+                kind = "other";
+        }
+        len = sizeof(ss);
+        memset(&ss, 0, sizeof(ss));
+        if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+                format_addr(&ss, len, local, sizeof(local));
+        len = sizeof(ss);
+        memset(&ss, 0, sizeof(ss));
+        if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+                format_addr(&ss, len, peer, sizeof(peer));
+        return json_pack("{s:s, s:b, s:s, s:s}", "kind", kind, "listening", listening != 0,
+                         "local", local, "peer", peer);
+}
+
+static json_t *client_object(const struct conn *c, const struct timespec *now)
+{
+        char comm[64];
+        struct sn_list *pos, *tmp;
+        uint32_t nregs = 0;
+
+        comm_of(c->pid, comm, sizeof(comm));
+        sn_list_foreach_safe(pos, tmp, &c->regs)
+                nregs++;
+        return json_pack("{s:I, s:i, s:I, s:I, s:s, s:b, s:i, s:i, s:i, s:I, s:f}",
+                         "id", (json_int_t)c->serial, "pid", (int)c->pid,
+                         "uid", (json_int_t)c->uid, "gid", (json_int_t)c->gid, "command", comm,
+                         "handshake", c->hello, "ports", (int)c->nports,
+                         "registrations", (int)nregs, "waits", (int)c->nwaits,
+                         "queued_bytes", (json_int_t)c->outq_bytes, "age_seconds",
+                         (double)(now->tv_sec - c->started.tv_sec) +
+                                 (double)(now->tv_nsec - c->started.tv_nsec) / 1e9);
+}
+
+static json_t *port_object(const struct port *p)
+{
+        return json_pack("{s:i, s:s?, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "id", (int)p->id,
+                         "name", p->name, "uid", (json_int_t)p->uid, "handles", (int)p->nhandles,
+                         "concurrency", (int)p->concurrency, "running", (int)p->nrunning,
+                         "registrations", (int)p->nregs, "queued", (int)p->nqueued,
+                         "posted", (int)p->nposted, "waiters", (int)p->nwaiters);
+}
+
+static json_t *bits(uint32_t v, const char *const *names, const uint32_t *values, size_t n)
+{
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < n; i++)
+                if (v & values[i])
+                        json_array_append_new(a, json_string(names[i]));
+        return a;
+}
+
+static json_t *reg_object(const struct reg *g)
+{
+        static const char *const fnames[] = { "in", "out", "hangup" };
+        static const uint32_t fvalues[] = { SN_REGISTER_EVENT_IN, SN_REGISTER_EVENT_OUT,
+                                            SN_REGISTER_EVENT_HANGUP };
+        const char *state = g->state == REG_REMOVING ? "removing"
+                            : g->state == REG_DISABLED ? "disabled"
+                            : g->parked                ? "hung-up"
+                                                       : "enabled";
+        char trigger[32];
+
+        snprintf(trigger, sizeof(trigger), "%s,%s",
+                 g->trigger & SN_TRIGGER_EDGE ? "edge" : "level",
+                 g->trigger & SN_TRIGGER_ONESHOT ? "oneshot" : "persistent");
+        return json_pack("{s:i, s:I, s:i, s:o, s:o, s:s, s:s, s:b}", "port", (int)g->port->id,
+                         "key", (json_int_t)g->key, "pid",
+                         g->creator ? (int)g->creator->pid : 0, "socket", socket_object(g->fd),
+                         "filter", bits(g->filter, fnames, fvalues, 3), "trigger", trigger,
+                         "state", state, "queued", g->queued);
+}
+
+/* Appends items to the answer while it fits one message; sets "next" when some remain. */
+struct pager {
+        json_t *items;
+        size_t budget, used;
+        uint64_t offset, index;
+        bool full;
+};
+
+static void page_add(struct pager *pg, json_t *item)
+{
+        size_t n;
+
+        if (!item)
+                return;
+        if (pg->full || pg->index++ < pg->offset) {
+                json_decref(item);
+                return;
+        }
+        n = json_dumpb(item, NULL, 0, JSON_COMPACT) + 1;
+        if (pg->used + n > pg->budget) {
+                pg->full = true;
+                pg->index--;
+                json_decref(item);
+                return;
+        }
+        pg->used += n;
+        json_array_append_new(pg->items, item);
+}
+
+static json_t *list(struct conn *c, const char *verb, json_t *req)
+{
+        struct server *srv = c->srv;
+        struct pager pg = { .items = json_array(),
+                            .budget = srv->limits.max_message - SN_HEADER_SIZE - 256 };
+        json_int_t want_port = json_integer_value(json_object_get(req, "port"));
+        json_int_t want_pid = json_integer_value(json_object_get(req, "pid"));
+        struct sn_list *pos, *tmp, *p2, *t2;
+        struct timespec now;
+        json_t *ans;
+
+        pg.offset = (uint64_t)SN_MAX(json_integer_value(json_object_get(req, "offset")), 0);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!strcmp(verb, "clients")) {
+                sn_list_foreach_safe(pos, tmp, &srv->conns) {
+                        struct conn *k = sn_list_entry(pos, struct conn, link);
+
+                        if (may_see(c, k->uid) && !k->dead)
+                                page_add(&pg, client_object(k, &now));
+                }
+        } else if (!strcmp(verb, "ports")) {
+                sn_list_foreach_safe(pos, tmp, &srv->ports) {
+                        struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                        if (may_see(c, p->uid))
+                                page_add(&pg, port_object(p));
+                }
+        } else {
+                sn_list_foreach_safe(pos, tmp, &srv->ports) {
+                        struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                        if (!may_see(c, p->uid) || (want_port && p->id != want_port))
+                                continue;
+                        sn_list_foreach_safe(p2, t2, &p->regs) {
+                                struct reg *g = sn_list_entry(p2, struct reg, port_link);
+
+                                if (want_pid && (!g->creator || g->creator->pid != want_pid))
+                                        continue;
+                                page_add(&pg, reg_object(g));
+                        }
+                }
+        }
+        ans = json_pack("{s:o}", "items", pg.items);
+        if (pg.full)
+                json_object_set_new(ans, "next", json_integer((json_int_t)pg.index));
+        return ans;
+}
+
+void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t len)
+{
+        struct server *srv = c->srv;
+        json_error_t je;
+        json_t *req = json_loadb((const char *)text, len, 0, &je), *ans = NULL;
+        const char *verb = json_string_value(json_object_get(req, "verb"));
+        uint32_t status = 0;
+        char *out;
+
+        if (!verb) {
+                ans = json_pack("{s:s}", "error", "a JSON object with a \"verb\" is expected");
+                status = EINVAL;
+        } else if (!strcmp(verb, "clients") || !strcmp(verb, "ports") ||
+                   !strcmp(verb, "registrations")) {
+                ans = list(c, verb, req);
+        } else if (strcmp(verb, "log-level") && strcmp(verb, "reload") && strcmp(verb, "reexec")) {
+                ans = json_pack("{s:s}", "error", "unknown verb");
+                status = EINVAL;
+        } else if (!is_admin(c)) {
+                ans = json_pack("{s:s}", "error", "only root or the daemon's own user may");
+                status = EPERM;
+        } else if (!strcmp(verb, "log-level")) {
+                const char *name = json_string_value(json_object_get(req, "level"));
+                int level = name ? settings_parse_log_level(name) : -EINVAL;
+
+                if (level < 0) {
+                        ans = json_pack("{s:s}", "error",
+                                        "level: error, warning, notice, info or debug");
+                        status = EINVAL;
+                } else {
+                        sn_log_set_level(level);
+                        log_notice("log level set to %s by pid %d (uid %u)", name, (int)c->pid,
+                                   (unsigned)c->uid);
+                        ans = json_pack("{s:s}", "log_level", name);
+                }
+        } else if (!strcmp(verb, "reload")) {
+                status = server_reload(srv) < 0 ? EINVAL : 0;
+                ans = json_pack("{s:s}", status ? "error" : "result",
+                                status ? srv->reload_note + 2 : "configuration reloaded");
+        } else {
+                /* The answer travels in the state and the new image sends it. */
+                ans = json_pack("{s:s}", "result", "re-executed");
+                out = json_dumps(ans, JSON_COMPACT);
+                json_decref(ans);
+                ans = NULL;
+                if (server_reexec_for(srv, c, id, out) < 0) {
+                        ans = json_pack("{s:s}", "error",
+                                        "the daemon could not re-execute itself (see its log)");
+                        status = EPROTO;
+                }
+                free(out);
+                if (!ans) {
+                        json_decref(req);
+                        return;
+                }
+        }
+        out = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
+        conn_reply_text(c, SN_MSG_CONTROL_REPLY, id, status, out, out ? strlen(out) : 0);
+        free(out);
+        json_decref(ans);
+        json_decref(req);
+}
