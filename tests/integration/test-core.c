@@ -4,7 +4,7 @@
  * ends by checking that the daemon's descriptor count is back to its baseline and that it
  * exits 0 on SIGTERM (under the sanitizers, that includes "no leak").
  *
- * Row and rule numbers refer to ../shared/spec/semantics.md.
+ * Row and rule numbers refer to docs/semantics.md.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
