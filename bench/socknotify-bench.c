@@ -998,7 +998,8 @@ int main(int argc, char **argv)
                         fprintf(c == 'h' ? stdout : stderr,
                                 "Usage: socknotify-bench [--quick] [--only NAME] [--socket PATH] "
                                 "[--csv-dir DIR]\nworkloads: delivery oneshot_rearm latency "
-                                "registration memory scale mt_server\n");
+                                "registration memory scale mt_server\n"
+                                "Report bugs at https://github.com/socknotify/socknotify/issues\n");
                         return c == 'h' ? 0 : 2;
                 }
         }

@@ -59,7 +59,8 @@ static void usage(FILE *f)
                 "  -v, --verbose                log debug messages\n"
                 "      --trace                  log every message sent and received\n"
                 "  -h, --help                   show this help and exit\n"
-                "  -V, --version                show the version and exit\n",
+                "  -V, --version                show the version and exit\n"
+                "\nReport bugs at " PACKAGE_BUGREPORT "\n",
                 default_limits.max_message, default_limits.max_ports,
                 default_limits.max_registrations, default_limits.max_posted,
                 default_limits.max_waits, default_limits.max_connections);
