@@ -41,7 +41,8 @@ kind() {
         # data and documents without a comment syntax worth the name
         *.md | *.json | *.png | *.svg | NEWS | LICENSE | .gitignore | m4/.keep) echo skip ;;
         tests/fuzz/regressions/* | tests/fuzz/corpus*) echo skip ;;
-        debian/rules) echo hash ;;
+        debian/rules | debian/*.preinst | debian/*.postinst | debian/*.prerm | \
+        debian/*.postrm) echo hash ;;
         debian/*) echo skip ;;
         *.c | *.h | *.def | *.sym) echo c ;;
         *.sh | .ci/run | Makefile.am | *.am | *.pc.in | *.py | *.toml | *.cfg | \
