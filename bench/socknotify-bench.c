@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * socknotify-bench - what routing notifications through socknotifyd costs, against doing the
  * same work in-process with epoll (the baseline), measured in the same run.

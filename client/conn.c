@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * conn.c - the connection to socknotifyd: handshake, request ids, and the shared reader.
  *

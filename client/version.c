@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * version.c - sn_version() and sn_version_string(): the version of the library in use.
  *

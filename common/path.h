@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * path.h - where the daemon's socket is: where a daemon listens, and where a client looks.
  */

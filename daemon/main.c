@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * main.c - socknotifyd: command line, resource limits, and the server's lifetime.
  *

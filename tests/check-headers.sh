@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # The installed headers compile as C99 and as C++ (extern "C"), the shared library exports
 # exactly the symbols of its version script, all with the sn_ prefix, and every one of them is
 # in the Debian symbols file; the version macros of socknotify.h, sn_version() and

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # Every ```c block of README.md is a complete program: it compiles warning-free against the
 # built library, and runs successfully against a real socknotifyd on a private socket.
 set -eu

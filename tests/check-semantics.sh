@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # docs/semantics.md and the conformance suite name the same things: every row (1..80), rule
 # (rule_NN) and daemon guarantee (LN) of the suite's list in tests/conformance/conformance.h is
 # defined in docs/semantics.md, and every row, rule and L-rule of the document has its test.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * conformance.h - the conformance suite: one test per row of docs/semantics.md
  * section 2, one per rule of sections 3 and 4, and the everyday cases users hit.  Written

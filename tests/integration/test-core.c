@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-core.c - the native API against a real socknotifyd, over real TCP, UDP and Unix sockets,
  * with real threads and processes.  Each test starts its own daemon on a private socket and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-default-socket.c - where sn_conn_open(NULL) looks for the daemon, with real daemons.
  *

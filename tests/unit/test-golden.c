@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-golden.c - protocol version 1 is frozen: the exact bytes of every message type.
  *
