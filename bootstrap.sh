@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # bootstrap.sh - set up a fresh Debian 12 checkout: install what is missing, build, and show
 # socknotify working.  Run it once; afterwards `make` and `make check` are enough.
 #

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # bench/plot.sh - the plots of docs/performance.md from a run of socknotify-bench --csv-dir DIR.
 #
 #   bench/socknotify-bench --csv-dir /tmp/bench > run.json

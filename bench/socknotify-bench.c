@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * socknotify-bench - what routing notifications through socknotifyd costs, against doing the
  * same work in-process with epoll (the baseline), measured in the same run.
@@ -998,7 +1000,8 @@ int main(int argc, char **argv)
                         fprintf(c == 'h' ? stdout : stderr,
                                 "Usage: socknotify-bench [--quick] [--only NAME] [--socket PATH] "
                                 "[--csv-dir DIR]\nworkloads: delivery oneshot_rearm latency "
-                                "registration memory scale mt_server\n");
+                                "registration memory scale mt_server\n"
+                                "Report bugs at https://github.com/socknotify/socknotify/issues\n");
                         return c == 'h' ? 0 : 2;
                 }
         }

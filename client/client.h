@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * client.h - internals of libsocknotify shared by its files.  Non-static names use the sn__
  * prefix so that static linking cannot collide with the application.

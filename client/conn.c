@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * conn.c - the connection to socknotifyd: handshake, request ids, and the shared reader.
  *
@@ -9,6 +11,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,32 +366,116 @@ static int handshake(sn_conn_t *c)
         return 0;
 }
 
+/* Why the calling thread's last sn_conn_open() failed ("" after a success). */
+static __thread char open_error[640];
+
+static const char *source_name(enum sn_path_source s)
+{
+        switch (s) {
+        case SN_PATH_EXPLICIT:
+                return "the given path";
+        case SN_PATH_ENV:
+                return "$SOCKNOTIFY_SOCKET";
+        case SN_PATH_USER:
+                return "the per-user socket";
+        case SN_PATH_SYSTEM:
+                break;
+        }
+        return "the system socket";
+}
+
+/* Appends to open_error; the text is cut when it does not fit. */
+static void open_error_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void open_error_add(const char *fmt, ...)
+{
+        size_t len = strlen(open_error);
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(open_error + len, sizeof(open_error) - len, fmt, ap);
+        va_end(ap);
+}
+
+/* A connect() error that means "no daemon listens there": the next candidate may have one. */
+static bool no_daemon(int err)
+{
+        return err == -ENOENT || err == -ECONNREFUSED || err == -ENOTDIR;
+}
+
+/* Connects c->fd to the first candidate with a listening daemon, recording every failure in
+ * open_error; *ret_index receives the candidate connected to.  Returns 0, or the negative errno
+ * of the last path tried. */
+static int connect_candidates(sn_conn_t *c, const struct sn_socket_candidate *cand, int n,
+                              int *ret_index)
+{
+        int r = -ENOENT;
+
+        for (int i = 0; i < n; i++) {
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+                memcpy(sa.sun_path, cand[i].path, sizeof(sa.sun_path));
+                c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                if (c->fd < 0)
+                        return -errno;
+                if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+                        *ret_index = i;
+                        return 0;
+                }
+                r = -errno;
+                c->fd = sn_close(c->fd);
+                open_error_add("%s%s %s (%s)", i ? "; " : "", source_name(cand[i].source),
+                               cand[i].path, strerrordesc_np(-r));
+                if (!no_daemon(r))
+                        break;
+        }
+        return r;
+}
+
+SN_EXPORT const char *sn_conn_open_error(void)
+{
+        return open_error;
+}
+
 SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sn_socket_candidate cand[SN_SOCKET_CANDIDATES_MAX];
         const char *tr = getenv("SOCKNOTIFY_TRACE");
         sn_conn_t *c;
-        int r;
+        int n, r, which = 0;
 
-        if (!ret_conn)
+        open_error[0] = 0;
+        if (!ret_conn) {
+                open_error_add("sn_conn_open: ret_conn is NULL");
                 return -EINVAL;
+        }
         pthread_once(&fork_once, install_fork_handler);
-        r = sn__socket_path(path, sa.sun_path, sizeof(sa.sun_path));
-        if (r < 0)
-                return r;
+        n = sn__socket_candidates(path, cand);
+        if (n < 0) {
+                open_error_add("socket path too long for a Unix socket address (%s)",
+                               path && *path ? "the given path" : "$SOCKNOTIFY_SOCKET");
+                return n;
+        }
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
+        c->fd = -1;
         c->fork_gen = fork_generation;
         c->trace = tr && *tr && strcmp(tr, "0") != 0;
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->send_lock, NULL);
-        c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                r = -errno;
+        open_error_add("cannot connect to socknotifyd: tried ");
+        r = connect_candidates(c, cand, n, &which);
+        if (r < 0) {
+                if (r == -EACCES || r == -EPERM)
+                        open_error_add(". The system socket admits root and the members of "
+                                       "group socknotify");
+                open_error_add(". Start socknotifyd (systemctl start socknotifyd.socket, or "
+                               "systemctl --user start socknotifyd.socket), or set "
+                               "SOCKNOTIFY_SOCKET to the socket path of a running daemon");
                 sn_conn_close(c);
                 return r;
         }
+        open_error[0] = 0;
         r = handshake(c);
         if (r == 0) {
                 c->rbuf = malloc(c->limits.max_message);
@@ -395,6 +483,8 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
                         r = -ENOMEM;
         }
         if (r < 0) {
+                open_error_add("handshake with the daemon at %s failed: %s", cand[which].path,
+                               sn_strerror(r));
                 sn_conn_close(c);
                 return r;
         }

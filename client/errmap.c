@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * errmap.c - the one table between errno values and Win32 codes, and the thread's last error.
  *

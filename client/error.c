@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * error.c - sn_strerror().
  */
@@ -34,7 +36,9 @@ SN_EXPORT const char *sn_strerror(int err)
         case -EEXIST:
                 return "socket already registered on another port, or its removal is pending";
         case -ENOENT:
-                return "no such registration on this port, or no daemon at the socket path";
+                return "no such registration on this port; or, from sn_conn_open(), no socknotifyd at "
+                       "the socket path (sn_conn_open_error() names the paths tried; "
+                       "SOCKNOTIFY_SOCKET chooses one)";
         }
         s = err < 0 ? strerrordesc_np(-err) : NULL;
         return s ? s : "unknown error";

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * socket.c - the descriptor cache and sn_socket_close() (rule L1).
  *

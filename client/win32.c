@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * win32.c - the Win32-compatible functions of <socknotify/winsock.h>, over the native API.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * fdmsg.h - sending and receiving one SOCK_SEQPACKET message with attached file descriptors.
  */

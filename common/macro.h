@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * macro.h - small helpers shared by the daemon, the client library and the tests.
  */

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # bash completion for socknotifyctl(1)
 _socknotifyctl()
 {

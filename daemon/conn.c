@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * conn.c - one client connection: reading and validating its messages, running its requests,
  * and sending its replies.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * control.c - operators' requests (CONTROL): what socknotifyctl shows and what it steers.
  *

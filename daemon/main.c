@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * main.c - socknotifyd: command line, resource limits, and the server's lifetime.
  *
@@ -60,6 +62,7 @@ static void usage(FILE *f)
                         fprintf(f, "      %-28s %s (default: from the descriptor limit)\n",
                                 name, o->help);
         }
+        fprintf(f, "\nReport bugs at " PACKAGE_BUGREPORT "\n");
 }
 
 static int parse_u32(const char *s, uint32_t min, uint32_t max, int base, uint32_t *ret)

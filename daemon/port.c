@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * port.c - completion ports: the packet queue, harvesting readiness, and parked waiters.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * reexec.c - the daemon's whole state, written to a memfd and read back by a new image of the
  * daemon after execve(): a re-exec in place keeps the PID, the listening socket, every client

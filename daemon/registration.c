@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * registration.c - one registration: a socket on a port, its filter, triggers and state.
  *

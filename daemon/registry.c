@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * registry.c - the daemon-wide map from a kernel socket (st_dev, st_ino) to its registration.
  *

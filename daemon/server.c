@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * server.c - the listening socket, the event loop, signals and the reaper of dead connections.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * settings.c - the daemon's limits and log level: defaults, the command line, and the
  * configuration file (JSON, read with jansson), merged in that order of rising precedence.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * settings.h - limits and log level from defaults, the command line and the configuration file
  * (settings.c).  Precedence, rising: defaults, file, command line.

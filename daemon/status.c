@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * status.c - the status document, built with jansson.  Never on the notification path: it is
  * made only when a client sends STATUS.  Root sees the whole daemon with every user's usage;

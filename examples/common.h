@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * common.h - the "Common code" of Microsoft's socket state notification samples, ported.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * mt-server.c - "Multi-threaded server" from Microsoft's samples, on Linux.
  *

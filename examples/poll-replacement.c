@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * poll-replacement.c - "Simple replacement for polling" from Microsoft's samples, on Linux.
  *

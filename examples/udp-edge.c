@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * udp-edge.c - "Edge-triggered UDP server" from Microsoft's samples, on Linux.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * socknotify.h - native C API of libsocknotify.
  *
@@ -33,6 +35,14 @@ extern "C" {
 #else
 #define SN_EXPORT
 #endif
+
+/* Version of this header, which is the version of the package (checked by make check).  The
+ * library's version at run time is sn_version(); compare the two to detect a mismatch. */
+#define SN_VERSION_MAJOR 0
+#define SN_VERSION_MINOR 1
+#define SN_VERSION_PATCH 0
+/* The version as one number, (major << 16) | (minor << 8) | patch: what sn_version() returns. */
+#define SN_VERSION_HEX ((SN_VERSION_MAJOR << 16) | (SN_VERSION_MINOR << 8) | SN_VERSION_PATCH)
 
 /* Registration event filter (values of SOCK_NOTIFY_REGISTER_EVENT_*). */
 #define SN_REGISTER_EVENT_NONE 0x00u
@@ -101,7 +111,16 @@ typedef struct sn_entry {
         uint32_t kind;
 } sn_entry_t;
 
-/* Daemon limits announced at connection time. */
+/*
+ * Layout rules of the public structs (ABI).
+ * sn_registration_t and sn_entry_t are passed in arrays: their layout is frozen and never grows;
+ * a different layout would come with new functions.  sn_limits_t is append-only: fields are only
+ * ever added at its end, never removed, reordered or resized, and a release that appends one
+ * gives sn_conn_limits() a new symbol version, so a program built against an older header keeps
+ * receiving exactly the struct it was compiled with.
+ */
+
+/* Daemon limits announced at connection time (append-only, see above). */
 typedef struct sn_limits {
         uint32_t max_message;
         uint32_t max_fds;
@@ -113,12 +132,20 @@ typedef struct sn_limits {
 } sn_limits_t;
 
 /*
- * Connects to socknotifyd.  path NULL means: $SOCKNOTIFY_SOCKET, else
- * $XDG_RUNTIME_DIR/socknotify.sock for a non-root user, else /run/socknotify/socknotify.sock.
- * Errors: -ENOENT or -ECONNREFUSED (no daemon), -EPROTO (not a socknotifyd or no common
- * protocol version), -ENAMETOOLONG, -ENOMEM.
+ * Connects to socknotifyd at path.  path NULL means: $SOCKNOTIFY_SOCKET when set; else, for a
+ * user other than root with $XDG_RUNTIME_DIR set, $XDG_RUNTIME_DIR/socknotify.sock and, when
+ * no daemon listens there, the system socket /run/socknotify/socknotify.sock; else the system
+ * socket.  Errors: -ENOENT or -ECONNREFUSED (no daemon), -EACCES (not allowed to connect),
+ * -EPROTO (not a socknotifyd or no common protocol version), -ENAMETOOLONG, -ENOMEM;
+ * sn_conn_open_error() then says which paths were tried and how to choose one.
  */
 SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn);
+
+/* Describes why the calling thread's most recent sn_conn_open() failed: each socket path tried
+ * with its error, and what to do (start a daemon, or set SOCKNOTIFY_SOCKET).  Per thread; the
+ * text stays valid until the thread calls sn_conn_open() again.  "" when that call succeeded or
+ * failed only for lack of memory.  Never NULL. */
+SN_EXPORT const char *sn_conn_open_error(void);
 
 /* Closes the connection: the daemon closes every port of it (rule 9).  Accepts NULL; returns
  * NULL.  No call on the connection or its ports may be running or start afterwards. */
@@ -193,6 +220,12 @@ SN_EXPORT int sn_socket_close(sn_conn_t *conn, int fd);
 
 /* Describes an error returned by this library (negative errno).  Never NULL. */
 SN_EXPORT const char *sn_strerror(int err);
+
+/* The version of the library in use, as SN_VERSION_HEX: (major << 16) | (minor << 8) | patch. */
+SN_EXPORT unsigned sn_version(void);
+
+/* The version of the library in use as text, "major.minor.patch".  Static; never NULL. */
+SN_EXPORT const char *sn_version_string(void);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * codec.c - message table lookup, validation and tracing, generated from messages.def.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * codec.h - host structs, encoders, decoders and validation for the wire protocol.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * gen-protocol-tables.c - prints the field tables of PROTOCOL.md from messages.def.
  *

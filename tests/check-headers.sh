@@ -1,6 +1,10 @@
 #!/bin/sh
-# The installed headers compile as C99 and as C++ (extern "C"), and the shared library exports
-# exactly the symbols of its version script, all with the sn_ prefix.
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
+# The installed headers compile as C99 and as C++ (extern "C"), the shared library exports
+# exactly the symbols of its version script, all with the sn_ prefix, and every one of them is
+# in the Debian symbols file; the version macros of socknotify.h, sn_version() and
+# sn_version_string() all equal configure's version.
 set -eu
 src="${SN_SRCDIR:-.}"
 build="${SN_BUILDDIR:-.}"
@@ -38,6 +42,46 @@ if [ -n "$lib" ]; then
                 cat "$src/include/socknotify.h" "$src/include/socknotify/winsock.h" | grep -q "\b$f(" ||
                         { echo "FAIL: $f not declared in the installed headers"; fail=1; }
         done
+        # Debian's symbols file lists every exported symbol (dpkg-gensymbols fails the package
+        # build on a difference, which is caught here first).
+        symbols="$src/debian/libsocknotify0.symbols"
+        if [ -f "$symbols" ]; then
+                sed -n 's/^ \(sn_[a-z0-9_]*\)@SOCKNOTIFY_[0-9.]* .*/\1/p' "$symbols" | sort > "$tmp/debian"
+                if diff -u "$tmp/declared" "$tmp/debian"; then
+                        echo "PASS: debian/libsocknotify0.symbols lists exactly the exported symbols"
+                else
+                        echo "FAIL: debian/libsocknotify0.symbols differs from client/libsocknotify.sym"; fail=1
+                fi
+        fi
+        # The version: header macros, configure's version and the library's answers agree.
+        version="${SN_VERSION:-}"
+        if [ -z "$version" ] && [ -f "$build/config.h" ]; then
+                version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$build/config.h")
+        fi
+        cat > "$tmp/v.c" <<'EOC'
+#include <stdio.h>
+#include <string.h>
+#include <socknotify.h>
+int main(void)
+{
+        char hdr[32];
+        snprintf(hdr, sizeof(hdr), "%d.%d.%d", SN_VERSION_MAJOR, SN_VERSION_MINOR, SN_VERSION_PATCH);
+        printf("%s %s %u %u\n", hdr, sn_version_string(), sn_version(), (unsigned)SN_VERSION_HEX);
+        return 0;
+}
+EOC
+        if ${CC:-cc} -std=c99 -Wall -Werror -I"$src/include" ${SN_TEST_LDFLAGS:-} "$tmp/v.c" "$lib" -o "$tmp/v" &&
+           out=$(LD_LIBRARY_PATH="$(dirname "$lib")" "$tmp/v"); then
+                set -- $out
+                if [ "$1" = "$version" ] && [ "$2" = "$version" ] && [ "$3" = "$4" ]; then
+                        echo "PASS: SN_VERSION_*, sn_version_string() and sn_version() say $version"
+                else
+                        echo "FAIL: versions disagree: configure '$version', header $1, library $2 ($3 vs $4)"
+                        fail=1
+                fi
+        else
+                echo "FAIL: cannot build a program calling sn_version()"; fail=1
+        fi
 else
         echo "SKIP: shared library not built"
 fi

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # Man pages are lint-clean, and in step with the code: every option of socknotifyd --help has an
 # entry in socknotifyd(8), every exported function is named in socknotify(3).
 set -eu

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # Fails when the tables of proto/PROTOCOL.md differ from what messages.def generates.
 set -eu
 doc="${SN_SRCDIR:-.}/proto/PROTOCOL.md"

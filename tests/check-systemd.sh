@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # The units pass `systemd-analyze verify --recursive-errors=yes` (Documentation=man: entries
 # checked against our own pages through MANPATH) and the system service's exposure score from
 # `systemd-analyze security --offline=yes` is at most 2.0.

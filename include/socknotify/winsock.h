@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * socknotify/winsock.h - Win32-compatible names for socket state notifications on Linux.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * calls.c - sections A and B of the spec: call shape, parameter validation, return values,
  * timeouts and counts (rows 1-23).

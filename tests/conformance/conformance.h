@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
- * conformance.h - the conformance suite: one test per row of ../shared/spec/semantics.md
+ * conformance.h - the conformance suite: one test per row of docs/semantics.md
  * section 2, one per rule of sections 3 and 4, and the everyday cases users hit.  Written
  * against the Win32-compatible API; every test runs in its own process against its own daemon.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * events.c - sections E, F and G of the spec: what events mean, coalescing and order, and the
  * lifetime guarantees of closesocket and REMOVE (rows 43-63).

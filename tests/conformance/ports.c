@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * ports.c - sections H, I and J of the spec: one port per socket, port scope, posted packets,
  * and the completion-port core (rows 64-80).

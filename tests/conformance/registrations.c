@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * registrations.c - sections C and D of the spec: registration operations and trigger flags
  * (rows 24-42).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * rules.c - sections 3 and 4 of the spec (our rules, and what the daemon adds on Linux), and
  * the everyday cases users hit.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * daemon.c - test helpers (see daemon.h).  Real processes, real sockets; nothing is mocked.
  */

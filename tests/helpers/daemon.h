@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * daemon.h - test helpers: start the real socknotifyd on a private socket, count its open
  * descriptors, and make real socket pairs.

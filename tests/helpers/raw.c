@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * raw.c - the raw protocol client of the integration tests (see raw.h).
  */

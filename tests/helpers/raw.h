@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * raw.h - a raw protocol client for tests: messages written by hand with the codec, so that
  * every malformation and every hostile sequence can be produced.  Each helper fails the running

@@ -1,10 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-core.c - the native API against a real socknotifyd, over real TCP, UDP and Unix sockets,
  * with real threads and processes.  Each test starts its own daemon on a private socket and
  * ends by checking that the daemon's descriptor count is back to its baseline and that it
  * exits 0 on SIGTERM (under the sanitizers, that includes "no leak").
  *
- * Row and rule numbers refer to ../shared/spec/semantics.md.
+ * Row and rule numbers refer to docs/semantics.md.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-ctl.c - socknotifyctl against a real daemon: every verb, the JSON it prints, the table
  * layout, exit statuses and messages, what another user may see and do, and the live view under

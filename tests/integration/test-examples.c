@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-examples.c - the reference's three scenarios (examples/) against a real daemon.  Each
  * example checks its own outcome (all data received, registrations removed before the port

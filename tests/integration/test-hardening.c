@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-hardening.c - what a hostile local client tried against socknotifyd, one test each
  * (issue 11): reply overflows, waits used after their connection died, descriptors leaked

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-reexec.c - a re-exec in place (SIGUSR2) against a real daemon: clients mid-wait, mid
  * multi-part call, with queued posted packets and a queued REMOVE, registrations of every kind,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-robustness.c - garbage in (rule L6), isolation (L5) and clients that misbehave, against
  * a real socknotifyd.  A raw SOCK_SEQPACKET client writes messages by hand with the codec, so

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-scale.c - many threads and many processes on one completion port: exactly-once delivery
  * across processes sharing a named port, the concurrency limit, waiters that die with entries,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-systemd.c - socknotifyd as a systemd service: socket activation under the real
  * systemd-socket-activate, and the notify protocol (READY=1, STATUS=, WATCHDOG=1, STOPPING=1)

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-win32.c - the Win32-compatible API of <socknotify/winsock.h> against a real daemon:
  * return values, BOOL results and last-error codes of rows 1-23 and 71-80 of the spec and of

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-codec.c - the wire codec: round trips, and rejection of truncated, oversized and
  * inconsistent messages before any field is used.

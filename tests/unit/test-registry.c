@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-registry.c - the daemon's socket-identity table: lookups by (st_dev, st_ino), growth,
  * removal from long chains, and that lookups stay correct across resizes.
