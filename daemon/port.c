@@ -601,6 +601,8 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         struct wait *w;
         int r;
 
+        if (conn->dead)
+                return -EPIPE; /* killed by a send earlier in this request: nobody to answer */
         r = port_wait_check(conn, n);
         if (r < 0)
                 return r;
