@@ -38,6 +38,7 @@
 #include "proto/codec.h"
 
 struct server;
+struct ucred;
 struct conn;
 struct port;
 struct reg;
