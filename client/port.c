@@ -19,9 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "client/client.h"
 #include "common/macro.h"
+
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct process_ctx {
         sn_registration_t *regs;
@@ -53,6 +62,15 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
                 };
         }
         ctx->nentries = n;
+}
+
+/* A caller cancelled after its reply came: the entries it received (sn__wait). */
+static uint32_t process_salvage(struct sn_pending *p, sn_entry_t **ret_entries)
+{
+        struct process_ctx *ctx = p->ctx;
+
+        *ret_entries = ctx->entries;
+        return ctx->nentries;
 }
 
 struct prep {
@@ -137,6 +155,10 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         }
         pthread_mutex_lock(&c->send_lock);
         sn__pending_add(c, &pend, SN_MSG_PROCESS_REPLY, process_reply, &ctx);
+        pend.port = port_id;
+        pend.thread = thread;
+        pend.salvage = max_entries ? process_salvage : NULL;
+        pend.relay = max_entries && !ctx.nsent;
         r = 0;
         for (uint32_t first = 0;;) {
                 int fds[SN_PROTO_MAX_FDS];
@@ -195,7 +217,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         }
         r = sn__wait(c, &pend);
         if (r < 0 && r != -ETIMEDOUT)
-                goto out;
+                goto out; /* -EINPROGRESS: entries were stashed meanwhile (sn_port_process) */
 
         /* Learn what the daemon now knows (L1, L2), and find entries that need their fd. */
         pthread_mutex_lock(&c->lock);
@@ -249,6 +271,8 @@ sn_port_t *sn__port_unref(sn_port_t *port)
 SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                               sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms)
 {
+        int64_t deadline = 0;
+        uint32_t n;
         int r;
 
         if (!port || (nregs && !regs) || (max_entries && !entries))
@@ -269,7 +293,24 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
                 regs += call_max;
                 nregs -= call_max;
         }
-        r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+        if (timeout_ms != SN_INFINITE && timeout_ms)
+                deadline = now_ms() + timeout_ms;
+        for (;;) {
+                /* Entries that reached a cancelled caller (sn__wait) are this call's. */
+                n = max_entries ? sn__orphans_take(port->conn, port->id, entries, max_entries) : 0;
+                if (n) {
+                        r = nregs ? do_process(port, regs, nregs, NULL, 0, 0, false) : 0;
+                        r = r < 0 ? r : (int)n;
+                        break;
+                }
+                r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+                if (r != -EINPROGRESS)
+                        break;
+                /* Stashed entries arrived while this call waited: take them (another thread
+                 * may have been quicker; then wait for what is left of the timeout). */
+                if (deadline)
+                        timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
+        }
 out:
         sn__port_unref(port);
         return r;

@@ -16,6 +16,8 @@
  * Threads: every function may be called from any thread.  Several threads may wait on one port
  * at once; each is a separate waiter, woken most-recent-first.  After fork() the child must not
  * use a connection of its parent: every call on it fails with -EBADFD; open a new one.
+ * A thread waiting in a call may be cancelled (pthread_cancel): the wait cleans up, and entries
+ * given to the abandoned wait are returned by the next dequeuing call on the same port.
  *
  * Errors: functions return 0 (or a count) on success and a negative errno value on failure;
  * sn_strerror() describes them.  Nothing in this library prints.
