@@ -95,8 +95,8 @@ void sn__pending_add(sn_conn_t *conn, struct sn_pending *p, uint16_t expect, sn_
 void sn__pending_remove(sn_conn_t *conn, struct sn_pending *p);
 /* Sends one message (caller holds send_lock when a call has several parts). */
 int sn__send(sn_conn_t *conn, const uint8_t *buf, size_t len, const int *fds, unsigned nfds);
-/* Waits for p's reply; returns p->status.  A cancellation point (pthread_cancel) while it
- * blocks: the cancelled caller's request is left to a heap copy that stashes the entries of its
+/* Waits for p's reply; returns p->status.  For a dequeue (p->salvage set), a cancellation
+ * point (pthread_cancel) while it blocks: the cancelled caller's request is left to a heap copy that stashes the entries of its
  * late reply for the next call on the port (see sn__orphans_take); the connection stays usable.
  * A relay request (pure dequeue) returns -EINPROGRESS when entries were stashed for its port
  * meanwhile: its own request is left behind the same way, and the caller takes the stash. */

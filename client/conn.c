@@ -6,9 +6,9 @@
  * decoded (or the connection is lost, when every pending request fails with -ECONNRESET).  The
  * library never prints, except the messages a user asks for with SOCKNOTIFY_TRACE=1.
  *
- * Cancellation (pthread_cancel): a call acts on it only where it blocks waiting for its reply
- * (asleep on its condition variable, or polling the socket as the reader), never while it holds
- * a message received for another thread or sends.  Its cleanup handler releases the lock and the
+ * Cancellation (pthread_cancel): a dequeuing call acts on it only where it blocks waiting for
+ * its reply (asleep on its condition variable, or polling the socket as the reader), never while
+ * it holds a message received for another thread or sends; other calls hold it off.  Its cleanup handler releases the lock and the
  * reader role, and leaves a heap copy of its request on the pending list: the late reply is
  * decoded into conn->orphans (entries it dequeued), which the next call on that port returns, so
  * that a cancelled wait neither deadlocks the connection nor loses what the daemon gave it.
@@ -325,10 +325,12 @@ static void leave_behind(sn_conn_t *c, struct sn_pending *p, bool gone)
 int sn__wait(sn_conn_t *c, struct sn_pending *p)
 {
         struct wait_state w = { .c = c, .p = p };
-        int cancel_state;
+        int cancel_state, block_state;
 
-        /* Cancellation acts only at the two places below where this thread blocks. */
+        /* Cancellation acts only at the two places below where this thread blocks, and only
+         * in a dequeue (which may wait long): other requests are short and run to the end. */
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+        block_state = p->salvage ? cancel_state : PTHREAD_CANCEL_DISABLE;
         pthread_mutex_lock(&c->lock);
         w.locked = true;
         pthread_cleanup_push(wait_cancelled, &w);
@@ -346,7 +348,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 }
                 if (c->reader_active) {
                         p->waiting = true;
-                        pthread_setcancelstate(cancel_state, NULL);
+                        pthread_setcancelstate(block_state, NULL);
                         pthread_cond_wait(&p->cond, &c->lock);
                         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
                         p->waiting = false;
@@ -364,7 +366,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
 
                 /* Wait in poll(), which consumes nothing, so that a cancellation never drops
                  * a reply already received; then read it with cancellation held off. */
-                if (cancel_state == PTHREAD_CANCEL_ENABLE) {
+                if (block_state == PTHREAD_CANCEL_ENABLE) {
                         pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
                         while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
                                 ;

@@ -78,6 +78,36 @@ struct prep {
         bool attach;
 };
 
+/* What a call cancelled while it waits (sn__wait) must give back. */
+struct arrays {
+        uint32_t **sent_idx, *stack_idx;
+        struct prep **prep, *stack_prep;
+};
+
+static void arrays_cancelled(void *arg)
+{
+        struct arrays *a = arg;
+
+        if (*a->sent_idx != a->stack_idx)
+                free(*a->sent_idx);
+        if (*a->prep != a->stack_prep)
+                free(*a->prep);
+}
+
+static void port_cancelled(void *arg)
+{
+        sn__port_unref(arg);
+}
+
+/* sn__wait(), freeing a's arrays if the caller is cancelled.  (A function of its own: the
+ * cleanup handler's setjmp must not see the caller's variables change.) */
+static void wait_freeing(sn_conn_t *c, struct sn_pending *p, struct arrays *a, int *ret)
+{
+        pthread_cleanup_push(arrays_cancelled, a);
+        *ret = sn__wait(c, p);
+        pthread_cleanup_pop(0);
+}
+
 static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                       sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, bool retry)
 {
@@ -91,6 +121,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         struct prep *prep = stack_prep;
         struct process_ctx ctx = { .regs = regs, .entries = entries, .max_entries = max_entries };
         struct sn_pending pend;
+        struct arrays arrays = { &sent_idx, stack_idx, &prep, stack_prep };
         uint32_t per_msg, nstale = 0;
         uint32_t thread = max_entries ? sn__thread_id(c) : 0;
         uint8_t *buf;
@@ -215,7 +246,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 r = -ECONNRESET;
                 goto out;
         }
-        r = sn__wait(c, &pend);
+        wait_freeing(c, &pend, &arrays, &r);
         if (r < 0 && r != -ETIMEDOUT)
                 goto out; /* -EINPROGRESS: entries were stashed meanwhile (sn_port_process) */
 
@@ -268,11 +299,13 @@ sn_port_t *sn__port_unref(sn_port_t *port)
         return NULL;
 }
 
+static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
+                          sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms,
+                          int *ret);
+
 SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                               sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms)
 {
-        int64_t deadline = 0;
-        uint32_t n;
         int r;
 
         if (!port || (nregs && !regs) || (max_entries && !entries))
@@ -283,6 +316,21 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
         if (r < 0)
                 return r;
         sn__port_ref(port);
+        pthread_cleanup_push(port_cancelled, port);
+        process_calls(port, regs, nregs, entries, max_entries, timeout_ms, &r);
+        pthread_cleanup_pop(1); /* drops the reference */
+        return r;
+}
+
+/* sn_port_process() with a reference on port: the calls the daemon needs (see below), and the
+ * entries cancelled callers left.  The result goes to *ret. */
+static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
+                          sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, int *ret)
+{
+        int64_t deadline = 0;
+        uint32_t n;
+        int r;
+
         /* The daemon takes at most call_max items in one call (its reply holds a result for
          * each): a larger array goes as several calls, registrations only, then the last one
          * with the dequeue.  A call-level failure of a later call leaves earlier ones applied. */
@@ -312,8 +360,7 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
                         timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
         }
 out:
-        sn__port_unref(port);
-        return r;
+        *ret = r;
 }
 
 SN_EXPORT int sn_port_dequeue(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries,
