@@ -10,9 +10,16 @@
  *    "target": T, "met": true|false, ...}
  * and a table to stderr.  Never run by make check: timings are not tests.
  *
- *   socknotify-bench [--quick] [--only NAME] [--socket PATH] [--csv-dir DIR]
+ *   socknotify-bench [--quick | --smoke] [--only NAME] [--socket PATH] [--csv-dir DIR]
  *
- * Without --socket it starts daemon/socknotifyd of the build tree on a private socket.
+ * --smoke runs every workload once, briefly, and judges no target ("met": null): it proves
+ * that the benchmark still runs (CI runs it), not how fast anything is.  Any failure exits 1
+ * with the error actually returned.
+ *
+ * Without --socket it starts daemon/socknotifyd of the build tree on a private socket, with a
+ * per-user socket quota as large as the descriptor limit (the daemon's default, half its
+ * descriptor capacity, would refuse the scale and memory workloads).  Those two workloads size
+ * themselves to the descriptor limit: up to 15,000 idle sockets, fewer on a smaller limit.
  * --csv-dir writes the latency samples and the delivery rate per batch size for the plots
  * (bench/plot.sh).
  */
@@ -48,12 +55,16 @@
 #include "socknotify/winsock.h"
 
 static bool quick;
+static bool smoke;
+static int idle_max; /* sockets the scale and memory workloads may open (fd limit) */
 static const char *only;
 static const char *csv_dir;
 static char sock_path[256];
 static pid_t daemon_pid;
 static int rounds;
 static double seconds_per_run;
+
+#define SN_BENCH_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* ---- utilities ------------------------------------------------------------------------------ */
 
@@ -67,7 +78,18 @@ static double now(void)
 
 static void die(const char *what, int err)
 {
-        fprintf(stderr, "socknotify-bench: %s: %s\n", what, err < 0 ? sn_strerror(err) : strerror(err));
+        int e = err < 0 ? -err : err;
+        const char *name = strerrorname_np(e);
+
+        fprintf(stderr, "socknotify-bench: %s: %s (%s)\n", what,
+                err < 0 ? sn_strerror(err) : strerror(err), name ? name : "?");
+        exit(1);
+}
+
+/* For the Win32 calls: their own error code, as returned or from GetLastError(). */
+static void die_win32(const char *what, unsigned long code)
+{
+        fprintf(stderr, "socknotify-bench: %s: Win32 error %lu\n", what, code);
         exit(1);
 }
 
@@ -99,17 +121,18 @@ static void report(const char *name, const char *unit, double x, double y, doubl
         bool met = higher_is_better ? ratio >= target : ratio <= target;
 
         printf("{\"workload\": \"%s\", \"unit\": \"%s\", \"socknotify\": %.6g, \"baseline\": %.6g, "
-               "\"ratio\": %.3f, \"target\": %.2f, \"met\": %s%s%s}\n",
-               name, unit, x, y, ratio, target, met ? "true" : "false", extra ? ", " : "",
-               extra ? extra : "");
+               "\"ratio\": %.3f, \"target\": %.2f, \"met\": %s%s%s%s}\n",
+               name, unit, x, y, ratio, target, smoke ? "null" : met ? "true" : "false",
+               smoke ? ", \"smoke\": true" : "", extra ? ", " : "", extra ? extra : "");
         fflush(stdout);
         fprintf(stderr, "%-18s %14.6g %14.6g %-12s ratio %6.3f  target %s%.2f  %s\n", name, x, y,
-                unit, ratio, higher_is_better ? ">=" : "<=", target, met ? "met" : "MISSED");
+                unit, ratio, higher_is_better ? ">=" : "<=", target,
+                smoke ? "(smoke: not judged)" : met ? "met" : "MISSED");
 }
 
-static void start_daemon(const char *argv0)
+static void start_daemon(const char *argv0, unsigned long nofile)
 {
-        char bin[512], dir[128];
+        char bin[512], dir[128], quota[64];
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         double end;
 
@@ -128,12 +151,15 @@ static void start_daemon(const char *argv0)
         if (!mkdtemp(dir))
                 die("mkdtemp", errno);
         snprintf(sock_path, sizeof(sock_path), "%s/socknotify.sock", dir);
+        /* Every socket this process can open may be registered at once. */
+        snprintf(quota, sizeof(quota), "--max-sockets-per-user=%lu", nofile < 64 ? 64 : nofile);
         daemon_pid = fork();
         if (daemon_pid == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGTERM);
                 if (!freopen("/dev/null", "w", stderr))
                         _exit(126);
-                execl(bin, bin, "--socket", sock_path, "--max-registrations=20000", (char *)NULL);
+                execl(bin, bin, "--socket", sock_path, "--max-registrations=20000", quota,
+                      (char *)NULL);
                 _exit(127);
         }
         strcpy(sa.sun_path, sock_path);
@@ -194,6 +220,18 @@ static void close_pairs(int (*sp)[2], int n)
         free(sp);
 }
 
+/* Applies n registrations; returns the call's error, else the first entry's error, else 0
+ * (negative errno: what the library actually returned, for the message). */
+static int register_many(sn_port_t *p, sn_registration_t *r, uint32_t n)
+{
+        int err = sn_port_process(p, r, n, NULL, 0, 0);
+
+        for (uint32_t i = 0; i < n && err == 0; i++)
+                if (r[i].result)
+                        err = r[i].result;
+        return err;
+}
+
 static int register_all(sn_port_t *p, int (*sp)[2], int n, uint8_t trigger)
 {
         sn_registration_t *r = calloc((size_t)n, sizeof(*r));
@@ -202,10 +240,7 @@ static int register_all(sn_port_t *p, int (*sp)[2], int n, uint8_t trigger)
         for (int i = 0; i < n; i++)
                 r[i] = (sn_registration_t){ .fd = sp[i][0], .key = (uint64_t)i, .op = SN_OP_ENABLE,
                                             .filter = SN_REGISTER_EVENT_IN, .trigger = trigger };
-        err = sn_port_process(p, r, (uint32_t)n, NULL, 0, 0);
-        for (int i = 0; i < n && err == 0; i++)
-                if (r[i].result)
-                        err = r[i].result;
+        err = register_many(p, r, (uint32_t)n);
         free(r);
         return err;
 }
@@ -275,10 +310,12 @@ static void bench_delivery(void)
         int ep = epoll_of(sp, N, EPOLLIN);
         FILE *csv = NULL;
         char extra[256];
+        int err;
 
         connect_port(&c, &p);
-        if (register_all(p, sp, N, SN_TRIGGER_LEVEL))
-                die("register", EINVAL);
+        err = register_all(p, sp, N, SN_TRIGGER_LEVEL);
+        if (err)
+                die("register", err);
         if (csv_dir) {
                 char path[512];
                 snprintf(path, sizeof(path), "%s/delivery.csv", csv_dir);
@@ -307,10 +344,11 @@ static void bench_delivery(void)
 
         /* 6. scale: the same with 15,000 idle registrations on the port. */
         if (selected("scale")) {
-                enum { IDLE = 15000 };
-                int *idle = malloc(sizeof(int) * IDLE);
-                sn_registration_t *r = calloc(IDLE, sizeof(*r));
+                const int IDLE = idle_max;
+                int *idle = malloc(sizeof(int) * (size_t)IDLE);
+                sn_registration_t *r = calloc((size_t)IDLE, sizeof(*r));
                 double with[16], without[16];
+                char note[64];
 
                 for (int i = 0; i < IDLE; i++) {
                         idle[i] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -324,26 +362,30 @@ static void bench_delivery(void)
                 for (int k = 0; k < rounds; k++) {
                         for (int i = 0; i < IDLE; i++)
                                 r[i].op = SN_OP_ENABLE;
-                        if (sn_port_process(p, r, IDLE, NULL, 0, 0) < 0)
-                                die("register idle", EINVAL);
+                        err = register_many(p, r, (uint32_t)IDLE);
+                        if (err)
+                                die("register idle", err);
                         with[k] = sn_delivery_rate(p, 256);
                         for (int i = 0; i < IDLE; i++)
                                 r[i].op = SN_OP_REMOVE;
-                        sn_port_process(p, r, IDLE, NULL, 0, 0);
+                        err = register_many(p, r, (uint32_t)IDLE);
+                        if (err)
+                                die("remove idle", err);
                         /* Drain the REMOVE packets (and readiness) before the next side. */
                         sn_entry_t e[1024];
                         int removed = 0;
                         while (removed < IDLE) {
                                 int n = sn_port_dequeue(p, e, 1024, 1000);
                                 if (n <= 0)
-                                        die("drain", n);
+                                        die("drain", n ? n : -EIO);
                                 for (int i = 0; i < n; i++)
                                         removed += !!(e[i].events & SN_EVENT_REMOVE);
                         }
                         without[k] = sn_delivery_rate(p, 256);
                 }
+                snprintf(note, sizeof(note), "\"idle_registrations\": %d", IDLE);
                 report("scale", "entries/s", median(with, rounds), median(without, rounds), 0.90,
-                       true, "\"idle_registrations\": 15000");
+                       true, note);
                 for (int i = 0; i < IDLE; i++)
                         close(idle[i]);
                 free(idle);
@@ -446,10 +488,12 @@ static void bench_oneshot(void)
         sn_conn_t *c;
         sn_port_t *p;
         double xs[16], ys[16];
+        int err;
 
         connect_port(&c, &p);
-        if (register_all(p, sp, N, SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT))
-                die("register", EINVAL);
+        err = register_all(p, sp, N, SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT);
+        if (err)
+                die("register", err);
         for (int r = 0; r < rounds; r++) {
                 xs[r] = sn_oneshot_rate(p, sp);
                 ys[r] = epoll_oneshot_rate(ep, sp);
@@ -479,8 +523,10 @@ static void *echo_sn(void *arg)
         char c;
 
         for (int i = 0; i < x->samples; i++) {
-                if (sn_port_dequeue(x->port, &e, 1, SN_INFINITE) != 1)
-                        die("dequeue", EIO);
+                int k = sn_port_dequeue(x->port, &e, 1, SN_INFINITE);
+
+                if (k != 1)
+                        die("dequeue", k < 0 ? k : -EIO);
                 if (recv(x->in, &c, 1, 0) != 1 || send(x->out, &c, 1, 0) != 1)
                         die("echo", errno);
         }
@@ -553,7 +599,7 @@ static double *measure_rtt(bool sn, int samples)
 
 static void bench_latency(void)
 {
-        int samples = quick ? 4000 : 40000, half = samples / 2;
+        int samples = smoke ? 400 : quick ? 4000 : 40000, half = samples / 2;
         double *s1, *s2, *b1, *b2, *sn = malloc(sizeof(double) * (size_t)samples),
                                      *base = malloc(sizeof(double) * (size_t)samples);
         char extra[160];
@@ -601,6 +647,7 @@ static double sn_registration_rate(sn_port_t *p, int (*sp)[2], int n)
         sn_entry_t *e = malloc(sizeof(*e) * (size_t)n);
         double t0 = now(), t;
         long done = 0;
+        int err;
 
         do {
                 int removed = 0;
@@ -610,16 +657,18 @@ static double sn_registration_rate(sn_port_t *p, int (*sp)[2], int n)
                                                     .op = SN_OP_ENABLE,
                                                     .filter = SN_REGISTER_EVENT_IN,
                                                     .trigger = SN_TRIGGER_LEVEL };
-                if (sn_port_process(p, r, (uint32_t)n, NULL, 0, 0) < 0)
-                        die("register", EIO);
+                err = register_many(p, r, (uint32_t)n);
+                if (err)
+                        die("register", err);
                 for (int i = 0; i < n; i++)
                         r[i].op = SN_OP_REMOVE;
-                if (sn_port_process(p, r, (uint32_t)n, NULL, 0, 0) < 0)
-                        die("remove", EIO);
+                err = register_many(p, r, (uint32_t)n);
+                if (err)
+                        die("remove", err);
                 while (removed < n) {
                         int k = sn_port_dequeue(p, e, (uint32_t)n, 1000);
                         if (k <= 0)
-                                die("drain", k);
+                                die("drain", k ? k : -EIO);
                         for (int i = 0; i < k; i++)
                                 removed += !!(e[i].events & SN_EVENT_REMOVE);
                 }
@@ -708,15 +757,16 @@ static pid_t daemon_pid_of(sn_conn_t *c)
 
 static void bench_memory(void)
 {
-        enum { N = 15000 };
-        int *fds = malloc(sizeof(int) * N);
-        sn_registration_t *r = calloc(N, sizeof(*r));
+        const int N = idle_max;
+        int *fds = malloc(sizeof(int) * (size_t)N);
+        sn_registration_t *r = calloc((size_t)N, sizeof(*r));
         sn_conn_t *c;
         sn_port_t *p;
         long d0, d1;
         size_t h0, h1;
         pid_t dpid;
         char extra[128];
+        int err;
 
         for (int i = 0; i < N; i++) {
                 /* UDP sockets need no peers: nothing else competes for the fd budget. */
@@ -730,11 +780,14 @@ static void bench_memory(void)
         connect_port(&c, &p);
         dpid = daemon_pid_of(c);
         /* Warm up both sides' buffers with one small batch, then measure the rest. */
-        sn_port_process(p, r, 16, NULL, 0, 0);
+        err = register_many(p, r, 16);
+        if (err)
+                die("register", err);
         d0 = rss_bytes(dpid);
         h0 = mallinfo2().uordblks;
-        if (sn_port_process(p, r + 16, N - 16, NULL, 0, 0) < 0)
-                die("register", EIO);
+        err = register_many(p, r + 16, (uint32_t)N - 16);
+        if (err)
+                die("register", err);
         d1 = rss_bytes(dpid);
         h1 = mallinfo2().uordblks;
         snprintf(extra, sizeof(extra), "\"registrations\": %d", N - 16);
@@ -794,7 +847,7 @@ static void *mt_server_sn(void *arg)
                 if (r == WAIT_TIMEOUT)
                         n = 0;
                 else if (r != ERROR_SUCCESS)
-                        die("PSN", EIO);
+                        die_win32("ProcessSocketNotifications", r);
                 nregs = 0;
                 for (UINT32 i = 0; i < n; i++) {
                         ULONG_PTR key = e[i].lpCompletionKey;
@@ -924,8 +977,11 @@ static double mt_run(bool sn)
                                                .operation = SOCK_NOTIFY_OP_ENABLE,
                                                .triggerFlags = SOCK_NOTIFY_TRIGGER_LEVEL |
                                                                SOCK_NOTIFY_TRIGGER_ONESHOT };
-                if (!m.iocp || ProcessSocketNotifications(m.iocp, 1, &r, 0, 0, NULL, NULL))
-                        die("mt setup", EIO);
+                if (!m.iocp)
+                        die_win32("CreateIoCompletionPort", GetLastError());
+                DWORD err = ProcessSocketNotifications(m.iocp, 1, &r, 0, 0, NULL, NULL);
+                if (err)
+                        die_win32("mt setup", err);
         } else {
                 struct epoll_event e = { .events = EPOLLIN | EPOLLONESHOT,
                                          .data.u64 = (uint64_t)m.listener };
@@ -973,6 +1029,7 @@ int main(int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "quick", no_argument, NULL, 'q' },
+                { "smoke", no_argument, NULL, 'S' },
                 { "only", required_argument, NULL, 'o' },
                 { "socket", required_argument, NULL, 's' },
                 { "csv-dir", required_argument, NULL, 'c' },
@@ -987,6 +1044,9 @@ int main(int argc, char **argv)
                 case 'q':
                         quick = true;
                         break;
+                case 'S':
+                        smoke = true;
+                        break;
                 case 'o':
                         only = optarg;
                         break;
@@ -998,22 +1058,29 @@ int main(int argc, char **argv)
                         break;
                 default:
                         fprintf(c == 'h' ? stdout : stderr,
-                                "Usage: socknotify-bench [--quick] [--only NAME] [--socket PATH] "
+                                "Usage: socknotify-bench [--quick | --smoke] [--only NAME] "
+                                "[--socket PATH] "
                                 "[--csv-dir DIR]\nworkloads: delivery oneshot_rearm latency "
                                 "registration memory scale mt_server\n"
                                 "Report bugs at https://github.com/socknotify/socknotify/issues\n");
                         return c == 'h' ? 0 : 2;
                 }
         }
-        rounds = quick ? 3 : 7;
-        seconds_per_run = quick ? 0.4 : 1.5;
+        rounds = smoke ? 1 : quick ? 3 : 7;
+        seconds_per_run = smoke ? 0.1 : quick ? 0.4 : 1.5;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
                 rl.rlim_cur = rl.rlim_max;
                 setrlimit(RLIMIT_NOFILE, &rl);
         }
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                rl.rlim_cur = 1 << 20;
+        /* The scale workload holds its idle sockets next to the delivery workload's 1,000
+         * pairs (and the daemon a copy of each): keep 3,000 descriptors for everything else. */
+        idle_max = (int)SN_BENCH_MIN((rlim_t)15000,
+                                     rl.rlim_cur > 4000 ? rl.rlim_cur - 3000 : (rlim_t)1000);
         signal(SIGPIPE, SIG_IGN);
         if (!sock_path[0])
-                start_daemon(argv[0]);
+                start_daemon(argv[0], (unsigned long)rl.rlim_cur);
         fprintf(stderr, "%-18s %14s %14s %-12s\n", "workload", "socknotify", "baseline", "unit");
         if (selected("delivery") || selected("scale"))
                 bench_delivery();

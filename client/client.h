@@ -33,6 +33,24 @@ struct sn_pending {
         pthread_cond_t cond;
         sn_reply_fn on_reply;
         void *ctx;
+        /* Cancellation (sn__wait): a dequeuing PROCESS names its port and thread, and how to
+         * take back the entries already decoded into the cancelled caller's arrays. */
+        uint32_t port, thread;
+        uint32_t (*salvage)(struct sn_pending *p, sn_entry_t **ret_entries);
+        bool relay;     /* a pure dequeue: it may return stashed entries instead (-EINPROGRESS) */
+        bool abandoned; /* heap copy left by its caller: its reply is stashed */
+        bool gone;      /* ... by a cancelled caller, whose thread is gone */
+};
+
+/* Entries that reached a cancelled sn_port_dequeue(): the next call on the port returns them
+ * (conn.c). */
+struct sn_orphans {
+        struct sn_orphans *next;
+        uint32_t port;
+        uint32_t thread; /* the thread they were given to, */
+        bool gone;       /* cancelled: reported gone (THREAD_EXIT) when they are taken */
+        uint32_t n, first;
+        sn_entry_t e[];
 };
 
 /* What the library remembers of a descriptor it registered (rule L1, L2). */
@@ -56,6 +74,7 @@ struct sn_conn {
         sn_limits_t limits;
         struct sn_fdcache *cache;
         uint32_t cache_cap;
+        struct sn_orphans *orphans; /* oldest first */
 };
 
 /* A port object lives while its creator's reference or any call in progress holds it;
@@ -78,8 +97,15 @@ void sn__pending_add(sn_conn_t *conn, struct sn_pending *p, uint16_t expect, sn_
 void sn__pending_remove(sn_conn_t *conn, struct sn_pending *p);
 /* Sends one message (caller holds send_lock when a call has several parts). */
 int sn__send(sn_conn_t *conn, const uint8_t *buf, size_t len, const int *fds, unsigned nfds);
-/* Waits for p's reply; returns p->status. */
+/* Waits for p's reply; returns p->status.  For a dequeue (p->salvage set), a cancellation
+ * point (pthread_cancel) while it blocks: the cancelled caller's request is left to a heap copy that stashes the entries of its
+ * late reply for the next call on the port (see sn__orphans_take); the connection stays usable.
+ * A relay request (pure dequeue) returns -EINPROGRESS when entries were stashed for its port
+ * meanwhile: its own request is left behind the same way, and the caller takes the stash. */
 int sn__wait(sn_conn_t *conn, struct sn_pending *p);
+/* Moves up to max entries stashed for port (by cancelled callers) to entries; returns how many
+ * (0: none).  Reports the cancelled threads gone to the daemon (THREAD_EXIT). */
+uint32_t sn__orphans_take(sn_conn_t *conn, uint32_t port, sn_entry_t *entries, uint32_t max);
 /* One request with a body-only reply: sends, waits, returns status. */
 int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
              void *ctx);

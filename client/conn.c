@@ -7,10 +7,18 @@
  * a pending request is on the list from before its first byte is sent until its reply has been
  * decoded (or the connection is lost, when every pending request fails with -ECONNRESET).  The
  * library never prints, except the messages a user asks for with SOCKNOTIFY_TRACE=1.
+ *
+ * Cancellation (pthread_cancel): a dequeuing call acts on it only where it blocks waiting for
+ * its reply (asleep on its condition variable, or polling the socket as the reader), never while
+ * it holds a message received for another thread or sends; other calls hold it off.  Its cleanup handler releases the lock and the
+ * reader role, and leaves a heap copy of its request on the pending list: the late reply is
+ * decoded into conn->orphans (entries it dequeued), which the next call on that port returns, so
+ * that a cancelled wait neither deadlocks the connection nor loses what the daemon gave it.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -62,9 +70,113 @@ static void trace(sn_conn_t *c, const char *dir, const uint8_t *buf, size_t len)
 
 int sn__send(sn_conn_t *c, const uint8_t *buf, size_t len, const int *fds, unsigned nfds)
 {
+        int cancel_state, r;
+
+        /* Not a cancellation point: half a call must never go out, nor a lock stay taken. */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
         if (c->trace)
                 trace(c, "->", buf, len);
-        return sn__fdmsg_send(c->fd, buf, len, fds, nfds, 0);
+        r = sn__fdmsg_send(c->fd, buf, len, fds, nfds, 0);
+        pthread_setcancelstate(cancel_state, NULL);
+        return r;
+}
+
+/* Fire and forget (id 0 is never a pending request's): thread is gone on this connection. */
+static void send_thread_exit(sn_conn_t *c, uint32_t thread)
+{
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_thread];
+        struct snw_thread body = { .thread = thread };
+
+        snw_thread_encode(sn_msg_begin(buf, SN_MSG_THREAD_EXIT, 0, 0, 0, 0, 0), &body);
+        pthread_mutex_lock(&c->send_lock);
+        sn__send(c, buf, sizeof(buf), NULL, 0);
+        pthread_mutex_unlock(&c->send_lock);
+}
+
+/* With c->lock held: a stash of n entries for port, appended to conn->orphans (NULL when out of
+ * memory: the entries are lost, as they would be with a dead process). */
+static struct sn_orphans *orphans_new(sn_conn_t *c, const struct sn_pending *p, uint32_t n)
+{
+        struct sn_orphans *o = malloc(sizeof(*o) + (size_t)n * sizeof(sn_entry_t)), **pp;
+
+        if (!o)
+                return NULL;
+        *o = (struct sn_orphans){ .port = p->port, .thread = p->thread, .gone = p->gone, .n = n };
+        for (pp = &c->orphans; *pp; pp = &(*pp)->next)
+                ;
+        *pp = o;
+        /* Wake the relay requests of that port: they return these entries. */
+        for (struct sn_pending *q = c->pending; q; q = q->next)
+                if (q->relay && q->port == p->port && q->waiting)
+                        pthread_cond_signal(&q->cond);
+        return o;
+}
+
+/* With c->lock held: whether entries are stashed for port. */
+static bool orphans_for(sn_conn_t *c, uint32_t port)
+{
+        for (struct sn_orphans *o = c->orphans; o; o = o->next)
+                if (o->port == port)
+                        return true;
+        return false;
+}
+
+/* With c->lock held: replaces p on the pending list with a heap copy whose reply is stashed
+ * (without memory, the reply is discarded). */
+static void leave_behind(sn_conn_t *c, struct sn_pending *p, bool gone);
+
+/* The reply to a cancelled dequeue (under c->lock): keep its entries for the next caller. */
+static void orphan_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
+                         const struct sn_msg_desc *d)
+{
+        const uint8_t *ent = sn_msg_array(buf, d, 2);
+        struct sn_orphans *o;
+
+        if (!h->count2 || !(o = orphans_new(p->ctx, p, h->count2)))
+                return;
+        for (uint32_t i = 0; i < h->count2; i++) {
+                struct snw_entry e;
+
+                ent = snw_entry_decode(ent, &e);
+                o->e[i] = (sn_entry_t){
+                        .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
+                };
+        }
+}
+
+uint32_t sn__orphans_take(sn_conn_t *c, uint32_t port, sn_entry_t *entries, uint32_t max)
+{
+        uint32_t n = 0, gone[8];
+        unsigned ngone = 0;
+
+        if (!max)
+                return 0;
+        pthread_mutex_lock(&c->lock);
+        for (struct sn_orphans **pp = &c->orphans; *pp && n < max;) {
+                struct sn_orphans *o = *pp;
+                uint32_t k;
+
+                if (o->port != port) {
+                        pp = &o->next;
+                        continue;
+                }
+                k = SN_MIN(max - n, o->n - o->first);
+                memcpy(entries + n, o->e + o->first, (size_t)k * sizeof(*entries));
+                n += k;
+                o->first += k;
+                if (o->first < o->n)
+                        break;
+                if (o->gone && ngone < SN_ARRAY_SIZE(gone))
+                        gone[ngone++] = o->thread;
+                *pp = o->next;
+                free(o);
+        }
+        pthread_mutex_unlock(&c->lock);
+        /* The daemon counted the cancelled thread as running on the port once it was given
+         * entries (concurrency rule): it runs no more. */
+        for (unsigned i = 0; i < ngone; i++)
+                send_thread_exit(c, gone[i]);
+        return n;
 }
 
 void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
@@ -76,6 +188,9 @@ void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_rep
         p->expect = expect;
         p->on_reply = fn;
         p->ctx = ctx;
+        p->port = p->thread = 0;
+        p->salvage = NULL;
+        p->relay = p->abandoned = p->gone = false;
         pthread_cond_init(&p->cond, NULL);
         pthread_mutex_lock(&c->lock);
         if (++c->next_id == 0)
@@ -144,12 +259,85 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len)
                         p->on_reply(p, buf, &h, d);
         }
         p->done = true;
+        if (p->abandoned) {
+                pthread_cond_destroy(&p->cond);
+                free(p);
+                return;
+        }
         pthread_cond_signal(&p->cond);
+}
+
+struct wait_state {
+        sn_conn_t *c;
+        struct sn_pending *p;
+        bool locked;  /* this thread holds c->lock */
+        bool reading; /* this thread has the reader role */
+};
+
+/* Cleanup handler of a call cancelled in sn__wait (see the top of the file). */
+static void wait_cancelled(void *arg)
+{
+        struct wait_state *w = arg;
+        sn_conn_t *c = w->c;
+        struct sn_pending *p = w->p;
+
+        if (!w->locked)
+                pthread_mutex_lock(&c->lock);
+        if (w->reading)
+                c->reader_active = false;
+        p->waiting = false;
+        if (p->done) {
+                /* The reply came just before: what it dequeued must not die with the caller. */
+                sn_entry_t *e;
+                uint32_t n = p->salvage && p->status == 0 ? p->salvage(p, &e) : 0;
+                struct sn_orphans *o;
+
+                p->gone = true;
+                o = n ? orphans_new(c, p, n) : NULL;
+                if (o)
+                        memcpy(o->e, e, (size_t)n * sizeof(*e));
+        } else {
+                leave_behind(c, p, true);
+        }
+        hand_off(c);
+        pthread_mutex_unlock(&c->lock);
+        pthread_cond_destroy(&p->cond);
+}
+
+static void leave_behind(sn_conn_t *c, struct sn_pending *p, bool gone)
+{
+        struct sn_pending *a = malloc(sizeof(*a));
+
+        unlink_pending(c, p);
+        if (!a)
+                return;
+        *a = (struct sn_pending){
+                .id = p->id,
+                .expect = p->expect,
+                .on_reply = p->salvage ? orphan_reply : NULL,
+                .ctx = c,
+                .port = p->port,
+                .thread = p->thread,
+                .abandoned = true,
+                .gone = gone,
+        };
+        pthread_cond_init(&a->cond, NULL);
+        a->next = c->pending;
+        c->pending = a;
 }
 
 int sn__wait(sn_conn_t *c, struct sn_pending *p)
 {
+        struct wait_state w = { .c = c, .p = p };
+        int cancel_state, block_state;
+
+        /* Cancellation acts only at the two places below where this thread blocks, and only
+         * in a dequeue (which may wait long): other requests are short and run to the end. */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+        block_state = p->salvage ? cancel_state : PTHREAD_CANCEL_DISABLE;
         pthread_mutex_lock(&c->lock);
+        w.locked = true;
+        pthread_cleanup_push(wait_cancelled, &w);
         while (!p->done) {
                 if (c->broken) {
                         unlink_pending(c, p);
@@ -157,24 +345,44 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                         p->done = true;
                         break;
                 }
+                if (p->relay && orphans_for(c, p->port)) {
+                        leave_behind(c, p, false);
+                        p->status = -EINPROGRESS;
+                        break;
+                }
                 if (c->reader_active) {
                         p->waiting = true;
+                        pthread_setcancelstate(block_state, NULL);
                         pthread_cond_wait(&p->cond, &c->lock);
+                        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
                         p->waiting = false;
                         continue;
                 }
                 c->reader_active = true;
+                w.reading = true;
+                w.locked = false;
                 pthread_mutex_unlock(&c->lock);
 
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0;
-                ssize_t n = sn__fdmsg_recv(c->fd, c->rbuf, c->limits.max_message, fds, 0, &nfds,
-                                           0);
+                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+                ssize_t n;
 
+                /* Wait in poll(), which consumes nothing, so that a cancellation never drops
+                 * a reply already received; then read it with cancellation held off. */
+                if (block_state == PTHREAD_CANCEL_ENABLE) {
+                        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+                        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+                                ;
+                        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+                }
+                n = sn__fdmsg_recv(c->fd, c->rbuf, c->limits.max_message, fds, 0, &nfds, 0);
                 sn__fds_close(fds, nfds); /* the daemon never sends descriptors */
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 pthread_mutex_lock(&c->lock);
+                w.locked = true;
+                w.reading = false;
                 c->reader_active = false;
                 if (n == -ETOOMANYREFS || n == -EMSGSIZE)
                         continue;
@@ -186,9 +394,11 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 }
                 deliver(c, c->rbuf, (size_t)n);
         }
+        pthread_cleanup_pop(0);
         hand_off(c);
         pthread_mutex_unlock(&c->lock);
         pthread_cond_destroy(&p->cond);
+        pthread_setcancelstate(cancel_state, NULL);
         return p->status;
 }
 
@@ -226,21 +436,10 @@ static void thread_exit(void *arg)
         struct thread_info *ti = arg;
 
         pthread_mutex_lock(&live_lock);
-        for (unsigned i = 0; i < ti->n; i++) {
-                for (sn_conn_t *c = live; c; c = c->next_live) {
-                        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_thread];
-                        struct snw_thread body = { .thread = ti->tid };
-
-                        if (c != ti->conns[i] || sn__conn_usable(c) < 0)
-                                continue;
-                        /* Fire and forget: id 0 is never a pending request's. */
-                        snw_thread_encode(sn_msg_begin(buf, SN_MSG_THREAD_EXIT, 0, 0, 0, 0, 0),
-                                          &body);
-                        pthread_mutex_lock(&c->send_lock);
-                        sn__send(c, buf, sizeof(buf), NULL, 0);
-                        pthread_mutex_unlock(&c->send_lock);
-                }
-        }
+        for (unsigned i = 0; i < ti->n; i++)
+                for (sn_conn_t *c = live; c; c = c->next_live)
+                        if (c == ti->conns[i] && sn__conn_usable(c) == 0)
+                                send_thread_exit(c, ti->tid);
         pthread_mutex_unlock(&live_lock);
         free(ti);
 }
@@ -509,6 +708,22 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
         }
         pthread_mutex_unlock(&live_lock);
         sn_close(c->fd);
+        /* Requests left by cancelled callers, and entries nobody took. */
+        while (c->pending) {
+                struct sn_pending *p = c->pending;
+
+                c->pending = p->next;
+                if (p->abandoned) {
+                        pthread_cond_destroy(&p->cond);
+                        free(p);
+                }
+        }
+        while (c->orphans) {
+                struct sn_orphans *o = c->orphans;
+
+                c->orphans = o->next;
+                free(o);
+        }
         pthread_mutex_destroy(&c->lock);
         pthread_mutex_destroy(&c->send_lock);
         free(c->rbuf);

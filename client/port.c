@@ -21,9 +21,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "client/client.h"
 #include "common/macro.h"
+
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct process_ctx {
         sn_registration_t *regs;
@@ -57,10 +66,49 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
         ctx->nentries = n;
 }
 
+/* A caller cancelled after its reply came: the entries it received (sn__wait). */
+static uint32_t process_salvage(struct sn_pending *p, sn_entry_t **ret_entries)
+{
+        struct process_ctx *ctx = p->ctx;
+
+        *ret_entries = ctx->entries;
+        return ctx->nentries;
+}
+
 struct prep {
         uint64_t dev, ino;
         bool attach;
 };
+
+/* What a call cancelled while it waits (sn__wait) must give back. */
+struct arrays {
+        uint32_t **sent_idx, *stack_idx;
+        struct prep **prep, *stack_prep;
+};
+
+static void arrays_cancelled(void *arg)
+{
+        struct arrays *a = arg;
+
+        if (*a->sent_idx != a->stack_idx)
+                free(*a->sent_idx);
+        if (*a->prep != a->stack_prep)
+                free(*a->prep);
+}
+
+static void port_cancelled(void *arg)
+{
+        sn__port_unref(arg);
+}
+
+/* sn__wait(), freeing a's arrays if the caller is cancelled.  (A function of its own: the
+ * cleanup handler's setjmp must not see the caller's variables change.) */
+static void wait_freeing(sn_conn_t *c, struct sn_pending *p, struct arrays *a, int *ret)
+{
+        pthread_cleanup_push(arrays_cancelled, a);
+        *ret = sn__wait(c, p);
+        pthread_cleanup_pop(0);
+}
 
 static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                       sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, bool retry)
@@ -75,6 +123,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         struct prep *prep = stack_prep;
         struct process_ctx ctx = { .regs = regs, .entries = entries, .max_entries = max_entries };
         struct sn_pending pend;
+        struct arrays arrays = { &sent_idx, stack_idx, &prep, stack_prep };
         uint32_t per_msg, nstale = 0;
         uint32_t thread = max_entries ? sn__thread_id(c) : 0;
         uint8_t *buf;
@@ -139,6 +188,10 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         }
         pthread_mutex_lock(&c->send_lock);
         sn__pending_add(c, &pend, SN_MSG_PROCESS_REPLY, process_reply, &ctx);
+        pend.port = port_id;
+        pend.thread = thread;
+        pend.salvage = max_entries ? process_salvage : NULL;
+        pend.relay = max_entries && !ctx.nsent;
         r = 0;
         for (uint32_t first = 0;;) {
                 int fds[SN_PROTO_MAX_FDS];
@@ -195,9 +248,9 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 r = -ECONNRESET;
                 goto out;
         }
-        r = sn__wait(c, &pend);
+        wait_freeing(c, &pend, &arrays, &r);
         if (r < 0 && r != -ETIMEDOUT)
-                goto out;
+                goto out; /* -EINPROGRESS: entries were stashed meanwhile (sn_port_process) */
 
         /* Learn what the daemon now knows (L1, L2), and find entries that need their fd. */
         pthread_mutex_lock(&c->lock);
@@ -248,6 +301,10 @@ sn_port_t *sn__port_unref(sn_port_t *port)
         return NULL;
 }
 
+static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
+                          sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms,
+                          int *ret);
+
 SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                               sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms)
 {
@@ -261,6 +318,21 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
         if (r < 0)
                 return r;
         sn__port_ref(port);
+        pthread_cleanup_push(port_cancelled, port);
+        process_calls(port, regs, nregs, entries, max_entries, timeout_ms, &r);
+        pthread_cleanup_pop(1); /* drops the reference */
+        return r;
+}
+
+/* sn_port_process() with a reference on port: the calls the daemon needs (see below), and the
+ * entries cancelled callers left.  The result goes to *ret. */
+static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
+                          sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, int *ret)
+{
+        int64_t deadline = 0;
+        uint32_t n;
+        int r;
+
         /* The daemon takes at most call_max items in one call (its reply holds a result for
          * each): a larger array goes as several calls, registrations only, then the last one
          * with the dequeue.  A call-level failure of a later call leaves earlier ones applied. */
@@ -271,10 +343,26 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
                 regs += call_max;
                 nregs -= call_max;
         }
-        r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+        if (timeout_ms != SN_INFINITE && timeout_ms)
+                deadline = now_ms() + timeout_ms;
+        for (;;) {
+                /* Entries that reached a cancelled caller (sn__wait) are this call's. */
+                n = max_entries ? sn__orphans_take(port->conn, port->id, entries, max_entries) : 0;
+                if (n) {
+                        r = nregs ? do_process(port, regs, nregs, NULL, 0, 0, false) : 0;
+                        r = r < 0 ? r : (int)n;
+                        break;
+                }
+                r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+                if (r != -EINPROGRESS)
+                        break;
+                /* Stashed entries arrived while this call waited: take them (another thread
+                 * may have been quicker; then wait for what is left of the timeout). */
+                if (deadline)
+                        timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
+        }
 out:
-        sn__port_unref(port);
-        return r;
+        *ret = r;
 }
 
 SN_EXPORT int sn_port_dequeue(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries,

@@ -18,6 +18,9 @@
  * Threads: every function may be called from any thread.  Several threads may wait on one port
  * at once; each is a separate waiter, woken most-recent-first.  After fork() the child must not
  * use a connection of its parent: every call on it fails with -EBADFD; open a new one.
+ * A thread waiting in sn_port_process() or sn_port_dequeue() may be cancelled (pthread_cancel):
+ * the wait cleans up, and entries given to the abandoned wait are returned by the next dequeuing
+ * call on the same port; other calls hold cancellation off until they return.
  *
  * Errors: functions return 0 (or a count) on success and a negative errno value on failure;
  * sn_strerror() describes them.  Nothing in this library prints.
