@@ -43,7 +43,7 @@ struct wbuf {
 
 static void put(struct wbuf *b, const void *src, size_t n)
 {
-        if (b->oom)
+        if (b->oom || n == 0)
                 return;
         if (b->len + n > b->cap) {
                 size_t cap = SN_MAX(b->cap * 2, b->len + n + 4096);
