@@ -264,7 +264,7 @@ expect "the user service is active, Type=notify" \
         active/notify
 upid=$(asuser systemctl --user show -P MainPID socknotifyd.service)
 expect "the daemon runs as sntest" "$(inside ps -o user= -p "${upid:-0}")" sntest
-check "its STATUS= line shows inside systemctl --user status" sdh_wait 10 eval \
+check "its STATUS= line shows in systemctl --user status" sdh_wait 10 eval \
         'asuser systemctl --user status --no-pager -n 0 socknotifyd.service | grep -Eq "Status: \"[0-9]+ connection\(s\)"'
 check "systemctl --user stop socknotifyd.service" asuser systemctl --user stop socknotifyd.service
 expect "the daemon it ran exited 0 (ExecMainPID/ExecMainCode/ExecMainStatus/Result)" \
