@@ -47,7 +47,9 @@
 #                                `make` does, with sbindir /usr/local/sbin) under
 #                                /usr/local/lib/systemd/{system,user}, the sysusers snippet
 #                                under /usr/local/lib/sysusers.d; runs systemd-sysusers and
-#                                daemon-reload.  Call again after a rebuild to upgrade.
+#                                daemon-reload.  Call again after a rebuild to upgrade.  For
+#                                a sanitizer build it adds a drop-in that turns LeakSanitizer
+#                                off (it needs ptrace, which the unit's syscall filter denies).
 #   sdh_dropin NAME UNIT FILE TEXT  writes /etc/systemd/system/UNIT.d/FILE.conf, daemon-reload
 #   sdh_journal NAME UNIT [ARGS] the journal of UNIT (journalctl -u UNIT -o short-unix ARGS)
 #   sdh_wait_state NAME UNIT STATE TIMEOUT  waits until UNIT's ActiveState is STATE
@@ -56,8 +58,12 @@
 #   sdh_prop NAME UNIT PROPERTY  one property (systemctl show -P)
 #   sdh_stop NAME                poweroff (SIGRTMIN+4 to PID 1), SIGKILL after 15 s, then
 #                                removes the cgroup and the instance directory
-# Instances live in ${SDH_DIR:-/tmp/socknotify-sdh}/NAME (pid1, pidns, cgroup, console.log,
-# kmsg.log).  Test scripts call sdh_stop from an EXIT trap; if one was killed outright,
+#   sdh_user_start NAME USER     starts USER's `systemd --user` (user@UID.service) and waits
+#                                until it runs (the instance has no logind: see sdh__boot)
+#   sdh_user_exec NAME USER CMD...  runs CMD inside as USER, with XDG_RUNTIME_DIR=/run/user/UID
+#                                (so `systemctl --user` and the client's default path work)
+# An instance's files are in ${SDH_DIR:-/tmp}/socknotify-sdh.NAME (pid1, pidns, unshare,
+# cgroup, console.log, kmsg.log; kept after stop when SDH_KEEP_LOGS is set).  Test scripts call sdh_stop from an EXIT trap; if one was killed outright,
 # `harness.sh stop NAME` removes what it left.  `unshare --kill-child` kills the instance when
 # the process that started it dies.
 #
@@ -66,7 +72,7 @@
 # which ends the PID namespace; killing PID 1 of a PID namespace kills every process in it.
 
 SDH_SYSTEMD=${SDH_SYSTEMD:-/usr/lib/systemd/systemd}
-SDH_DIR=${SDH_DIR:-/tmp/socknotify-sdh}
+SDH_DIR=${SDH_DIR:-/tmp}
 SDH_SELF=$(readlink -f "${BASH_SOURCE[0]}")
 
 sdh__die() { echo "harness: $*" >&2; return 1; }
@@ -212,7 +218,7 @@ sdh__alive() {      # $1 pid, $2 pid namespace it must be in (guards against pid
 }
 
 sdh__pid1() {
-        local dir=$SDH_DIR/$1 p ns
+        local dir=$SDH_DIR/socknotify-sdh.$1 p ns
         p=$(cat "$dir/pid1" 2>/dev/null) || return 1
         ns=$(cat "$dir/pidns" 2>/dev/null) || return 1
         sdh__alive "$p" "$ns" && echo "$p"
@@ -229,7 +235,7 @@ sdh_wait() {
 }
 
 sdh_start() {
-        local name=$1 dir=$SDH_DIR/$1 cgroot cg up p1="" st own
+        local name=$1 dir=$SDH_DIR/socknotify-sdh.$1 cgroot cg up p1="" st own
         [ -n "$name" ] || { sdh__die "sdh_start: no name"; return 1; }
         cgroot=$(sdh__cgroot) || { sdh__die "no cgroup2 hierarchy"; return 1; }
         if sdh__pid1 "$name" >/dev/null; then
@@ -343,7 +349,34 @@ sdh_install() {
         done
         install -D -m 0644 "$src/systemd/socknotify.sysusers" \
                 "$root/usr/local/lib/sysusers.d/socknotify.conf"
+        # LeakSanitizer stops the world with ptrace, which the system unit's SystemCallFilter
+        # denies: under it a sanitizer build would fail every exit.  Leaks are the other
+        # suites' business; here leak checking is off, the rest of ASan and UBSan stays on.
+        rm -f "$root/etc/systemd/system/socknotifyd.service.d/sdh-sanitizers.conf"
+        if grep -aq __asan_init "$build/daemon/socknotifyd"; then
+                mkdir -p "$root/etc/systemd/system/socknotifyd.service.d"
+                printf '[Service]\nEnvironment=ASAN_OPTIONS=detect_leaks=0\n' \
+                        > "$root/etc/systemd/system/socknotifyd.service.d/sdh-sanitizers.conf"
+                echo "harness: sanitizer build: ASAN_OPTIONS=detect_leaks=0 for the system unit" >&2
+        fi
         sdh_exec "$name" systemd-sysusers && sdh_exec "$name" systemctl daemon-reload
+}
+
+sdh_user_exec() {
+        local name=$1 user=$2 uid gid
+        shift 2
+        uid=$(sdh_exec "$name" id -u "$user") && gid=$(sdh_exec "$name" id -g "$user") || return 1
+        sdh_exec "$name" setpriv --reuid="$uid" --regid="$gid" --init-groups \
+                env XDG_RUNTIME_DIR="/run/user/$uid" USER="$user" "$@"
+}
+
+sdh_user_start() {
+        local name=$1 user=$2 uid
+        uid=$(sdh_exec "$name" id -u "$user") || return 1
+        sdh_exec "$name" timeout 30 systemctl start "user@$uid.service" || return 1
+        sdh_wait 30 eval '[ "$(sdh_user_exec "$name" "$user" systemctl --user is-system-running 2>/dev/null)" = running ]' &&
+                return 0
+        sdh__die "systemd --user of $user did not reach 'running'"
 }
 
 sdh_dropin() {
@@ -355,7 +388,7 @@ sdh_dropin() {
 }
 
 sdh_stop() {
-        local name=$1 dir=$SDH_DIR/$1 p1 ns up cg
+        local name=$1 dir=$SDH_DIR/socknotify-sdh.$1 p1 ns up cg
         p1=$(cat "$dir/pid1" 2>/dev/null) || p1=""
         ns=$(cat "$dir/pidns" 2>/dev/null) || ns=""
         up=$(cat "$dir/unshare" 2>/dev/null) || up=""
@@ -385,7 +418,6 @@ sdh_stop() {
         else
                 rm -rf "$dir"
         fi
-        rmdir "$SDH_DIR" 2>/dev/null || true
         return 0
 }
 

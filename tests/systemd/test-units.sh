@@ -87,7 +87,7 @@ hold() {
                 > "$tmp/$1.out" 2>&1 &
         held[$1]=$!
         clients+=($!)
-        sdh_wait 30 grep -q '^ready' "$tmp/$1.out"
+        sdh_wait 30 grep -qs '^ready' "$tmp/$1.out"
 }
 # Lets it make its second call and waits for it to exit.
 release() {
@@ -164,8 +164,9 @@ check "systemd logs the watchdog timeout" \
         sdh_wait_journal "$name" socknotifyd.service "Watchdog timeout \(limit 2s\)" 15
 check "the daemon was killed with result 'watchdog'" \
         sdh_wait_journal "$name" socknotifyd.service "socknotifyd.service: Failed with result 'watchdog'" 15
-check "systemd restarted it (Restart=on-failure): active with a new MainPID" sdh_wait 20 eval \
-        '[ "$(prop socknotifyd.service ActiveState)" = active ] && [ "$(prop socknotifyd.service MainPID)" != "$pid" ]'
+check "systemd restarted it (Restart=on-failure): active with a new MainPID" eval \
+        'sdh_wait_state "$name" socknotifyd.service active 20 &&
+         [ "$(prop socknotifyd.service MainPID)" != "$pid" ]'
 expect "NRestarts went up by one" "$(prop socknotifyd.service NRestarts)" $((restarts + 1))
 if wait "$wdclient"; then
         served=$(date +%s.%N)
@@ -240,14 +241,10 @@ echo "# 5. the user units under systemd --user"
 check "systemd-sysusers makes a user sntest" \
         inside systemd-sysusers --inline 'u sntest - "socknotify test user" /run/sntest'
 uid=$(inside id -u sntest)
-gid=$(inside id -g sntest)
-check "its home /run/sntest" inside install -d -m 0700 -o "$uid" -g "$gid" /run/sntest
+check "its home /run/sntest" inside install -d -m 0700 -o sntest -g sntest /run/sntest
 rt=/run/user/$uid
-asuser() {
-        inside setpriv --reuid="$uid" --regid="$gid" --clear-groups env XDG_RUNTIME_DIR="$rt" "$@"
-}
-check "user@$uid.service starts (systemd --user of sntest)" \
-        inside timeout 30 systemctl start "user@$uid.service"
+asuser() { sdh_user_exec "$name" sntest "$@"; }
+check "user@$uid.service starts: systemd --user of sntest is running" sdh_user_start "$name" sntest
 check "systemctl --user enable --now socknotifyd.socket" \
         asuser systemctl --user enable --quiet --now socknotifyd.socket
 expect "$rt/socknotify.sock: a socket, 0600, sntest's" \
