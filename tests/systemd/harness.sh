@@ -63,9 +63,10 @@
 #   sdh_user_exec NAME USER CMD...  runs CMD inside as USER, with XDG_RUNTIME_DIR=/run/user/UID
 #                                (so `systemctl --user` and the client's default path work)
 # An instance's files are in ${SDH_DIR:-/tmp}/socknotify-sdh.NAME (pid1, pidns, unshare,
-# cgroup, console.log, kmsg.log; kept after stop when SDH_KEEP_LOGS is set).  Test scripts call sdh_stop from an EXIT trap; if one was killed outright,
-# `harness.sh stop NAME` removes what it left.  `unshare --kill-child` kills the instance when
-# the process that started it dies.
+# cgroup, console.log, kmsg.log; the logs are kept after stop when SDH_KEEP_LOGS is set).  Test
+# scripts call sdh_stop from an EXIT trap; if one is killed outright, a watcher started with the
+# instance stops it once the owner (SDH_OWNER, default: the shell that sourced this file; none
+# for the command line) is gone.  `harness.sh stop NAME` removes what anything else left.
 #
 # Facts this relies on: systemd refuses to boot without a writable cgroup2 hierarchy; it treats
 # SIGRTMIN+4 as "poweroff", and in a container (the `container` variable set) exits when done,
@@ -95,7 +96,7 @@ sdh_prereq() {
                 echo "SKIP: the systemd harness needs root (namespaces, mounts, cgroups)"
                 return 77
         fi
-        for t in unshare nsenter mount "$SDH_SYSTEMD" systemctl journalctl systemd-sysusers; do
+        for t in unshare nsenter setpriv mount "$SDH_SYSTEMD" systemctl journalctl systemd-sysusers; do
                 if ! command -v "$t" >/dev/null 2>&1; then
                         echo "SKIP: $t not found"
                         return 77
@@ -236,6 +237,7 @@ sdh_wait() {
 
 sdh_start() {
         local name=$1 dir=$SDH_DIR/socknotify-sdh.$1 cgroot cg up p1="" st own
+        local owner=${SDH_OWNER:-$$}
         [ -n "$name" ] || { sdh__die "sdh_start: no name"; return 1; }
         cgroot=$(sdh__cgroot) || { sdh__die "no cgroup2 hierarchy"; return 1; }
         if sdh__pid1 "$name" >/dev/null; then
@@ -267,6 +269,17 @@ sdh_start() {
         }
         p1=$(cat "$dir/pid1")
         readlink "/proc/$p1/ns/pid" > "$dir/pidns"
+        # A watcher stops the instance if its owner (by default the shell that sourced this
+        # file) dies without stopping it, for example killed by a test timeout.
+        if [ "$owner" != none ]; then
+                (
+                        setsid bash -c '. "$1"
+                                while kill -0 "$2" 2>/dev/null && [ -e "$3/pid1" ]; do sleep 1; done
+                                [ ! -e "$3/pid1" ] || sdh_stop "$4"' \
+                                sdh "$SDH_SELF" "$owner" "$dir" "$name" \
+                                < /dev/null >> "$dir/console.log" 2>&1 &
+                )
+        fi
         # unshare itself stays outside the instance's cgroup (systemd cannot see it).
         echo "$up" > "$cgroot$own/cgroup.procs" 2>/dev/null ||
                 echo "$up" > "$cgroot/cgroup.procs" || true
@@ -424,6 +437,7 @@ sdh_stop() {
 # ---- command line ---------------------------------------------------------------------------
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
         set -u
+        SDH_OWNER=${SDH_OWNER:-none}    # an instance started here outlives this command
         cmd=${1:-}
         shift || true
         case $cmd in
