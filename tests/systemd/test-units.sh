@@ -177,7 +177,7 @@ else
 fi
 killed=$(sdh_journal "$name" socknotifyd.service | grep -m1 'Watchdog timeout' | cut -d' ' -f1)
 if [ -n "$served" ] && [ -n "$killed" ]; then
-        echo "TIME: SIGSTOP -> watchdog kill: $(awk -v a="$killed" -v b="$stopped" 'BEGIN { printf "%d", (a - b / 1e9) * 1000 }') ms (WatchdogSec=2s)"
+        echo "TIME: SIGSTOP -> watchdog kill: $(awk -v a="$killed" -v b="$stopped" 'BEGIN { printf "%d", (a - b / 1e9) * 1000 }') ms (WatchdogSec=2s counts from the last ping)"
         echo "TIME: watchdog kill -> waiting client served again: $(awk -v a="$killed" -v b="$served" 'BEGIN { printf "%d", (b - a) * 1000 }') ms"
 fi
 expect "the socket unit stayed active (running: its service runs)" \
