@@ -8,8 +8,10 @@
 # One instance, the units installed as `make install` would (system and user), then:
 #   1  socket activation: socknotifyd.socket listens at /run/socknotify/socknotify.sock
 #      (0660 root:socknotify, the group made by systemd-sysusers from our snippet); the first
-#      client starts the Type=notify service, which becomes active (READY=1) and publishes
-#      its STATUS= line, seen in `systemctl status` and following the clients' holdings;
+#      client starts the Type=notify service, which becomes active (READY=1), runs as a
+#      dynamic user without capabilities, refuses users outside the group and serves its
+#      members on the default path, and publishes its STATUS= line, seen in `systemctl status`
+#      and following the clients' holdings;
 #   2  the watchdog: with WatchdogSec=2s (a drop-in) the daemon's pings keep it alive; after
 #      SIGSTOP systemd kills it (result 'watchdog') and restarts it (Restart=on-failure), the
 #      socket file stays the same socket, and a client that connected while the daemon was
@@ -23,8 +25,8 @@
 #   5  the user units under `systemd --user` of an unprivileged user: activation at
 #      $XDG_RUNTIME_DIR/socknotify.sock (0600, the user's), found by the client's default path,
 #      the daemon running as that user.
-# Prints TIME: lines (socket start to first client served, watchdog kill to client served
-# again), PASS:/FAIL: per check and "N passed, M failed"; exits 1 when a check failed.  On a
+# Prints TIME: lines (socket start to first client served; watchdog kill to new daemon ready
+# and to client served again), PASS:/FAIL: per check and "N passed, M failed"; exits 1 when a check failed.  On a
 # failure the instance's journal is printed before the instance is removed.
 set -u
 src=${SN_SRCDIR:-.}
@@ -105,6 +107,20 @@ check "install: daemon, system and user units, sysusers snippet; systemd-sysuser
         sdh_install "$name" "$build" "$src"
 expect "systemd-sysusers made the group socknotify" \
         "$(inside getent group socknotify | cut -d: -f1)" socknotify
+# An unprivileged user for the socket's permissions and the user units.  Its home is in the
+# instance's /run: `systemctl --user enable` writes below it.
+check "systemd-sysusers makes a user sntest" \
+        inside systemd-sysusers --inline 'u sntest - "socknotify test user" /run/sntest'
+uid=$(inside id -u sntest)
+gid=$(inside id -g sntest)
+check "its home /run/sntest" inside install -d -m 0700 -o sntest -g sntest /run/sntest
+# Runs the client as sntest with the default path (no SOCKNOTIFY_SOCKET, no XDG_RUNTIME_DIR:
+# the system socket), with the supplementary groups given in $1 ("" for none).
+serve_as_sntest() {
+        local groups=${1:+--groups=$1}
+        inside setpriv --reuid="$uid" --regid="$gid" ${groups:---clear-groups} \
+                timeout 60 "$client" serve > "$tmp/client.out" 2>&1
+}
 
 # ---- 1. socket activation -----------------------------------------------------------------
 echo "# 1. socket activation of the system units"
@@ -125,8 +141,19 @@ else
 fi
 expect "the service was activated and is active" "$(prop socknotifyd.service ActiveState)" active
 expect "Type=notify" "$(prop socknotifyd.service Type)" notify
+pid=$(prop socknotifyd.service MainPID)
 expect "it runs /usr/local/sbin/socknotifyd" \
-        "$(inside readlink "/proc/$(prop socknotifyd.service MainPID)/exe")" /usr/local/sbin/socknotifyd
+        "$(inside readlink "/proc/$pid/exe")" /usr/local/sbin/socknotifyd
+user=$(inside ps -o user= -p "$pid")
+check "as a dynamic user ($user), not root" test -n "$user" -a "$user" != root
+expect "without capabilities (CapEff)" \
+        "$(inside sed -n 's/^CapEff:[[:space:]]*//p' "/proc/$pid/status")" 0000000000000000
+serve_as_sntest ""
+expect "a user outside the group socknotify is refused by the socket's mode 0660" \
+        "$(sed -n 's/^failed: \(sn_conn_open -> [A-Z]*\).*/\1/p' "$tmp/client.out")" \
+        "sn_conn_open -> EACCES"
+check "a member of socknotify is served (default path, no SOCKNOTIFY_SOCKET)" \
+        serve_as_sntest "$(inside getent group socknotify | cut -d: -f3)"
 check "the daemon logged that it serves $sock" \
         sdh_wait_journal "$name" socknotifyd.service "socknotifyd\[[0-9]+\]: .*listening on $sock" 10
 check "systemd got READY=1 (it logs 'Started' for Type=notify only then)" \
@@ -178,6 +205,9 @@ fi
 killed=$(sdh_journal "$name" socknotifyd.service | grep -m1 'Watchdog timeout' | cut -d' ' -f1)
 if [ -n "$served" ] && [ -n "$killed" ]; then
         echo "TIME: SIGSTOP -> watchdog kill: $(awk -v a="$killed" -v b="$stopped" 'BEGIN { printf "%d", (a - b / 1e9) * 1000 }') ms (WatchdogSec=2s counts from the last ping)"
+        started=$(sdh_journal "$name" socknotifyd.service |
+                awk -v k="$killed" '$1 > k && /systemd\[1\]: Started socknotifyd.service/ { print $1; exit }')
+        [ -z "$started" ] || echo "TIME: watchdog kill -> new daemon ready (systemd logs 'Started'): $(awk -v a="$killed" -v b="$started" 'BEGIN { printf "%d", (b - a) * 1000 }') ms (RestartSec=100ms default)"
         echo "TIME: watchdog kill -> waiting client served again: $(awk -v a="$killed" -v b="$served" 'BEGIN { printf "%d", (b - a) * 1000 }') ms"
 fi
 expect "the socket unit stayed active (running: its service runs)" \
@@ -237,11 +267,6 @@ check "no socket file is left (RemoveOnStop=yes)" inside test ! -e $sock
 
 # ---- 5. user units --------------------------------------------------------------------------
 echo "# 5. the user units under systemd --user"
-# Its home is in the instance's /run: `systemctl --user enable` writes below it.
-check "systemd-sysusers makes a user sntest" \
-        inside systemd-sysusers --inline 'u sntest - "socknotify test user" /run/sntest'
-uid=$(inside id -u sntest)
-check "its home /run/sntest" inside install -d -m 0700 -o sntest -g sntest /run/sntest
 rt=/run/user/$uid
 asuser() { sdh_user_exec "$name" sntest "$@"; }
 check "user@$uid.service starts: systemd --user of sntest is running" sdh_user_start "$name" sntest
