@@ -88,7 +88,7 @@ hold() {
         inside env SOCKNOTIFY_SOCKET=$sock timeout 150 "$client" hold "$tmp/$1.go" \
                 > "$tmp/$1.out" 2>&1 &
         held[$1]=$!
-        clients+=($!)
+        clients+=("$!")
         sdh_wait 30 grep -qs '^ready' "$tmp/$1.out"
 }
 # Lets it make its second call and waits for it to exit.
@@ -118,7 +118,7 @@ check "its home /run/sntest" inside install -d -m 0700 -o sntest -g sntest /run/
 # the system socket), with the supplementary groups given in $1 ("" for none).
 serve_as_sntest() {
         local groups=${1:+--groups=$1}
-        inside setpriv --reuid="$uid" --regid="$gid" ${groups:---clear-groups} \
+        inside setpriv --reuid="$uid" --regid="$gid" "${groups:---clear-groups}" \
                 timeout 60 "$client" serve > "$tmp/client.out" 2>&1
 }
 
@@ -186,7 +186,7 @@ stopped=$(now)
 # socket's backlog, which systemd keeps, so the next daemon accepts it.
 inside env SOCKNOTIFY_SOCKET=$sock timeout 60 "$client" serve > "$tmp/wd.out" 2>&1 &
 wdclient=$!
-clients+=($wdclient)
+clients+=("$wdclient")
 check "systemd logs the watchdog timeout" \
         sdh_wait_journal "$name" socknotifyd.service "Watchdog timeout \(limit 2s\)" 15
 check "the daemon was killed with result 'watchdog'" \
