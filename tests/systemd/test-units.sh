@@ -16,7 +16,10 @@
 #      SIGSTOP systemd kills it (result 'watchdog') and restarts it (Restart=on-failure), the
 #      socket file stays the same socket, and a client that connected while the daemon was
 #      hung is served by the new one;
-#   3  SIGHUP, SIGUSR1, SIGUSR2, SIGALRM: logged as ignored, same MainPID, still serving;
+#   3  SIGHUP and `systemctl reload` reload (the second one reads a configuration file at the
+#      daemon's default path), SIGUSR2 re-executes in place while a client holds a port (the
+#      client carries on), SIGUSR1 and SIGALRM are logged as ignored: each time the same
+#      MainPID, no restart, still serving;
 #   4  `systemctl stop`: the daemon exits 0 and leaves only the socket unit's socket file;
 #      `systemctl restart`: a new daemon serves new clients, while a client connected to the
 #      old one gets an error on its next call (today ECONNRESET; issue 13 will keep the
@@ -220,21 +223,49 @@ else
         ko "a new client is served: $(cat "$tmp/client.out")"
 fi
 
-# ---- 3. ignored signals ---------------------------------------------------------------------
-echo "# 3. SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM are logged and ignored"
+# ---- 3. signals -----------------------------------------------------------------------------
+echo "# 3. SIGHUP and systemctl reload reload, SIGUSR2 re-executes in place, SIGUSR1 and SIGALRM are ignored"
 pid=$(prop socknotifyd.service MainPID)
 restarts=$(prop socknotifyd.service NRestarts)
-for s in HUP:1:Hangup USR1:10:'User defined signal 1' USR2:12:'User defined signal 2' \
-                ALRM:14:'Alarm clock'; do
+same() {
+        expect "$1: still active, same MainPID, no restart" \
+                "$(prop socknotifyd.service ActiveState)/$(prop socknotifyd.service MainPID)/$(prop socknotifyd.service NRestarts)" \
+                "active/$pid/$restarts"
+}
+check "kill -HUP" inside kill -s HUP "$pid"
+check "the journal shows the reload (no configuration file yet)" sdh_wait_journal "$name" \
+        socknotifyd.service "socknotifyd\[$pid\]: reload: configuration file absent" 10
+same "after SIGHUP"
+check "STATUS= says so" sdh_wait 10 status_matches socknotifyd.service 'configuration reloaded"$'
+conf=$(inside /usr/local/sbin/socknotifyd --help |
+        sed -n 's/.*configuration file (default \([^;]*\);.*/\1/p')
+check "a configuration file at the daemon's default path ${conf:-(none in --help)}" \
+        inside sh -c "mkdir -p '${conf%/*}' && echo '{ \"log-level\": \"debug\" }' > '$conf'"
+check "systemctl reload socknotifyd.service" inside timeout 30 systemctl reload socknotifyd.service
+check "the journal shows the file read and the new log level" sdh_wait_journal "$name" \
+        socknotifyd.service "socknotifyd\[$pid\]: reload: configuration read from $conf, log level debug" 10
+same "after systemctl reload"
+for s in USR1:10:'User defined signal 1' ALRM:14:'Alarm clock'; do
         IFS=: read -r sig num text <<< "$s"
         check "kill -$sig" inside kill -s "$sig" "$pid"
         check "the journal shows 'signal $num ($text) ignored'" sdh_wait_journal "$name" \
                 socknotifyd.service "socknotifyd\[$pid\]: signal $num \($text\) ignored" 10
 done
-expect "still active with the same MainPID, no restart" \
-        "$(prop socknotifyd.service ActiveState)/$(prop socknotifyd.service MainPID)/$(prop socknotifyd.service NRestarts)" \
-        "active/$pid/$restarts"
-check "and still serving" serve
+same "after SIGUSR1 and SIGALRM"
+check "a client holds a connection and a port" hold h3
+check "kill -USR2 (re-exec in place)" inside kill -s USR2 "$pid"
+check "the journal shows the new image restored the state" sdh_wait_journal "$name" \
+        socknotifyd.service "socknotifyd\[$pid\]: re-exec: restored 1 connection\(s\), 1 port\(s\)" 15
+sdh_journal "$name" socknotifyd.service | awk -v p="socknotifyd[$pid]: re-exec: " '
+        index($0, p) && / with / && !a { a = $1 }
+        index($0, p "restored") && a { printf "TIME: re-exec (SIGUSR2), journal lines \"with\" -> \"restored\": %d ms\n", ($1 - a) * 1000; exit }'
+release h3
+echo "#    the client connected before the re-exec, on its next call: $(grep '^after:' "$tmp/h3.out")"
+check "that client's connection and port still work" grep -qx 'after: ok' "$tmp/h3.out"
+sleep 3
+same "after the re-exec and 3 s (1.5 x WatchdogSec: the new image pings)"
+check "and a new client is served" serve
+inside rm -f "$conf"
 
 # ---- 4. stop and restart --------------------------------------------------------------------
 echo "# 4. systemctl stop / restart"
