@@ -18,9 +18,9 @@
 # namespaces; the first process of the PID namespace sets up the mounts below and execs systemd,
 # which then boots multi-user.target as PID 1 in about a second.  Inside:
 #   /run      a fresh tmpfs (journald's volatile journal, the units' sockets live here);
-#   /usr, /etc  overlays whose upper layer is in that tmpfs: everything installed or changed
-#             inside (binaries, units, enablement links, sysusers' groups, ld.so.cache) is
-#             private to the instance and vanishes with it;
+#   /usr, /etc, /var  overlays whose upper layer is in that tmpfs: everything installed or
+#             changed inside (binaries, units, enablement links, sysusers' groups, ld.so.cache,
+#             even a `dpkg -i` with its database) is private to the instance and vanishes with it;
 #   /usr/lib/systemd/system  only the targets, slices and services a boot needs (journald,
 #             user@.service, the poweroff path), so none of the host's services start;
 #   /etc/systemd/{system,user}  empty (the host's enablement links are hidden), generators
@@ -96,7 +96,8 @@ sdh_prereq() {
                 echo "SKIP: the systemd harness needs root (namespaces, mounts, cgroups)"
                 return 77
         fi
-        for t in unshare nsenter setpriv mount "$SDH_SYSTEMD" systemctl journalctl systemd-sysusers; do
+        for t in unshare nsenter setpriv mount "$SDH_SYSTEMD" systemctl journalctl \
+                        systemd-sysusers; do
                 if ! command -v "$t" >/dev/null 2>&1; then
                         echo "SKIP: $t not found"
                         return 77
@@ -128,8 +129,8 @@ sdh__boot() {
         set -e
         mount -t tmpfs -o mode=0755,nosuid,nodev,size=128m sdh-run /run
         mkdir -p $p
-        # Writable, private /usr and /etc.
-        for d in usr etc; do
+        # Writable, private /usr, /etc and /var.
+        for d in usr etc var; do
                 mkdir -p $p/$d.upper $p/$d.work
                 mount -t overlay -o lowerdir=/$d,upperdir=$p/$d.upper,workdir=$p/$d.work \
                         sdh-$d /$d
@@ -165,8 +166,8 @@ sdh__boot() {
         mkdir -p /run/systemd/system.conf.d /run/systemd/journald.conf.d
         printf '[Manager]\nDefaultLimitCORE=0\nDefaultTimeoutStopSec=10s\n' \
                 > /run/systemd/system.conf.d/sdh.conf
-        printf '[Journal]\nStorage=volatile\nReadKMsg=no\nForwardToSyslog=no\nForwardToConsole=no\n' \
-                > /run/systemd/journald.conf.d/sdh.conf
+        printf '%s\n' '[Journal]' Storage=volatile ReadKMsg=no ForwardToSyslog=no \
+                ForwardToConsole=no > /run/systemd/journald.conf.d/sdh.conf
         # user@UID.service without logind and D-Bus: the runtime directory made directly, and
         # the variable pam_systemd would set.
         mkdir -p /run/systemd/system/user-runtime-dir@.service.d /run/systemd/system/user@.service.d
@@ -368,7 +369,7 @@ sdh_install() {
         rm -f "$root/etc/systemd/system/socknotifyd.service.d/sdh-sanitizers.conf"
         if grep -aq __asan_init "$build/daemon/socknotifyd"; then
                 mkdir -p "$root/etc/systemd/system/socknotifyd.service.d"
-                printf '[Service]\nEnvironment=ASAN_OPTIONS=detect_leaks=0\n' \
+                printf '[Service]\nEnvironment=ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1\n' \
                         > "$root/etc/systemd/system/socknotifyd.service.d/sdh-sanitizers.conf"
                 echo "harness: sanitizer build: ASAN_OPTIONS=detect_leaks=0 for the system unit" >&2
         fi
@@ -387,8 +388,8 @@ sdh_user_start() {
         local name=$1 user=$2 uid
         uid=$(sdh_exec "$name" id -u "$user") || return 1
         sdh_exec "$name" timeout 30 systemctl start "user@$uid.service" || return 1
-        sdh_wait 30 eval '[ "$(sdh_user_exec "$name" "$user" systemctl --user is-system-running 2>/dev/null)" = running ]' &&
-                return 0
+        sdh_wait 30 eval '[ "$(sdh_user_exec "$name" "$user" \
+                systemctl --user is-system-running 2>/dev/null)" = running ]' && return 0
         sdh__die "systemd --user of $user did not reach 'running'"
 }
 
@@ -418,7 +419,8 @@ sdh_stop() {
                 sdh_wait 10 eval '! sdh__alive "$up"' || kill -KILL "$up" 2>/dev/null || true
         fi
         if [ -n "$cg" ] && [ -d "$cg" ]; then
-                sdh_wait 10 eval '[ -z "$(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null)" ]' ||
+                sdh_wait 10 eval \
+                        '[ -z "$(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null)" ]' ||
                         echo "harness: $name: processes left in $cg" >&2
                 find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
                 if [ -d "$cg" ]; then

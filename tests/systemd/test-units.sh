@@ -29,8 +29,8 @@
 #      $XDG_RUNTIME_DIR/socknotify.sock (0600, the user's), found by the client's default path,
 #      the daemon running as that user.
 # Prints TIME: lines (socket start to first client served; watchdog kill to new daemon ready
-# and to client served again), PASS:/FAIL: per check and "N passed, M failed"; exits 1 when a check failed.  On a
-# failure the instance's journal is printed before the instance is removed.
+# and to client served again), PASS:/FAIL: per check and "N passed, M failed"; exits 1 when a
+# check failed.  On a failure the instance's journal is printed before the instance is removed.
 set -u
 src=${SN_SRCDIR:-.}
 build=${SN_BUILDDIR:-.}
@@ -79,6 +79,23 @@ expect() {
 }
 inside() { sdh_exec "$name" "$@"; }
 prop() { sdh_prop "$name" "$1" "$2"; }
+# props UNIT PROPERTY...: the values joined by "/"; uprops: the same from sntest's manager.
+props() {
+        local unit=$1 out="" p
+        shift
+        for p; do out=${out:+$out/}$(prop "$unit" "$p"); done
+        echo "$out"
+}
+uprops() {
+        local unit=$1 out="" p
+        shift
+        for p; do out=${out:+$out/}$(asuser systemctl --user show -P "$p" "$unit"); done
+        echo "$out"
+}
+# jwait REGEX [TIMEOUT]: waits for a line of socknotifyd.service's journal.
+jwait() { sdh_wait_journal "$name" socknotifyd.service "$1" "${2:-10}"; }
+# ms_between A B: milliseconds from A to B, both in seconds (with decimals).
+ms_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%d", (b - a) * 1000 }'; }
 now() { date +%s%N; }
 ms_since() { echo $((($(now) - $1) / 1000000)); }
 # Runs the client once against the system socket; its output is in $tmp/client.out.
@@ -102,7 +119,8 @@ release() {
 status_line() { inside systemctl status --no-pager -n 0 "$@" | sed -n 's/^ *Status: //p'; }
 status_matches() { status_line "$1" | grep -Eq -- "$2"; }
 
-echo "# booting systemd $(systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') as PID 1 of instance $name"
+version=$(systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p')
+echo "# booting systemd $version as PID 1 of instance $name"
 t=$(now)
 sdh_start "$name" || { ko "the instance boots"; exit 1; }
 echo "# instance up in $(ms_since "$t") ms"
@@ -158,12 +176,13 @@ expect "a user outside the group socknotify is refused by the socket's mode 0660
 check "a member of socknotify is served (default path, no SOCKNOTIFY_SOCKET)" \
         serve_as_sntest "$(inside getent group socknotify | cut -d: -f3)"
 check "the daemon logged that it serves $sock" \
-        sdh_wait_journal "$name" socknotifyd.service "socknotifyd\[[0-9]+\]: .*listening on $sock" 10
+        jwait "socknotifyd\[[0-9]+\]: .*listening on $sock"
 check "systemd got READY=1 (it logs 'Started' for Type=notify only then)" \
         sdh_wait_journal "$name" socknotifyd.service "systemd\[1\]: Started socknotifyd.service" 10
 check "a client holds a connection and a port" hold h1
 check "STATUS= follows it: systemctl status shows '1 connection(s), 1 port(s)'" \
-        sdh_wait 10 status_matches socknotifyd.service '^"1 connection\(s\), 1 port\(s\), 0 registration\(s\)"$'
+        sdh_wait 10 status_matches socknotifyd.service \
+        '^"1 connection\(s\), 1 port\(s\), 0 registration\(s\)"$'
 echo "#    systemctl status: Status: $(status_line socknotifyd.service)"
 release h1
 check "the holding client's second round trip works" grep -qx 'after: ok' "$tmp/h1.out"
@@ -184,7 +203,7 @@ expect "its pings keep it alive for 5 s (2.5 x WatchdogSec): same MainPID" \
 inode=$(inside stat -c %i $sock)
 restarts=$(prop socknotifyd.service NRestarts)
 check "SIGSTOP to the daemon" inside kill -STOP "$pid"
-stopped=$(now)
+stopped=$(date +%s.%N)
 # This client connects while the daemon is hung: the connection waits in the listening
 # socket's backlog, which systemd keeps, so the next daemon accepts it.
 inside env SOCKNOTIFY_SOCKET=$sock timeout 60 "$client" serve > "$tmp/wd.out" 2>&1 &
@@ -193,43 +212,49 @@ clients+=("$wdclient")
 check "systemd logs the watchdog timeout" \
         sdh_wait_journal "$name" socknotifyd.service "Watchdog timeout \(limit 2s\)" 15
 check "the daemon was killed with result 'watchdog'" \
-        sdh_wait_journal "$name" socknotifyd.service "socknotifyd.service: Failed with result 'watchdog'" 15
+        jwait "socknotifyd.service: Failed with result 'watchdog'" 15
 check "systemd restarted it (Restart=on-failure): active with a new MainPID" eval \
         'sdh_wait_state "$name" socknotifyd.service active 20 &&
          [ "$(prop socknotifyd.service MainPID)" != "$pid" ]'
 expect "NRestarts went up by one" "$(prop socknotifyd.service NRestarts)" $((restarts + 1))
 if wait "$wdclient"; then
         served=$(date +%s.%N)
-        ok "the client that connected during the hang was served by the new daemon ($(cat "$tmp/wd.out"))"
+        ok "the client that connected during the hang was served by the new daemon" \
+                "($(cat "$tmp/wd.out"))"
 else
         served=""
         ko "the client that connected during the hang was served: $(cat "$tmp/wd.out")"
 fi
 killed=$(sdh_journal "$name" socknotifyd.service | grep -m1 'Watchdog timeout' | cut -d' ' -f1)
 if [ -n "$served" ] && [ -n "$killed" ]; then
-        echo "TIME: SIGSTOP -> watchdog kill: $(awk -v a="$killed" -v b="$stopped" 'BEGIN { printf "%d", (a - b / 1e9) * 1000 }') ms (WatchdogSec=2s counts from the last ping)"
-        started=$(sdh_journal "$name" socknotifyd.service |
-                awk -v k="$killed" '$1 > k && /systemd\[1\]: Started socknotifyd.service/ { print $1; exit }')
-        [ -z "$started" ] || echo "TIME: watchdog kill -> new daemon ready (systemd logs 'Started'): $(awk -v a="$killed" -v b="$started" 'BEGIN { printf "%d", (b - a) * 1000 }') ms (RestartSec=100ms default)"
-        echo "TIME: watchdog kill -> waiting client served again: $(awk -v a="$killed" -v b="$served" 'BEGIN { printf "%d", (b - a) * 1000 }') ms"
+        echo "TIME: SIGSTOP -> watchdog kill: $(ms_between "$stopped" "$killed") ms" \
+                "(WatchdogSec=2s counts from the last ping)"
+        started=$(sdh_journal "$name" socknotifyd.service | awk -v k="$killed" \
+                '$1 > k && /systemd\[1\]: Started socknotifyd.service/ { print $1; exit }')
+        [ -z "$started" ] || echo "TIME: watchdog kill -> new daemon ready (systemd logs" \
+                "'Started'): $(ms_between "$killed" "$started") ms (RestartSec=100ms default)"
+        echo "TIME: watchdog kill -> waiting client served again:" \
+                "$(ms_between "$killed" "$served") ms"
 fi
 expect "the socket unit stayed active (running: its service runs)" \
         "$(prop socknotifyd.socket ActiveState)/$(prop socknotifyd.socket SubState)" active/running
 expect "the socket file is the same socket (inode)" "$(inside stat -c %i $sock)" "$inode"
 t=$(now)
 if serve; then
-        ok "a new client is served ($(cat "$tmp/client.out")); $(ms_since "$t") ms from connect to served"
+        ok "a new client is served ($(cat "$tmp/client.out"));" \
+                "$(ms_since "$t") ms from connect to served"
 else
         ko "a new client is served: $(cat "$tmp/client.out")"
 fi
 
 # ---- 3. signals -----------------------------------------------------------------------------
-echo "# 3. SIGHUP and systemctl reload reload, SIGUSR2 re-executes in place, SIGUSR1 and SIGALRM are ignored"
+echo "# 3. SIGHUP and systemctl reload reload, SIGUSR2 re-executes in place," \
+        "SIGUSR1 and SIGALRM are ignored"
 pid=$(prop socknotifyd.service MainPID)
 restarts=$(prop socknotifyd.service NRestarts)
 same() {
         expect "$1: still active, same MainPID, no restart" \
-                "$(prop socknotifyd.service ActiveState)/$(prop socknotifyd.service MainPID)/$(prop socknotifyd.service NRestarts)" \
+                "$(props socknotifyd.service ActiveState MainPID NRestarts)" \
                 "active/$pid/$restarts"
 }
 check "kill -HUP" inside kill -s HUP "$pid"
@@ -243,7 +268,8 @@ check "a configuration file at the daemon's default path ${conf:-(none in --help
         inside sh -c "mkdir -p '${conf%/*}' && echo '{ \"log-level\": \"debug\" }' > '$conf'"
 check "systemctl reload socknotifyd.service" inside timeout 30 systemctl reload socknotifyd.service
 check "the journal shows the file read and the new log level" sdh_wait_journal "$name" \
-        socknotifyd.service "socknotifyd\[$pid\]: reload: configuration read from $conf, log level debug" 10
+        socknotifyd.service \
+        "socknotifyd\[$pid\]: reload: configuration read from $conf, log level debug" 10
 same "after systemctl reload"
 for s in USR1:10:'User defined signal 1' ALRM:14:'Alarm clock'; do
         IFS=: read -r sig num text <<< "$s"
@@ -255,12 +281,18 @@ same "after SIGUSR1 and SIGALRM"
 check "a client holds a connection and a port" hold h3
 check "kill -USR2 (re-exec in place)" inside kill -s USR2 "$pid"
 check "the journal shows the new image restored the state" sdh_wait_journal "$name" \
-        socknotifyd.service "socknotifyd\[$pid\]: re-exec: restored 1 connection\(s\), 1 port\(s\)" 15
+        socknotifyd.service \
+        "socknotifyd\[$pid\]: re-exec: restored 1 connection\(s\), 1 port\(s\)" 15
 sdh_journal "$name" socknotifyd.service | awk -v p="socknotifyd[$pid]: re-exec: " '
         index($0, p) && / with / && !a { a = $1 }
-        index($0, p "restored") && a { printf "TIME: re-exec (SIGUSR2), journal lines \"with\" -> \"restored\": %d ms\n", ($1 - a) * 1000; exit }'
+        index($0, p "restored") && a {
+                printf "TIME: re-exec (SIGUSR2), journal lines \"with\" -> \"restored\": %d ms\n",
+                        ($1 - a) * 1000
+                exit
+        }'
 release h3
-echo "#    the client connected before the re-exec, on its next call: $(grep '^after:' "$tmp/h3.out")"
+echo "#    the client connected before the re-exec, on its next call:" \
+        "$(grep '^after:' "$tmp/h3.out")"
 check "that client's connection and port still work" grep -qx 'after: ok' "$tmp/h3.out"
 sleep 3
 same "after the re-exec and 3 s (1.5 x WatchdogSec: the new image pings)"
@@ -271,10 +303,10 @@ inside rm -f "$conf"
 echo "# 4. systemctl stop / restart"
 check "systemctl stop socknotifyd.service" inside systemctl stop socknotifyd.service
 expect "the daemon exited 0 (ExecMainCode=1 exited, status 0, Result=success)" \
-        "$(prop socknotifyd.service ExecMainCode)/$(prop socknotifyd.service ExecMainStatus)/$(prop socknotifyd.service Result)" \
+        "$(props socknotifyd.service ExecMainCode ExecMainStatus Result)" \
         "1/0/success"
 expect "the service is inactive, not failed" "$(prop socknotifyd.service ActiveState)" inactive
-check "the daemon logged 'stopped'" sdh_wait_journal "$name" socknotifyd.service "socknotifyd\[$pid\]: stopped" 10
+check "the daemon logged 'stopped'" jwait "socknotifyd\[$pid\]: stopped"
 expect "only the socket unit's socket is left in /run/socknotify" \
         "$(inside ls -A /run/socknotify | tr '\n' ' ')" "socknotify.sock "
 expect "and it is the same socket (inode), still listening" \
@@ -283,9 +315,9 @@ check "a client activates the service again" serve
 check "a client holds a connection and a port" hold h2
 pid=$(prop socknotifyd.service MainPID)
 check "systemctl restart socknotifyd.service" inside systemctl restart socknotifyd.service
+newpid=$(prop socknotifyd.service MainPID)
 expect "active again with a new MainPID" \
-        "$(prop socknotifyd.service ActiveState)/$([ "$(prop socknotifyd.service MainPID)" != "$pid" ] && echo new)" \
-        active/new
+        "$(prop socknotifyd.service ActiveState)/$([ "$newpid" != "$pid" ] && echo new)" active/new
 release h2
 after=$(grep '^after:' "$tmp/h2.out")
 echo "#    the client connected before the restart, on its next call: ${after:-nothing}"
@@ -313,14 +345,15 @@ else
         ko "a client of sntest with no SOCKNOTIFY_SOCKET is served: $(cat "$tmp/client.out")"
 fi
 expect "the user service is active, Type=notify" \
-        "$(asuser systemctl --user show -P ActiveState socknotifyd.service)/$(asuser systemctl --user show -P Type socknotifyd.service)" \
+        "$(uprops socknotifyd.service ActiveState Type)" \
         active/notify
 upid=$(asuser systemctl --user show -P MainPID socknotifyd.service)
 expect "the daemon runs as sntest" "$(inside ps -o user= -p "${upid:-0}")" sntest
 check "its STATUS= line shows in systemctl --user status" sdh_wait 10 eval \
-        'asuser systemctl --user status --no-pager -n 0 socknotifyd.service | grep -Eq "Status: \"[0-9]+ connection\(s\)"'
+        'asuser systemctl --user status --no-pager -n 0 socknotifyd.service |
+         grep -Eq "Status: \"[0-9]+ connection\(s\)"'
 check "systemctl --user stop socknotifyd.service" asuser systemctl --user stop socknotifyd.service
 expect "the daemon it ran exited 0 (ExecMainPID/ExecMainCode/ExecMainStatus/Result)" \
-        "$(asuser systemctl --user show -P ExecMainPID socknotifyd.service)/$(asuser systemctl --user show -P ExecMainCode socknotifyd.service)/$(asuser systemctl --user show -P ExecMainStatus socknotifyd.service)/$(asuser systemctl --user show -P Result socknotifyd.service)" \
+        "$(uprops socknotifyd.service ExecMainPID ExecMainCode ExecMainStatus Result)" \
         "${upid:-?}/1/0/success"
 check "systemctl stop user@$uid.service" inside timeout 30 systemctl stop "user@$uid.service"
