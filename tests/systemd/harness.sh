@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 #
 # harness.sh - a real systemd (the host's /usr/lib/systemd/systemd) as PID 1 of a private set
 # of namespaces, to test socknotify's units live on hosts whose own PID 1 is not systemd (CI

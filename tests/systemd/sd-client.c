@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * sd-client.c - the client the live systemd tests (tests/systemd/) run inside an instance.
  *

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 #
 # test-units.sh - socknotifyd's installed units under a real systemd 252 (tests/systemd/
 # harness.sh boots one as PID 1 of private namespaces).  Root only: otherwise, or without
