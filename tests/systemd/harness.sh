@@ -372,7 +372,7 @@ sdh_install() {
                 mkdir -p "$root/etc/systemd/system/socknotifyd.service.d"
                 printf '[Service]\nEnvironment=ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1\n' \
                         > "$root/etc/systemd/system/socknotifyd.service.d/sdh-sanitizers.conf"
-                echo "harness: sanitizer build: ASAN_OPTIONS=detect_leaks=0 for the system unit" >&2
+                echo "harness: sanitizer build: no leak checks, UBSan stacks in the system unit" >&2
         fi
         sdh_exec "$name" systemd-sysusers && sdh_exec "$name" systemctl daemon-reload
 }
