@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * sd-client.c - the client the live systemd tests (tests/systemd/) run inside an instance.
+ *
+ * It connects to socknotifyd the way any program does (sn_conn_open(NULL): SOCKNOTIFY_SOCKET,
+ * else the per-user or system default path), creates a completion port, posts one packet
+ * carrying a value unique to this run and dequeues it again: a round trip through the daemon,
+ * which proves the daemon accepted the connection, answered the handshake and served calls.
+ *
+ *   sd-client serve        one round trip; prints "served" and the time it took; exit 0
+ *   sd-client hold FILE    one round trip, prints "ready", then waits (at most 120 s) until
+ *                          FILE exists and tries a second round trip on the same connection and
+ *                          port; prints "after: ok" or "after: <call> -> <ERRNO NAME> (<text>)"
+ *                          and exits 0 for ok, 3 when the call failed
+ *
+ * Any failure of the first round trip prints the step and the error and exits 1.  Every wait
+ * is bounded: the dequeue by 20 s, the FILE wait by 120 s (exit 4).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <socknotify.h>
+
+#define WAIT_MS 20000u
+
+static double now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static const char *errname(int err)
+{
+        const char *n = strerrorname_np(-err);
+
+        return n ? n : "?";
+}
+
+/* Posts one packet and dequeues it.  Returns 0, or the failing call's negative errno with
+ * *ret_call naming the call.  -EIO when a different packet came back. */
+static int round_trip(sn_port_t *port, uint64_t key, const char **ret_call)
+{
+        sn_entry_t e;
+        int r;
+
+        *ret_call = "sn_port_post";
+        r = sn_port_post(port, key, 7, ~key);
+        if (r < 0)
+                return r;
+        *ret_call = "sn_port_dequeue";
+        r = sn_port_dequeue(port, &e, 1, WAIT_MS);
+        if (r < 0)
+                return r;
+        if (r != 1 || e.kind != SN_ENTRY_POSTED || e.key != key || e.events != 7 ||
+            e.overlapped != ~key)
+                return -EIO;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        const char *call = "sn_conn_open";
+        uint64_t key = ((uint64_t)getpid() << 32) | (uint64_t)time(NULL);
+        sn_conn_t *conn = NULL;
+        sn_port_t *port = NULL;
+        double t0 = now_ms();
+        int r;
+
+        if (argc < 2 || (strcmp(argv[1], "serve") && (strcmp(argv[1], "hold") || argc != 3))) {
+                fprintf(stderr, "usage: sd-client serve | sd-client hold FILE\n");
+                return 2;
+        }
+        r = sn_conn_open(NULL, &conn);
+        if (r >= 0) {
+                call = "sn_port_create";
+                r = sn_port_create(conn, 1, &port);
+        }
+        if (r >= 0)
+                r = round_trip(port, key, &call);
+        if (r < 0) {
+                printf("failed: %s -> %s (%s)\n", call, errname(r), sn_strerror(r));
+                return 1;
+        }
+        printf("served in %.1f ms\n", now_ms() - t0);
+        fflush(stdout);
+        if (!strcmp(argv[1], "hold")) {
+                printf("ready\n");
+                fflush(stdout);
+                for (int i = 0; access(argv[2], F_OK) < 0; i++) {
+                        if (i == 1200) {
+                                printf("gave up waiting for %s\n", argv[2]);
+                                return 4;
+                        }
+                        usleep(100000);
+                }
+                r = round_trip(port, key + 1, &call);
+                if (r < 0) {
+                        printf("after: %s -> %s (%s)\n", call, errname(r), sn_strerror(r));
+                        fflush(stdout);
+                        sn_port_close(port);
+                        sn_conn_close(conn);
+                        return 3;
+                }
+                printf("after: ok\n");
+        }
+        sn_port_close(port);
+        sn_conn_close(conn);
+        return 0;
+}
