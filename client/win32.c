@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/win32.h"
@@ -412,13 +413,15 @@ SN_EXPORT BOOL sn_w32_post_queued_completion_status(HANDLE h, DWORD bytes, ULONG
 SN_EXPORT int sn_w32_closesocket(SOCKET s)
 {
         sn_conn_t *conn;
+        struct stat st;
         int r;
 
         if (!g_startups) {
                 sn_w32_set_last_error(WSANOTINITIALISED);
                 return SOCKET_ERROR;
         }
-        if (s > INT_MAX) {
+        /* Only sockets: anything else stays open and the call fails, as on Windows. */
+        if (s > INT_MAX || fstat((int)s, &st) < 0 || !S_ISSOCK(st.st_mode)) {
                 sn_w32_set_last_error(WSAENOTSOCK);
                 return SOCKET_ERROR;
         }
@@ -436,17 +439,28 @@ SN_EXPORT int sn_w32_closesocket(SOCKET s)
 
 SN_EXPORT int sn_w32_wsa_startup(WORD version, LPWSADATA data)
 {
+        unsigned major = LOBYTE(version), minor = HIBYTE(version);
+
         pthread_once(&g_once, init_once);
         if (!data)
                 return WSAEFAULT;
         memset(data, 0, sizeof(*data));
-        data->wVersion = MAKEWORD(2, 2);
+        /* Windows' Winsock 2.2 serves every version from 1.0 on: the one used is the lower of
+         * the request and 2.2; below 1.0 nothing is supported. */
         data->wHighVersion = MAKEWORD(2, 2);
+        data->wVersion = major > 2 || (major == 2 && minor >= 2) ? MAKEWORD(2, 2) : version;
+        if (major < 2) {
+                /* Only meaningful to 1.x callers, with the values Windows reports. */
+                data->iMaxSockets = 32767;
+                data->iMaxUdpDg = 65467;
+        }
         snprintf(data->szDescription, sizeof(data->szDescription), "socknotify %s",
                  PACKAGE_VERSION);
         snprintf(data->szSystemStatus, sizeof(data->szSystemStatus), "Running");
-        if ((version & 0xff) < 2)
+        if (major < 1) {
+                data->wVersion = MAKEWORD(2, 2);
                 return WSAVERNOTSUPPORTED;
+        }
         pthread_mutex_lock(&g_lock);
         g_startups++;
         pthread_mutex_unlock(&g_lock);
@@ -501,4 +515,146 @@ SN_EXPORT int sn_w32_ioctlsocket(SOCKET s, long cmd, unsigned long *arg)
         }
         sn_w32_set_last_error(WSAEINVAL);
         return SOCKET_ERROR;
+}
+
+SN_EXPORT int sn_w32_wsa_poll(LPWSAPOLLFD fds, ULONG n, INT timeout)
+{
+        struct pollfd stack_p[64], *p = stack_p;
+        int r;
+
+        if (!g_startups) {
+                sn_w32_set_last_error(WSANOTINITIALISED);
+                return SOCKET_ERROR;
+        }
+        if (!fds || !n) {
+                sn_w32_set_last_error(WSAEINVAL);
+                return SOCKET_ERROR;
+        }
+        if (n > SN_ARRAY_SIZE(stack_p)) {
+                p = malloc((size_t)n * sizeof(*p));
+                if (!p) {
+                        sn_w32_set_last_error(WSAENOBUFS);
+                        return SOCKET_ERROR;
+                }
+        }
+        for (ULONG i = 0; i < n; i++)
+                p[i] = (struct pollfd){ .fd = fds[i].fd > INT_MAX ? -1 : (int)fds[i].fd,
+                                        .events = fds[i].events };
+        r = poll(p, n, timeout < 0 ? -1 : timeout);
+        if (r >= 0)
+                for (ULONG i = 0; i < n; i++)
+                        fds[i].revents = p[i].revents;
+        if (p != stack_p)
+                free(p);
+        if (r < 0) {
+                sn_w32_set_last_error(sn__w32_map(errno, SN_W32_SOCKET));
+                return SOCKET_ERROR;
+        }
+        return r;
+}
+
+/* The socket's SO_TYPE, or 0. */
+static int sock_type(int fd)
+{
+        int type = 0;
+        socklen_t len = sizeof(type);
+
+        if ((getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+                return 0;
+        return type;
+}
+
+/*
+ * Gives errno Winsock's meaning after a failed socket call on fd:
+ *  - a datagram socket's ECONNREFUSED (an ICMP port unreachable) is WSAECONNRESET on Windows;
+ *  - EPIPE on a TCP socket the peer reset (state CLOSE) is WSAECONNRESET on Windows, where Linux
+ *    reports ECONNRESET once and EPIPE afterwards.  EPIPE after a local shutdown(SD_SEND) of a
+ *    connection that is still open stays EPIPE (WSAESHUTDOWN).
+ */
+static void winsock_errno(int fd)
+{
+        int err = errno;
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+
+        if (err == ECONNREFUSED && sock_type(fd) == SOCK_DGRAM)
+                err = ECONNRESET;
+        else if (err == EPIPE && sock_type(fd) == SOCK_STREAM &&
+                 (getsockopt)(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+                 ti.tcpi_state == TCP_CLOSE)
+                err = ECONNRESET;
+        errno = err;
+}
+
+static int sock_fd(SOCKET s)
+{
+        return s > INT_MAX ? -1 : (int)s;
+}
+
+SN_EXPORT ssize_t sn_w32_send(SOCKET s, const void *buf, size_t len, int flags)
+{
+        ssize_t r = (send)(sock_fd(s), buf, len, flags | MSG_NOSIGNAL);
+
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        return r;
+}
+
+SN_EXPORT ssize_t sn_w32_sendto(SOCKET s, const void *buf, size_t len, int flags,
+                                const struct sockaddr *to, socklen_t tolen)
+{
+        ssize_t r = (sendto)(sock_fd(s), buf, len, flags | MSG_NOSIGNAL, to, tolen);
+
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        return r;
+}
+
+SN_EXPORT ssize_t sn_w32_sendmsg(SOCKET s, const struct msghdr *msg, int flags)
+{
+        ssize_t r = (sendmsg)(sock_fd(s), msg, flags | MSG_NOSIGNAL);
+
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        return r;
+}
+
+SN_EXPORT ssize_t sn_w32_recv(SOCKET s, void *buf, size_t len, int flags)
+{
+        ssize_t r = (recv)(sock_fd(s), buf, len, flags);
+
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        return r;
+}
+
+SN_EXPORT ssize_t sn_w32_recvfrom(SOCKET s, void *buf, size_t len, int flags,
+                                  struct sockaddr *from, void *fromlen)
+{
+        ssize_t r = (recvfrom)(sock_fd(s), buf, len, flags, from, (socklen_t *)fromlen);
+
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        return r;
+}
+
+SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *len)
+{
+        int fd = sock_fd(s), r = (getsockopt)(fd, level, name, val, (socklen_t *)len);
+
+        if (r < 0) {
+                winsock_errno(fd);
+                return r;
+        }
+        if (level == SOL_SOCKET && name == SO_ERROR && val && *(socklen_t *)len >= sizeof(int)) {
+                int err;
+
+                memcpy(&err, val, sizeof(err));
+                if (err == ECONNREFUSED && sock_type(fd) == SOCK_DGRAM)
+                        err = ECONNRESET;
+                if (err)
+                        err = (int)sn__w32_map(err, SN_W32_SOCKET);
+                memcpy(val, &err, sizeof(err));
+        }
+        return 0;
 }

@@ -1,0 +1,3 @@
+/* winsock2.h for tests/compile/reference-sample.cpp: the Win32 names come from socknotify. */
+#pragma once
+#include <socknotify/winsock.h>
