@@ -205,7 +205,8 @@ static int check_compatibility_doc(void)
         while (fgets(line, sizeof(line), f)) {
                 bool known = false;
 
-                if (strncmp(line, "| row-", 6) && strncmp(line, "| rule-", 7))
+                if (strncmp(line, "| row-", 6) && strncmp(line, "| rule-", 7) &&
+                    strncmp(line, "| case-", 7))
                         continue;
                 for (size_t i = 0; i < SN_ARRAY_SIZE(entries); i++) {
                         display(entries[i].id, name, sizeof(name));

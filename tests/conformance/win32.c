@@ -1,0 +1,286 @@
+/*
+ * win32.c - conformance tests for the Win32 layer around the notifications: EDGE transitions,
+ * the first dequeue after a connect, the socket calls of <socknotify/winsock.h> (closesocket,
+ * send, recv, getsockopt), WSAStartup/WSACleanup, dequeues larger than one reply message, and
+ * the limits and behaviours docs/compatibility.md lists.  One behaviour per test.
+ */
+#include "tests/conformance/conformance.h"
+
+#include <netinet/in.h>
+
+/* A TCP socket registered with (filter, trigger) before it connects to a fresh listener, then
+ * connected (blocking, so established on return). */
+static void connect_registered(int *cl, int *sv, uintptr_t key, UINT16 filter, UINT8 trig)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        unsigned short port;
+        int l = tcp_listener(&port);
+
+        *cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_uint_eq(reg(P, *cl, key, filter, OP_ENABLE, trig), ERROR_SUCCESS);
+        sa.sin_port = port;
+        ck_assert_int_eq(connect(*cl, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        *sv = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        ck_assert_int_ge(*sv, 0);
+        close(l);
+}
+
+/* Fills fd's send buffer (fd non-blocking) until send fails with WSAEWOULDBLOCK. */
+static void fill(int fd)
+{
+        static char buf[65536];
+
+        for (;;) {
+                if (send(fd, buf, sizeof(buf), MSG_DONTWAIT) < 0) {
+                        ck_assert_int_eq(WSAGetLastError(), WSAEWOULDBLOCK);
+                        return;
+                }
+        }
+}
+
+/* ---- item: EDGE reports transitions (rule 15) ------------------------------------------ */
+
+void conf_case_edge_fin(int _i)
+{
+        int cl, sv;
+
+        /* The peer's FIN: IN and HANGUP start to hold; OUT held before and is not reported. */
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 1, F_IN | F_OUT | F_HUP, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        none(P, 100);
+        shutdown(cl, SHUT_WR);
+        ck_assert_uint_eq(collect(P, 1, E_IN | E_HUP, 1000), E_IN | E_HUP);
+        none(P, 100);
+        closesocket(sv);
+        close(cl);
+}
+
+void conf_case_edge_out(int _i)
+{
+        int cl, sv;
+        char buf[65536];
+
+        /* Buffer space freeing after a full send buffer: OUT alone, no IN. */
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 1, F_IN | F_OUT | F_HUP, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        none(P, 100);
+        fill(sv);
+        none(P, 100);
+        while (recv(cl, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+                ;
+        ck_assert_uint_eq(collect(P, 1, E_OUT, 2000), E_OUT);
+        closesocket(sv);
+        close(cl);
+}
+
+void conf_case_edge_connect(int _i)
+{
+        int cl, sv;
+
+        /* Registered before connect: the connection completing is the OUT transition, and an
+         * arrival afterwards is IN alone. */
+        connect_registered(&cl, &sv, 7, F_IN | F_OUT | F_HUP, EDGE);
+        ck_assert_uint_eq(one(P, 7), E_OUT);
+        none(P, 100);
+        ck_assert_int_eq(send(sv, "x", 1, 0), 1);
+        ck_assert_uint_eq(one(P, 7), E_IN);
+        closesocket(cl);
+        close(sv);
+}
+
+void conf_case_edge_descriptors(int _i)
+{
+        int a, b, c, d, e, f, base;
+
+        /* The cost: an EDGE registration with OUT and IN or HANGUP holds two descriptors in the
+         * daemon; LEVEL, and EDGE on one side, hold one. */
+        udp_pair(&a, &b);
+        udp_pair(&c, &d);
+        udp_pair(&e, &f);
+        base = test_daemon_fds(&D);
+        ck_assert_uint_eq(reg(P, a, 1, F_IN | F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(test_daemon_fds(&D), base + 1);
+        ck_assert_uint_eq(reg(P, c, 2, F_IN, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        ck_assert_int_eq(test_daemon_fds(&D), base + 2);
+        ck_assert_uint_eq(reg(P, e, 3, F_IN | F_OUT, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        ck_assert_int_eq(test_daemon_fds(&D), base + 4);
+        /* Back to LEVEL: the duplicate goes. */
+        ck_assert_uint_eq(reg(P, e, 3, F_IN | F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(test_daemon_fds(&D), base + 3);
+        closesocket(a);
+        closesocket(c);
+        closesocket(e);
+        close(b);
+        close(d);
+        close(f);
+}
+
+/* ---- item: the first dequeue after connect sees OUT ------------------------------------- */
+
+void conf_case_connect_zero_timeout(int _i)
+{
+        OVERLAPPED_ENTRY e[4];
+        int cl, sv;
+
+        connect_registered(&cl, &sv, 5, F_IN | F_OUT, LEVEL);
+        /* The very next zero-timeout dequeue reports OUT. */
+        ck_assert_uint_eq(deq(P, e, 4, 0), 1);
+        ck_assert_uint_eq(e[0].lpCompletionKey, 5);
+        ck_assert_uint_eq(SocketNotificationRetrieveEvents(&e[0]), E_OUT);
+        closesocket(cl);
+        close(sv);
+}
+
+/* ---- item: closesocket on a non-socket ---------------------------------------------------- */
+
+void conf_case_closesocket_not_socket(int _i)
+{
+        int p[2];
+
+        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(closesocket(p[0]), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAENOTSOCK);
+        ck_assert_int_ge(fcntl(p[0], F_GETFD), 0); /* still open */
+        close(p[0]);
+        close(p[1]);
+}
+
+/* ---- item: no SIGPIPE ------------------------------------------------------------------- */
+
+void conf_case_send_no_sigpipe(int _i)
+{
+        struct sigaction before, after;
+        int cl, sv;
+
+        signal(SIGPIPE, SIG_DFL); /* a broken connection would kill the process */
+        sigaction(SIGPIPE, NULL, &before);
+        tcp_pair(&cl, &sv);
+        reset_peer(cl);
+        usleep(50000);
+        /* Every send fails with WSAECONNRESET, the first (Linux: ECONNRESET) and the later ones
+         * (Linux: EPIPE), and the process lives. */
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(send(sv, "x", 1, 0), SOCKET_ERROR);
+                ck_assert_int_eq(WSAGetLastError(), WSAECONNRESET);
+        }
+        ck_assert_int_eq(sendto(sv, "x", 1, 0, NULL, 0), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAECONNRESET);
+        sigaction(SIGPIPE, NULL, &after);
+        ck_assert_ptr_eq(after.sa_handler, before.sa_handler); /* disposition untouched */
+        closesocket(sv);
+}
+
+/* ---- item: Winsock error codes from socket calls ------------------------------------------ */
+
+void conf_case_so_error_winsock(int _i)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        unsigned short port;
+        int l = tcp_listener(&port), s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int err = 0, len = sizeof(err);
+
+        close(l);
+        ck_assert_uint_eq(reg(P, s, 1, F_IN | F_OUT | F_HUP, OP_ENABLE, LEVEL | ONESHOT),
+                          ERROR_SUCCESS);
+        sa.sin_port = port;
+        connect(s, (struct sockaddr *)&sa, sizeof(sa));
+        ck_assert_uint_eq(one(P, 1) & E_ERR, E_ERR);
+        /* getsockopt(SO_ERROR) gives the Winsock code, not the errno value. */
+        ck_assert_int_eq(getsockopt(s, SOL_SOCKET, SO_ERROR, (char *)&err, &len), 0);
+        ck_assert_int_eq(err, WSAECONNREFUSED);
+        closesocket(s);
+}
+
+void conf_case_udp_port_unreachable(int _i)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t sl = sizeof(sa);
+        int closed = socket(AF_INET, SOCK_DGRAM, 0), s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+        char c;
+
+        /* A port nobody listens on any more. */
+        ck_assert_int_eq(bind(closed, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(getsockname(closed, (struct sockaddr *)&sa, &sl), 0);
+        close(closed);
+        ck_assert_int_eq(connect(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_uint_eq(reg(P, s, 1, F_IN, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert_int_eq(send(s, "x", 1, 0), 1);
+        ck_assert_uint_eq(one(P, 1) & E_ERR, E_ERR);
+        /* Winsock reports an ICMP port unreachable as WSAECONNRESET, Linux as ECONNREFUSED. */
+        ck_assert_int_eq(recv(s, &c, 1, 0), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAECONNRESET);
+        closesocket(s);
+}
+
+/* ---- item: WSAStartup / WSACleanup ------------------------------------------------------- */
+
+void conf_case_wsastartup_versions(int _i)
+{
+        static const struct {
+                WORD asked, used;
+        } v[] = { { MAKEWORD(1, 0), MAKEWORD(1, 0) }, { MAKEWORD(1, 1), MAKEWORD(1, 1) },
+                  { MAKEWORD(2, 0), MAKEWORD(2, 0) }, { MAKEWORD(2, 1), MAKEWORD(2, 1) },
+                  { MAKEWORD(2, 2), MAKEWORD(2, 2) }, { MAKEWORD(3, 0), MAKEWORD(2, 2) } };
+        WSADATA w;
+
+        for (size_t i = 0; i < SN_ARRAY_SIZE(v); i++) {
+                ck_assert_int_eq(WSAStartup(v[i].asked, &w), 0);
+                ck_assert_uint_eq(w.wVersion, v[i].used);
+                ck_assert_uint_eq(w.wHighVersion, MAKEWORD(2, 2));
+                ck_assert_int_eq(WSACleanup(), 0);
+        }
+        ck_assert_int_eq(WSAStartup(MAKEWORD(0, 9), &w), WSAVERNOTSUPPORTED);
+        ck_assert_uint_eq(w.wHighVersion, MAKEWORD(2, 2));
+}
+
+void conf_case_wsacleanup_sockets(int _i)
+{
+        int cl, sv;
+        char c;
+
+        /* Divergence: Windows resets and frees the process's sockets at the last WSACleanup and
+         * fails its blocked calls; here sockets belong to libc and stay as they are. */
+        tcp_pair(&cl, &sv);
+        ck_assert(CloseHandle(P));
+        P = NULL;
+        ck_assert_int_eq(WSACleanup(), 0);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        usleep(20000);
+        ck_assert_int_eq(recv(sv, &c, 1, 0), 1);
+        close(cl);
+        close(sv);
+        /* The fixture's own WSACleanup then fails harmlessly: balance it. */
+        WSADATA w;
+        ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &w), 0);
+}
+
+/* ---- item: a dequeue returns min(queued, requested) --------------------------------------- */
+
+void conf_case_dequeue_many(int _i)
+{
+        enum { N = 12000 };
+        OVERLAPPED_ENTRY *e = calloc(N + 1, sizeof(*e));
+        ULONG got = 0;
+        int base;
+        WSADATA w;
+
+        /* More than one reply message holds (about 5,460 entries): a daemon that allows them. */
+        ck_assert(CloseHandle(P));
+        WSACleanup();
+        base = test_daemon_fds(&D);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        test_daemon_start(&D, (const char *const[]){ "--max-posted=20000", NULL });
+        setenv("SOCKNOTIFY_SOCKET", D.path, 1);
+        ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &w), 0);
+        P = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        ck_assert_ptr_nonnull(P);
+        (void)base;
+        for (ULONG i = 0; i < N; i++)
+                ck_assert(PostQueuedCompletionStatus(P, i, 1, NULL));
+        ck_assert(GetQueuedCompletionStatusEx(P, e, N + 1, &got, 0, FALSE));
+        ck_assert_uint_eq(got, N);
+        for (ULONG i = 0; i < N; i++)
+                ck_assert_uint_eq(e[i].dwNumberOfBytesTransferred, i); /* in order, none lost */
+        none(P, 0);
+        free(e);
+}
