@@ -120,7 +120,8 @@ static void reg_out_close(struct reg *g)
                 log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
         g->out_in_epoll = false;
         g->out_fd = sn_close(g->out_fd);
-        g->creator->user->nsockets--;
+        if (g->creator)
+                g->creator->user->nsockets--;
 }
 
 static int reg_epoll_update(struct reg *g)
@@ -130,14 +131,15 @@ static int reg_epoll_update(struct reg *g)
 
         if (reg_split(g) && g->out_fd < 0) {
                 /* The duplicate is a socket the daemon holds for the user (quota, EMFILE). */
-                if (g->creator->user->nsockets >= srv->limits.max_sockets_per_user)
+                if (g->creator && g->creator->user->nsockets >= srv->limits.max_sockets_per_user)
                         return -EDQUOT;
                 g->out_fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
                 if (g->out_fd < 0) {
                         g->out_fd = -1;
                         return -errno;
                 }
-                g->creator->user->nsockets++;
+                if (g->creator)
+                        g->creator->user->nsockets++;
         } else if (!reg_split(g)) {
                 reg_out_close(g);
         }

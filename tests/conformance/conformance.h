@@ -131,10 +131,10 @@
         X(rule_13, 0, "DISABLE/REMOVE through another port: ERROR_NOT_FOUND")                       \
         X(rule_14, 0, "a never-connected stream socket reports no OUT or HANGUP")                   \
         X(rule_15, 0, "EDGE: the exact rule of docs/compatibility.md")                              \
-        X(L1, 0, "closesocket drops the daemon's copy; plain close keeps the connection")           \
+        X(L1, DIVERGES, "closesocket drops the daemon's copy; plain close keeps the connection")           \
         X(L2, 0, "the socket, not the fd number, is the registration")                              \
         X(L3, 0, "a killed client leaves nothing behind; its peers see EOF")                        \
-        X(L4, 0, "bounded memory: one packet per registration, a posted bound")                     \
+        X(L4, DIVERGES, "bounded memory: one packet per registration, a posted bound")                     \
         X(L5, 0, "another client's registrations cannot be touched")                                \
         X(L6, 0, "garbage in: an error reply, nothing lost, others unaffected")                     \
         X(case_unix, 0, "Unix stream, datagram and seqpacket sockets")                              \
@@ -152,7 +152,8 @@
         X(case_udp_port_unreachable, 0, "UDP port unreachable: recv fails with WSAECONNRESET")    \
         X(case_wsastartup_versions, 0, "WSAStartup: 1.0 to 2.2 served as asked, above as 2.2")    \
         X(case_wsacleanup_sockets, DIVERGES, "the last WSACleanup leaves sockets open")           \
-        X(case_dequeue_many, 0, "one dequeue returns min(queued, requested), past one message")
+        X(case_dequeue_many, 0, "one dequeue returns min(queued, requested), past one message")  \
+        X(case_limit_ports, DIVERGES, "at most --max-ports ports per process: ERROR_NOT_ENOUGH_QUOTA")
 
 #define CONF_DECLARE(id, div, text) void conf_##id(int _i);
 CONFORMANCE_TESTS(CONF_DECLARE)

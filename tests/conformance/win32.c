@@ -284,3 +284,24 @@ void conf_case_dequeue_many(int _i)
         none(P, 0);
         free(e);
 }
+
+/* ---- limits a Windows program could meet ---------------------------------------------------- */
+
+void conf_case_limit_ports(int _i)
+{
+        HANDLE h[64];
+
+        /* Divergence: a process holds at most --max-ports ports (64 by default; the fixture's
+         * port is the first); Windows has no such bound. */
+        for (int i = 0; i < 63; i++) {
+                h[i] = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+                ck_assert_ptr_nonnull(h[i]);
+        }
+        ck_assert_ptr_null(CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0));
+        ck_assert_uint_eq(GetLastError(), ERROR_NOT_ENOUGH_QUOTA);
+        ck_assert(CloseHandle(h[0])); /* one closed: one more can be made */
+        h[0] = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        ck_assert_ptr_nonnull(h[0]);
+        for (int i = 0; i < 63; i++)
+                ck_assert(CloseHandle(h[i]));
+}
