@@ -131,8 +131,12 @@ static int reg_epoll_update(struct reg *g)
 
         if (reg_split(g) && g->out_fd < 0) {
                 /* The duplicate is a socket the daemon holds for the user (quota, EMFILE). */
-                if (g->creator && g->creator->user->nsockets >= srv->limits.max_sockets_per_user)
+                if (g->creator && g->creator->user->nsockets >= srv->limits.max_sockets_per_user) {
+                        g->creator->user->refused++;
+                        server_log_refusal(srv, g->creator, g->creator->uid,
+                                           "max-sockets-per-user");
                         return -EDQUOT;
+                }
                 g->out_fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
                 if (g->out_fd < 0) {
                         g->out_fd = -1;
