@@ -124,27 +124,39 @@ static void reg_out_close(struct reg *g)
                 g->creator->user->nsockets--;
 }
 
+/* Makes the OUT side's duplicate if there is none.  Returns 0, -EDQUOT or -EMFILE... */
+static int reg_out_open(struct reg *g)
+{
+        struct server *srv = g->port->srv;
+
+        if (g->out_fd >= 0)
+                return 0;
+        /* The duplicate is a socket the daemon holds for the user (quota, EMFILE). */
+        if (g->creator && g->creator->user->nsockets >= srv->limits.max_sockets_per_user) {
+                g->creator->user->refused++;
+                server_log_refusal(srv, g->creator, g->creator->uid, "max-sockets-per-user");
+                return -EDQUOT;
+        }
+        g->out_fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
+        if (g->out_fd < 0) {
+                g->out_fd = -1;
+                return -errno;
+        }
+        if (g->creator)
+                g->creator->user->nsockets++;
+        return 0;
+}
+
 static int reg_epoll_update(struct reg *g)
 {
         struct epoll_event e = { .events = epoll_interest(g, false), .data.u64 = g->slot };
-        struct server *srv = g->port->srv;
+        int r;
 
-        if (reg_split(g) && g->out_fd < 0) {
-                /* The duplicate is a socket the daemon holds for the user (quota, EMFILE). */
-                if (g->creator && g->creator->user->nsockets >= srv->limits.max_sockets_per_user) {
-                        g->creator->user->refused++;
-                        server_log_refusal(srv, g->creator, g->creator->uid,
-                                           "max-sockets-per-user");
-                        return -EDQUOT;
-                }
-                g->out_fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
-                if (g->out_fd < 0) {
-                        g->out_fd = -1;
-                        return -errno;
-                }
-                if (g->creator)
-                        g->creator->user->nsockets++;
-        } else if (!reg_split(g)) {
+        if (reg_split(g)) {
+                r = reg_out_open(g);
+                if (r < 0)
+                        return r;
+        } else {
                 reg_out_close(g);
         }
         if (epoll_ctl(g->port->epfd, g->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, g->fd, &e) < 0)
@@ -286,6 +298,13 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
         int r;
         uint32_t holding = 0;
 
+        if (!g->fresh && trigger & SN_TRIGGER_EDGE && filter & SN_REGISTER_EVENT_OUT &&
+            filter & (SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_HANGUP)) {
+                /* The duplicate first: without it the registration stays as it was. */
+                r = reg_out_open(g);
+                if (r < 0)
+                        return (uint32_t)-r;
+        }
         g->filter = filter;
         g->trigger = trigger;
         g->state = REG_ENABLED;

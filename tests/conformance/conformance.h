@@ -145,6 +145,7 @@
         X(case_edge_out, 0, "EDGE: space after a full send buffer gives OUT alone")               \
         X(case_edge_connect, 0, "EDGE before connect: OUT when it completes, then IN alone")      \
         X(case_edge_descriptors, 0, "EDGE with OUT and IN/HANGUP holds two descriptors, LEVEL one") \
+        X(case_edge_quota, 0, "the EDGE duplicate counts against the user's socket quota")       \
         X(case_connect_zero_timeout, 0, "registered before connect: the next 0 ms dequeue has OUT") \
         X(case_closesocket_not_socket, 0, "closesocket on a non-socket: WSAENOTSOCK, left open")   \
         X(case_send_no_sigpipe, 0, "send to a reset peer: WSAECONNRESET, no SIGPIPE")             \

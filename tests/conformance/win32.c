@@ -38,6 +38,21 @@ static void fill(int fd)
         }
 }
 
+/* Replaces the fixture's daemon with one started with args; WSAStartup done, P open. */
+static void restart_daemon(const char *const *args)
+{
+        WSADATA w;
+
+        ck_assert(CloseHandle(P));
+        WSACleanup();
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        test_daemon_start(&D, args);
+        setenv("SOCKNOTIFY_SOCKET", D.path, 1);
+        ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &w), 0);
+        P = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        ck_assert_ptr_nonnull(P);
+}
+
 /* ---- item: EDGE reports transitions (rule 15) ------------------------------------------ */
 
 void conf_case_edge_fin(int _i)
@@ -107,6 +122,36 @@ void conf_case_edge_descriptors(int _i)
         /* Back to LEVEL: the duplicate goes. */
         ck_assert_uint_eq(reg(P, e, 3, F_IN | F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
         ck_assert_int_eq(test_daemon_fds(&D), base + 3);
+        closesocket(a);
+        closesocket(c);
+        closesocket(e);
+        close(b);
+        close(d);
+        close(f);
+}
+
+void conf_case_edge_quota(int _i)
+{
+        int a, b, c, d, e, f;
+
+        /* The EDGE duplicate counts against the user's socket quota (3 here): a LEVEL
+         * registration holds one socket, an EDGE IN|OUT registration two; then the quota is
+         * full and the next registration fails, with no descriptor left behind. */
+        restart_daemon((const char *const[]){ "--max-posted=64", "--max-sockets-per-user=3",
+                                              NULL });
+        udp_pair(&a, &b);
+        udp_pair(&c, &d);
+        udp_pair(&e, &f);
+        ck_assert_uint_eq(reg(P, a, 1, F_IN | F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, c, 2, F_IN | F_OUT, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, e, 3, F_IN, OP_ENABLE, LEVEL), ERROR_NOT_ENOUGH_QUOTA);
+        /* Back to LEVEL frees the duplicate: room for one more. */
+        ck_assert_uint_eq(reg(P, c, 2, F_IN | F_OUT, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, e, 3, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        /* Full again: EDGE IN|OUT now cannot get its second descriptor, and the registration
+         * stays as it was (LEVEL, enabled). */
+        ck_assert_uint_eq(reg(P, a, 1, F_IN | F_OUT, OP_ENABLE, EDGE), ERROR_NOT_ENOUGH_QUOTA);
+        ck_assert_uint_eq(collect(P, 1, E_OUT, 1000), E_OUT);
         closesocket(a);
         closesocket(c);
         closesocket(e);
@@ -261,20 +306,9 @@ void conf_case_dequeue_many(int _i)
         enum { N = 12000 };
         OVERLAPPED_ENTRY *e = calloc(N + 1, sizeof(*e));
         ULONG got = 0;
-        int base;
-        WSADATA w;
 
         /* More than one reply message holds (about 5,460 entries): a daemon that allows them. */
-        ck_assert(CloseHandle(P));
-        WSACleanup();
-        base = test_daemon_fds(&D);
-        ck_assert_int_eq(test_daemon_stop(&D), 0);
-        test_daemon_start(&D, (const char *const[]){ "--max-posted=20000", NULL });
-        setenv("SOCKNOTIFY_SOCKET", D.path, 1);
-        ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &w), 0);
-        P = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
-        ck_assert_ptr_nonnull(P);
-        (void)base;
+        restart_daemon((const char *const[]){ "--max-posted=20000", NULL });
         for (ULONG i = 0; i < N; i++)
                 ck_assert(PostQueuedCompletionStatus(P, i, 1, NULL));
         ck_assert(GetQueuedCompletionStatusEx(P, e, N + 1, &got, 0, FALSE));
