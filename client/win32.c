@@ -619,23 +619,38 @@ SN_EXPORT ssize_t sn_w32_sendmsg(SOCKET s, const struct msghdr *msg, int flags)
         return r;
 }
 
+/* recv/recvfrom through recvmsg, to see truncation: Windows fails a datagram larger than the
+ * buffer with WSAEMSGSIZE (the rest discarded) where Linux returns the part that fit. */
+static ssize_t recv_common(SOCKET s, void *buf, size_t len, int flags, struct sockaddr *from,
+                           socklen_t *fromlen)
+{
+        struct iovec iov = { .iov_base = buf, .iov_len = len };
+        struct msghdr msg = { .msg_name = from, .msg_namelen = from && fromlen ? *fromlen : 0,
+                              .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t r = (recvmsg)(sock_fd(s), &msg, flags);
+
+        if (r < 0) {
+                winsock_errno(sock_fd(s));
+                return r;
+        }
+        if (from && fromlen)
+                *fromlen = msg.msg_namelen;
+        if (msg.msg_flags & MSG_TRUNC && !(flags & MSG_TRUNC)) {
+                errno = EMSGSIZE;
+                return -1;
+        }
+        return r;
+}
+
 SN_EXPORT ssize_t sn_w32_recv(SOCKET s, void *buf, size_t len, int flags)
 {
-        ssize_t r = (recv)(sock_fd(s), buf, len, flags);
-
-        if (r < 0)
-                winsock_errno(sock_fd(s));
-        return r;
+        return recv_common(s, buf, len, flags, NULL, NULL);
 }
 
 SN_EXPORT ssize_t sn_w32_recvfrom(SOCKET s, void *buf, size_t len, int flags,
                                   struct sockaddr *from, void *fromlen)
 {
-        ssize_t r = (recvfrom)(sock_fd(s), buf, len, flags, from, (socklen_t *)fromlen);
-
-        if (r < 0)
-                winsock_errno(sock_fd(s));
-        return r;
+        return recv_common(s, buf, len, flags, from, (socklen_t *)fromlen);
 }
 
 SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *len)
@@ -655,6 +670,102 @@ SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *
                 if (err)
                         err = (int)sn__w32_map(err, SN_W32_SOCKET);
                 memcpy(val, &err, sizeof(err));
+        }
+        return 0;
+}
+
+/* Fills msg with an iovec array for bufs (stack space for up to 16).  Returns 0 or a code. */
+static DWORD wsabuf_msg(struct msghdr *msg, struct iovec *stack_iov, LPWSABUF bufs, DWORD n)
+{
+        struct iovec *iov = stack_iov;
+
+        if (n && !bufs)
+                return WSAEFAULT;
+        if (n > 16) {
+                iov = malloc((size_t)n * sizeof(*iov));
+                if (!iov)
+                        return WSAENOBUFS;
+        }
+        for (DWORD i = 0; i < n; i++)
+                iov[i] = (struct iovec){ .iov_base = bufs[i].buf, .iov_len = bufs[i].len };
+        msg->msg_iov = iov;
+        msg->msg_iovlen = n;
+        return 0;
+}
+
+SN_EXPORT int sn_w32_wsa_send(SOCKET s, LPWSABUF bufs, DWORD n, LPDWORD sent, DWORD flags,
+                              const struct sockaddr *to, int tolen, LPWSAOVERLAPPED ov,
+                              LPWSAOVERLAPPED_COMPLETION_ROUTINE done)
+{
+        struct iovec stack_iov[16];
+        struct msghdr msg = { .msg_name = (void *)to, .msg_namelen = to ? (socklen_t)tolen : 0 };
+        DWORD code;
+        ssize_t r;
+
+        if (!g_startups)
+                code = WSANOTINITIALISED;
+        else if (ov || done)
+                code = WSAEOPNOTSUPP; /* no overlapped I/O: notifications only */
+        else if (!sent || (to && tolen <= 0))
+                code = WSAEFAULT;
+        else
+                code = wsabuf_msg(&msg, stack_iov, bufs, n);
+        if (code) {
+                sn_w32_set_last_error(code);
+                return SOCKET_ERROR;
+        }
+        r = (sendmsg)(sock_fd(s), &msg, (int)flags | MSG_NOSIGNAL);
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        if (msg.msg_iov != stack_iov)
+                free(msg.msg_iov);
+        if (r < 0) {
+                sn_w32_set_last_error(sn__w32_map(errno, SN_W32_SOCKET));
+                return SOCKET_ERROR;
+        }
+        *sent = (DWORD)r;
+        return 0;
+}
+
+SN_EXPORT int sn_w32_wsa_recv(SOCKET s, LPWSABUF bufs, DWORD n, LPDWORD received, LPDWORD flags,
+                              struct sockaddr *from, LPINT fromlen, LPWSAOVERLAPPED ov,
+                              LPWSAOVERLAPPED_COMPLETION_ROUTINE done)
+{
+        struct iovec stack_iov[16];
+        struct msghdr msg = { .msg_name = from };
+        DWORD code;
+        ssize_t r;
+
+        if (!g_startups)
+                code = WSANOTINITIALISED;
+        else if (ov || done)
+                code = WSAEOPNOTSUPP;
+        else if (!received || !flags || (from && (!fromlen || *fromlen <= 0)))
+                code = WSAEFAULT;
+        else
+                code = wsabuf_msg(&msg, stack_iov, bufs, n);
+        if (code) {
+                sn_w32_set_last_error(code);
+                return SOCKET_ERROR;
+        }
+        msg.msg_namelen = from ? (socklen_t)*fromlen : 0;
+        r = (recvmsg)(sock_fd(s), &msg, (int)*flags);
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        if (msg.msg_iov != stack_iov)
+                free(msg.msg_iov);
+        if (r < 0) {
+                sn_w32_set_last_error(sn__w32_map(errno, SN_W32_SOCKET));
+                return SOCKET_ERROR;
+        }
+        *received = (DWORD)r;
+        *flags = 0;
+        if (from)
+                *fromlen = (INT)msg.msg_namelen;
+        if (msg.msg_flags & MSG_TRUNC) {
+                /* Windows: a datagram larger than the buffers fails, its rest discarded. */
+                sn_w32_set_last_error(WSAEMSGSIZE);
+                return SOCKET_ERROR;
         }
         return 0;
 }

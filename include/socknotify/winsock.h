@@ -8,6 +8,12 @@
  * ProcessSocketNotifications and I/O completion ports compiles with few changes.  The values
  * are checked against the native API at compile time.
  *
+ * It also carries the names Windows code around these calls usually needs (integer, string and
+ * address types, WSAE and ERROR codes, SAL annotations, memory and word macros, WSAPoll,
+ * WSASend/WSARecv without overlapped I/O) and defines _WINSOCK2API_ and _WINSOCKAPI_ as Windows'
+ * own headers do.  send, sendto, sendmsg, recv, recvfrom and getsockopt become function-like
+ * macros giving Winsock's behaviour (no SIGPIPE, Winsock error meanings); see below.
+ *
  * The functions are thin wrappers over the native API (<socknotify.h>): the library exports
  * them as sn_w32_*, and the Windows names below are static inline functions, so they exist only
  * where this header is included.  The first call connects to socknotifyd ($SOCKNOTIFY_SOCKET or
@@ -423,6 +429,19 @@ typedef struct WSAData {
 #define WSA_NOT_ENOUGH_MEMORY ERROR_NOT_ENOUGH_MEMORY
 #define WSA_OPERATION_ABORTED ERROR_OPERATION_ABORTED
 
+/* Scatter/gather buffers of WSASend/WSARecv (Windows' layout: length first). */
+typedef struct _WSABUF {
+        ULONG len;
+        CHAR *buf;
+} WSABUF, *LPWSABUF;
+typedef OVERLAPPED WSAOVERLAPPED, *LPWSAOVERLAPPED;
+#ifndef MSG_PARTIAL
+#define MSG_PARTIAL 0x8000
+#endif
+typedef void(CALLBACK *LPWSAOVERLAPPED_COMPLETION_ROUTINE)(DWORD dwError, DWORD cbTransferred,
+                                                           LPWSAOVERLAPPED lpOverlapped,
+                                                           DWORD dwFlags);
+
 /* WSAPoll: the Windows structure (a SOCKET, so not struct pollfd's layout) with the Linux poll
  * bits; POLLRDNORM and POLLWRNORM exist on Linux only outside strict ISO C. */
 #ifndef POLLRDNORM
@@ -472,10 +491,20 @@ SN_EXPORT ssize_t sn_w32_sendto(SOCKET s, const void *buf, size_t len, int flags
                                 const struct sockaddr *to, socklen_t tolen);
 SN_EXPORT ssize_t sn_w32_sendmsg(SOCKET s, const struct msghdr *msg, int flags);
 /* recv(2), recvfrom(2): a datagram socket's ICMP port unreachable reads as ECONNRESET
- * (WSAECONNRESET), as Winsock reports it. */
+ * (WSAECONNRESET), and a datagram larger than the buffer fails with EMSGSIZE (WSAEMSGSIZE, the
+ * rest discarded), as Winsock reports them. */
 SN_EXPORT ssize_t sn_w32_recv(SOCKET s, void *buf, size_t len, int flags);
 SN_EXPORT ssize_t sn_w32_recvfrom(SOCKET s, void *buf, size_t len, int flags,
                                   struct sockaddr *from, void *fromlen);
+/* WSASend/WSASendTo/WSARecv/WSARecvFrom without overlapped I/O: sendmsg(2)/recvmsg(2) over the
+ * WSABUF array, MSG_NOSIGNAL, 0 or SOCKET_ERROR with the last error set.  to/from may be NULL.
+ * An overlapped structure or completion routine fails with WSAEOPNOTSUPP. */
+SN_EXPORT int sn_w32_wsa_send(SOCKET s, LPWSABUF bufs, DWORD n, LPDWORD sent, DWORD flags,
+                              const struct sockaddr *to, int tolen, LPWSAOVERLAPPED ov,
+                              LPWSAOVERLAPPED_COMPLETION_ROUTINE done);
+SN_EXPORT int sn_w32_wsa_recv(SOCKET s, LPWSABUF bufs, DWORD n, LPDWORD received, LPDWORD flags,
+                              struct sockaddr *from, LPINT fromlen, LPWSAOVERLAPPED ov,
+                              LPWSAOVERLAPPED_COMPLETION_ROUTINE done);
 /* getsockopt(2); SOL_SOCKET/SO_ERROR yields the Winsock code (WSAECONNREFUSED...).  The length
  * (fromlen above too) may point to an int, as on Windows, or to a socklen_t. */
 SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *len);
@@ -600,6 +629,41 @@ static inline PVOID sn_w32_secure_zero_memory(PVOID p, SIZE_T n)
 static inline int WSAPoll(LPWSAPOLLFD fdArray, ULONG fds, INT timeout)
 {
         return sn_w32_wsa_poll(fdArray, fds, timeout);
+}
+
+static inline int WSASend(SOCKET s, LPWSABUF lpBuffers, DWORD dwBufferCount,
+                          LPDWORD lpNumberOfBytesSent, DWORD dwFlags, LPWSAOVERLAPPED lpOverlapped,
+                          LPWSAOVERLAPPED_COMPLETION_ROUTINE lpCompletionRoutine)
+{
+        return sn_w32_wsa_send(s, lpBuffers, dwBufferCount, lpNumberOfBytesSent, dwFlags, NULL, 0,
+                               lpOverlapped, lpCompletionRoutine);
+}
+
+static inline int WSASendTo(SOCKET s, LPWSABUF lpBuffers, DWORD dwBufferCount,
+                            LPDWORD lpNumberOfBytesSent, DWORD dwFlags, const struct sockaddr *lpTo,
+                            int iTolen, LPWSAOVERLAPPED lpOverlapped,
+                            LPWSAOVERLAPPED_COMPLETION_ROUTINE lpCompletionRoutine)
+{
+        return sn_w32_wsa_send(s, lpBuffers, dwBufferCount, lpNumberOfBytesSent, dwFlags, lpTo,
+                               iTolen, lpOverlapped, lpCompletionRoutine);
+}
+
+static inline int WSARecv(SOCKET s, LPWSABUF lpBuffers, DWORD dwBufferCount,
+                          LPDWORD lpNumberOfBytesRecvd, LPDWORD lpFlags,
+                          LPWSAOVERLAPPED lpOverlapped,
+                          LPWSAOVERLAPPED_COMPLETION_ROUTINE lpCompletionRoutine)
+{
+        return sn_w32_wsa_recv(s, lpBuffers, dwBufferCount, lpNumberOfBytesRecvd, lpFlags, NULL,
+                               NULL, lpOverlapped, lpCompletionRoutine);
+}
+
+static inline int WSARecvFrom(SOCKET s, LPWSABUF lpBuffers, DWORD dwBufferCount,
+                              LPDWORD lpNumberOfBytesRecvd, LPDWORD lpFlags, struct sockaddr *lpFrom,
+                              LPINT lpFromlen, LPWSAOVERLAPPED lpOverlapped,
+                              LPWSAOVERLAPPED_COMPLETION_ROUTINE lpCompletionRoutine)
+{
+        return sn_w32_wsa_recv(s, lpBuffers, dwBufferCount, lpNumberOfBytesRecvd, lpFlags, lpFrom,
+                               lpFromlen, lpOverlapped, lpCompletionRoutine);
 }
 
 /*

@@ -156,6 +156,17 @@ int names_in_use(_In_ SOCKET s, _Out_ PHANDLE out, _Out_opt_ LPDWORD count, _Ino
                 i = WSAGetLastError() == WSAECONNRESET;
         if (recv(s, text, 1, 0) < 0 && WSAGetLastError() == WSAEWOULDBLOCK)
                 i++;
+        {
+                WSABUF wb = { 1, text };
+                DWORD done = 0, flags = 0;
+                SOCKADDR_IN from;
+                INT fromlen = (INT)sizeof(from);
+
+                if (WSASend(s, &wb, 1, &done, 0, NULL, NULL) == SOCKET_ERROR ||
+                    WSARecvFrom(s, &wb, 1, &done, &flags, (PSOCKADDR)&from, &fromlen, NULL,
+                                NULL) == SOCKET_ERROR)
+                        i++;
+        }
         if (!GetQueuedCompletionStatusEx(*out, entries, 4, &removed, WSA_INFINITE, FALSE) &&
             GetLastError() == WAIT_TIMEOUT)
                 i++;

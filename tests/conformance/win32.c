@@ -339,3 +339,59 @@ void conf_case_limit_ports(int _i)
         for (int i = 0; i < 63; i++)
                 ck_assert(CloseHandle(h[i]));
 }
+
+/* ---- WSASend / WSARecv and datagram truncation -------------------------------------------- */
+
+void conf_case_wsasend_wsarecv(int _i)
+{
+        char a[] = "hello ", b[] = "world", in1[4], in2[16];
+        WSABUF out[2] = { { 6, a }, { 5, b } }, rin[2] = { { 4, in1 }, { 16, in2 } };
+        DWORD sent = 0, got = 0, flags = 0;
+        WSAOVERLAPPED ov;
+        int cl, sv;
+
+        signal(SIGPIPE, SIG_DFL);
+        tcp_pair(&cl, &sv);
+        /* Gather on send, scatter on receive; no overlapped I/O. */
+        ck_assert_int_eq(WSASend(cl, out, 2, &sent, 0, NULL, NULL), 0);
+        ck_assert_uint_eq(sent, 11);
+        usleep(20000);
+        ck_assert_int_eq(WSARecv(sv, rin, 2, &got, &flags, NULL, NULL), 0);
+        ck_assert_uint_eq(got, 11);
+        ck_assert(!memcmp(in1, "hell", 4) && !memcmp(in2, "o world", 7));
+        ZeroMemory(&ov, sizeof(ov));
+        ck_assert_int_eq(WSASend(cl, out, 2, &sent, 0, &ov, NULL), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEOPNOTSUPP);
+        /* A reset peer: WSAECONNRESET, no SIGPIPE. */
+        reset_peer(sv);
+        usleep(50000);
+        for (int i = 0; i < 2; i++) {
+                ck_assert_int_eq(WSASend(cl, out, 2, &sent, 0, NULL, NULL), SOCKET_ERROR);
+                ck_assert_int_eq(WSAGetLastError(), WSAECONNRESET);
+        }
+        closesocket(cl);
+}
+
+void conf_case_recv_msgsize(int _i)
+{
+        char big[100] = "0123456789", small[4];
+        WSABUF rin = { sizeof(small), small };
+        DWORD got = 0, flags = 0;
+        int a, b;
+
+        /* A datagram larger than the buffer: WSAEMSGSIZE, the buffer filled, the rest gone. */
+        udp_pair(&a, &b);
+        ck_assert_int_eq(send(b, big, sizeof(big), 0), (int)sizeof(big));
+        ck_assert_int_eq(send(b, big, sizeof(big), 0), (int)sizeof(big));
+        usleep(20000);
+        ck_assert_int_eq(recv(a, small, sizeof(small), 0), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEMSGSIZE);
+        ck_assert(!memcmp(small, "0123", 4));
+        ck_assert_int_eq(WSARecv(a, &rin, 1, &got, &flags, NULL, NULL), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEMSGSIZE);
+        ck_assert_uint_eq(got, sizeof(small));
+        ck_assert_int_eq(recv(a, small, sizeof(small), 0), SOCKET_ERROR); /* nothing left */
+        ck_assert_int_eq(WSAGetLastError(), WSAEWOULDBLOCK);
+        closesocket(a);
+        close(b);
+}
