@@ -316,12 +316,13 @@ static int fetch_more(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries
                       uint32_t nregs)
 {
         size_t max_message = port->conn->limits.max_message;
-        size_t fixed = sn_msg_size(SN_MSG_PROCESS_REPLY, nregs, 0);
-        uint32_t cap = max_message > fixed ? (uint32_t)((max_message - fixed) / SN_WIRE_SIZE_entry)
-                                           : 0;
+        size_t first = sn_msg_size(SN_MSG_PROCESS_REPLY, nregs, 0);
+        size_t later = sn_msg_size(SN_MSG_PROCESS_REPLY, 0, 0);
+        uint32_t full = max_message > later ? (uint32_t)((max_message - later) / SN_WIRE_SIZE_entry)
+                                            : 0;
 
         /* nregs results is the most the first reply carried: its cap was at least this. */
-        if (got < cap)
+        if (max_message <= first || got < (max_message - first) / SN_WIRE_SIZE_entry)
                 return (int)got;
         while (got < max_entries) {
                 int r = do_process(port, NULL, 0, entries + got, max_entries - got, 0, false);
@@ -329,8 +330,7 @@ static int fetch_more(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries
                 if (r <= 0)
                         break;
                 got += (uint32_t)r;
-                if ((uint32_t)r < (uint32_t)((max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, 0, 0)) /
-                                             SN_WIRE_SIZE_entry))
+                if ((uint32_t)r < full)
                         break; /* not a full reply: the queue is empty */
         }
         return (int)got;

@@ -140,7 +140,9 @@ static HANDLE port_handle_new(enum port_how how, const char *name, DWORD threads
         r = conn_get(&conn);
         if (r < 0) {
                 pthread_mutex_unlock(&g_lock);
-                sn_w32_set_last_error(r == -ENOMEM ? ERROR_NOT_ENOUGH_MEMORY : WSASYSNOTREADY);
+                sn_w32_set_last_error(r == -ENOMEM   ? ERROR_NOT_ENOUGH_MEMORY
+                                      : r == -EDQUOT ? ERROR_NOT_ENOUGH_QUOTA /* per user */
+                                                     : WSASYSNOTREADY);
                 return NULL;
         }
         for (idx = 0; idx < g_cap && g_handles[idx].port; idx++)

@@ -658,8 +658,8 @@ static inline int WSARecv(SOCKET s, LPWSABUF lpBuffers, DWORD dwBufferCount,
 }
 
 static inline int WSARecvFrom(SOCKET s, LPWSABUF lpBuffers, DWORD dwBufferCount,
-                              LPDWORD lpNumberOfBytesRecvd, LPDWORD lpFlags, struct sockaddr *lpFrom,
-                              LPINT lpFromlen, LPWSAOVERLAPPED lpOverlapped,
+                              LPDWORD lpNumberOfBytesRecvd, LPDWORD lpFlags,
+                              struct sockaddr *lpFrom, LPINT lpFromlen, LPWSAOVERLAPPED lpOverlapped,
                               LPWSAOVERLAPPED_COMPLETION_ROUTINE lpCompletionRoutine)
 {
         return sn_w32_wsa_recv(s, lpBuffers, dwBufferCount, lpNumberOfBytesRecvd, lpFlags, lpFrom,

@@ -156,7 +156,8 @@
         X(case_dequeue_many, 0, "one dequeue returns min(queued, requested), past one message")  \
         X(case_wsasend_wsarecv, 0, "WSASend/WSARecv: gather, scatter, WSAECONNRESET, no SIGPIPE") \
         X(case_recv_msgsize, 0, "a datagram larger than the buffer: WSAEMSGSIZE")                 \
-        X(case_limit_ports, DIVERGES, "at most --max-ports ports per process: ERROR_NOT_ENOUGH_QUOTA")
+        X(case_limit_ports, DIVERGES, "at most --max-ports ports per process: ERROR_NOT_ENOUGH_QUOTA") \
+        X(case_limit_waits, DIVERGES, "at most --max-waits waiting calls per process")
 
 #define CONF_DECLARE(id, div, text) void conf_##id(int _i);
 CONFORMANCE_TESTS(CONF_DECLARE)

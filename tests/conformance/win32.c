@@ -395,3 +395,35 @@ void conf_case_recv_msgsize(int _i)
         closesocket(a);
         close(b);
 }
+
+void conf_case_limit_waits(int _i)
+{
+        struct gq g[2];
+        pthread_t t[2];
+        BOOL ok;
+        DWORD bytes;
+        ULONG_PTR key;
+        LPOVERLAPPED ov;
+
+        /* Divergence: a process may have at most --max-waits calls waiting at once (1024 by
+         * default, 2 here); the next waiting call fails with ERROR_NOT_ENOUGH_QUOTA. */
+        restart_daemon((const char *const[]){ "--max-posted=64", "--max-waits=2", NULL });
+        for (int i = 0; i < 2; i++) {
+                g[i] = (struct gq){ .port = P, .ms = 5000 };
+                pthread_create(&t[i], NULL, gq_thread, &g[i]);
+        }
+        wait_waiters(2);
+        ok = GetQueuedCompletionStatus(P, &bytes, &key, &ov, 1000);
+        ck_assert(!ok);
+        ck_assert_uint_eq(GetLastError(), ERROR_NOT_ENOUGH_QUOTA);
+        /* A zero timeout does not wait, so it is not refused. */
+        ok = GetQueuedCompletionStatus(P, &bytes, &key, &ov, 0);
+        ck_assert(!ok);
+        ck_assert_uint_eq(GetLastError(), WAIT_TIMEOUT);
+        for (int i = 0; i < 2; i++)
+                ck_assert(PostQueuedCompletionStatus(P, 0, 9, NULL));
+        for (int i = 0; i < 2; i++) {
+                pthread_join(t[i], NULL);
+                ck_assert(g[i].ok);
+        }
+}
