@@ -45,6 +45,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <netdb.h>
 
 #include <socknotify.h>
 
@@ -110,6 +111,10 @@ typedef struct in6_addr IN6_ADDR, *PIN6_ADDR, *LPIN6_ADDR;
 typedef struct linger LINGER, *PLINGER, *LPLINGER;
 typedef struct timeval TIMEVAL, *PTIMEVAL, *LPTIMEVAL;
 typedef fd_set FD_SET, *PFD_SET, *LPFD_SET;
+#if defined(__USE_XOPEN2K) || defined(__cplusplus)
+/* ws2tcpip.h's names for getaddrinfo(3) results (POSIX: not under strict ISO C). */
+typedef struct addrinfo ADDRINFOA, *PADDRINFOA;
+#endif
 #if !defined(__USE_MISC) && !defined(__cplusplus)
 /* BSD names that <sys/types.h> only declares outside strict ISO C; Winsock code uses them. */
 typedef unsigned char u_char;

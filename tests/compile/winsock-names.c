@@ -64,6 +64,8 @@ SN_ASSERT(sizeof(SOCKET) == sizeof(void *));
 SN_ASSERT(sizeof(SOCKADDR_IN) == 16 && sizeof(SOCKADDR_IN6) == 28 && sizeof(IN_ADDR) == 4);
 SN_ASSERT(sizeof(SOCKADDR_STORAGE) == 128 && sizeof(SOCKADDR) == 16);
 SN_ASSERT(sizeof(WSAPOLLFD) == (sizeof(void *) == 8 ? 16 : 8));
+/* Documented differences (docs/compatibility.md): u_long is the platform's long. */
+SN_ASSERT(sizeof(u_long) == sizeof(long) && sizeof(WCHAR) == sizeof(wchar_t));
 
 /* Macros. */
 SN_ASSERT(LOBYTE(0x1234) == 0x34 && HIBYTE(0x1234) == 0x12);

@@ -427,3 +427,36 @@ void conf_case_limit_waits(int _i)
                 ck_assert(g[i].ok);
         }
 }
+
+/* ---- what remains of EDGE (docs/compatibility.md, rule 15) --------------------------------- */
+
+void conf_case_edge_local_shutdown(int _i)
+{
+        int cl, sv;
+
+        /* Divergence: a local shutdown(SD_SEND) is a key-less wake-up with no new hang-up bit,
+         * so the OUT side takes it for buffer space freeing and reports OUT, which held
+         * already. */
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 1, F_IN | F_OUT, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        none(P, 100);
+        ck_assert_int_eq(shutdown(sv, SD_SEND), 0);
+        ck_assert_uint_eq(collect(P, 1, E_OUT, 1000), E_OUT);
+        closesocket(sv);
+        close(cl);
+}
+
+void conf_case_edge_reset_unread(int _i)
+{
+        int cl, sv;
+
+        /* Divergence: a reset is a key-less wake-up; with unread data IN still holds and is
+         * reported again with HANGUP and ERR, though it started to hold earlier. */
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 1, F_IN | F_OUT | F_HUP, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_uint_eq(one(P, 1), E_IN);
+        reset_peer(cl);
+        ck_assert_uint_eq(collect(P, 1, E_IN | E_HUP | E_ERR, 1000), E_IN | E_HUP | E_ERR);
+        closesocket(sv);
+}
