@@ -614,7 +614,9 @@ uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
                         return 0;
         }
         if (!mask) {
-                if (ev & EPOLLHUP) {
+                /* Only level-triggered items would come back forever; an EDGE side must not
+                 * take its other side out of epoll before that one was harvested. */
+                if (ev & EPOLLHUP && !(g->trigger & SN_TRIGGER_EDGE)) {
                         reg_epoll_remove(g);
                         g->parked = true;
                 } else if ((g->trigger & (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT)) ==
