@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) Microsoft Corporation (the sample code of its documentation)
 // reference-sample.cpp - the sample code of Microsoft's "Winsock socket state notifications"
 // article (learn.microsoft.com, the four listings, concatenated in order, unchanged; Microsoft
 // publishes its documentation's code samples under the MIT license).  tests/check-headers.sh

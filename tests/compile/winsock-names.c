@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * winsock-names.c - the names a Windows programmer reaches for exist in <socknotify/winsock.h>.
  *

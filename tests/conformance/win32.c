@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * win32.c - conformance tests for the Win32 layer around the notifications: EDGE transitions,
  * the first dequeue after a connect, the socket calls of <socknotify/winsock.h> (closesocket,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * pch.h for tests/compile/reference-sample.cpp: the Windows-only thread, lock and print calls
  * the reference's sample uses, over pthreads and stdio.  Nothing socket- or port-related may be
