@@ -402,6 +402,7 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
 
         if (!g) {
                 sn_close(tmpl->fd);
+                sn_close(tmpl->out_fd);
                 return NULL;
         }
         *g = *tmpl;
@@ -415,6 +416,7 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
         g->pkt.kind = SN_PROTO_KIND_SOCKET;
         if (server_slot_put(srv, g, slot) < 0) {
                 sn_close(g->fd);
+                sn_close(g->out_fd);
                 free(g);
                 return NULL;
         }
@@ -422,13 +424,14 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
             registry_insert(&srv->registry, g) < 0) {
                 server_slot_release(srv, g);
                 sn_close(g->fd);
+                sn_close(g->out_fd);
                 free(g);
                 return NULL;
         }
         sn_list_add_tail(&port->regs, &g->port_link);
         if (creator) {
                 sn_list_add_tail(&creator->regs, &g->conn_link);
-                creator->user->nsockets++;
+                creator->user->nsockets += g->out_fd >= 0 ? 2 : 1; /* EDGE OUT side */
                 creator->user->nregs++;
         }
         port->nregs++;

@@ -146,6 +146,7 @@
         X(case_edge_connect, 0, "EDGE before connect: OUT when it completes, then IN alone")      \
         X(case_edge_descriptors, 0, "EDGE with OUT and IN/HANGUP holds two descriptors, LEVEL one") \
         X(case_edge_quota, 0, "the EDGE duplicate counts against the user's socket quota")       \
+        X(case_edge_reexec, 0, "an EDGE OUT side survives a re-exec of the daemon")                \
         X(case_edge_local_shutdown, DIVERGES, "EDGE: a local shutdown(SD_SEND) reports OUT again") \
         X(case_edge_reset_unread, DIVERGES, "EDGE: a reset with unread data reports IN again")    \
         X(case_connect_zero_timeout, 0, "registered before connect: the next 0 ms dequeue has OUT") \

@@ -481,3 +481,28 @@ void conf_case_edge_reset_unread(int _i)
         ck_assert_uint_eq(collect(P, 1, E_IN | E_HUP | E_ERR, 1000), E_IN | E_HUP | E_ERR);
         closesocket(sv);
 }
+
+void conf_case_edge_reexec(int _i)
+{
+        int cl, sv, base;
+        long before = daemon_count("reexecs");
+        long long end = now_ms() + 5000;
+
+        /* An EDGE registration's OUT side (its duplicate and state) survives a re-exec of the
+         * daemon in place: it still reports transitions, and closing frees both descriptors. */
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 1, F_IN | F_OUT | F_HUP, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        none(P, 100);
+        base = steady_fds();
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        while (daemon_count("reexecs") == before)
+                ck_assert_msg(now_ms() < end, "the daemon did not re-exec");
+        ck_assert_int_eq(test_daemon_wait_fds(&D, base, 3000), base);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_uint_eq(one(P, 1), E_IN); /* IN alone: the OUT side still knows OUT held */
+        shutdown(cl, SHUT_WR);
+        ck_assert_uint_eq(collect(P, 1, E_IN | E_HUP, 1000), E_IN | E_HUP);
+        ck_assert_int_eq(closesocket(sv), 0);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, base - 2, 3000), base - 2);
+        close(cl);
+}
