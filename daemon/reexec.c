@@ -43,8 +43,8 @@ struct wbuf {
 
 static void put(struct wbuf *b, const void *src, size_t n)
 {
-        if (b->oom)
-                return;
+        if (b->oom || !n)
+                return; /* n 0: src may be NULL (an absent string), which memcpy must not get */
         if (b->len + n > b->cap) {
                 size_t cap = SN_MAX(b->cap * 2, b->len + n + 4096);
                 uint8_t *p = realloc(b->p, cap);
