@@ -489,7 +489,11 @@ void conf_case_edge_reexec(int _i)
         long long end = now_ms() + 5000;
 
         /* An EDGE registration's OUT side (its duplicate and state) survives a re-exec of the
-         * daemon in place: it still reports transitions, and closing frees both descriptors. */
+         * daemon in place: it still reports transitions, and closing frees both descriptors.
+         * Not under a wrapper such as valgrind: the new image would run without it, with other
+         * descriptors than the fixture counted. */
+        if (getenv("SN_TEST_DAEMON_WRAPPER") && *getenv("SN_TEST_DAEMON_WRAPPER"))
+                return;
         tcp_pair(&cl, &sv);
         ck_assert_uint_eq(reg(P, sv, 1, F_IN | F_OUT | F_HUP, OP_ENABLE, EDGE), ERROR_SUCCESS);
         none(P, 100);
