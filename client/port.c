@@ -305,6 +305,37 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                           sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms,
                           int *ret);
 
+/*
+ * One reply message holds at most (max_message - reply header and nregs results) / entry size
+ * entries.  A call that got a full reply and has room left asks again without waiting, until
+ * the array is full or the queue is empty, so that a caller gets min(queued, max_entries) as on
+ * Windows.  Entries already received are never lost: a failing follow-up ends the loop.
+ * Returns the total count.
+ */
+static int fetch_more(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries, uint32_t got,
+                      uint32_t nregs)
+{
+        size_t max_message = port->conn->limits.max_message;
+        size_t first = sn_msg_size(SN_MSG_PROCESS_REPLY, nregs, 0);
+        size_t later = sn_msg_size(SN_MSG_PROCESS_REPLY, 0, 0);
+        uint32_t full = max_message > later ? (uint32_t)((max_message - later) / SN_WIRE_SIZE_entry)
+                                            : 0;
+
+        /* nregs results is the most the first reply carried: its cap was at least this. */
+        if (max_message <= first || got < (max_message - first) / SN_WIRE_SIZE_entry)
+                return (int)got;
+        while (got < max_entries) {
+                int r = do_process(port, NULL, 0, entries + got, max_entries - got, 0, false);
+
+                if (r <= 0)
+                        break;
+                got += (uint32_t)r;
+                if ((uint32_t)r < full)
+                        break; /* not a full reply: the queue is empty */
+        }
+        return (int)got;
+}
+
 SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                               sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms)
 {
@@ -361,6 +392,8 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                 if (deadline)
                         timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
         }
+        if (r > 0 && (uint32_t)r < max_entries)
+                r = fetch_more(port, entries, max_entries, (uint32_t)r, nregs);
 out:
         *ret = r;
 }

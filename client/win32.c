@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/win32.h"
@@ -139,7 +140,9 @@ static HANDLE port_handle_new(enum port_how how, const char *name, DWORD threads
         r = conn_get(&conn);
         if (r < 0) {
                 pthread_mutex_unlock(&g_lock);
-                sn_w32_set_last_error(r == -ENOMEM ? ERROR_NOT_ENOUGH_MEMORY : WSASYSNOTREADY);
+                sn_w32_set_last_error(r == -ENOMEM   ? ERROR_NOT_ENOUGH_MEMORY
+                                      : r == -EDQUOT ? ERROR_NOT_ENOUGH_QUOTA /* per user */
+                                                     : WSASYSNOTREADY);
                 return NULL;
         }
         for (idx = 0; idx < g_cap && g_handles[idx].port; idx++)
@@ -412,13 +415,15 @@ SN_EXPORT BOOL sn_w32_post_queued_completion_status(HANDLE h, DWORD bytes, ULONG
 SN_EXPORT int sn_w32_closesocket(SOCKET s)
 {
         sn_conn_t *conn;
+        struct stat st;
         int r;
 
         if (!g_startups) {
                 sn_w32_set_last_error(WSANOTINITIALISED);
                 return SOCKET_ERROR;
         }
-        if (s > INT_MAX) {
+        /* Only sockets: anything else stays open and the call fails, as on Windows. */
+        if (s > INT_MAX || fstat((int)s, &st) < 0 || !S_ISSOCK(st.st_mode)) {
                 sn_w32_set_last_error(WSAENOTSOCK);
                 return SOCKET_ERROR;
         }
@@ -436,17 +441,28 @@ SN_EXPORT int sn_w32_closesocket(SOCKET s)
 
 SN_EXPORT int sn_w32_wsa_startup(WORD version, LPWSADATA data)
 {
+        unsigned major = LOBYTE(version), minor = HIBYTE(version);
+
         pthread_once(&g_once, init_once);
         if (!data)
                 return WSAEFAULT;
         memset(data, 0, sizeof(*data));
-        data->wVersion = MAKEWORD(2, 2);
+        /* Windows' Winsock 2.2 serves every version from 1.0 on: the one used is the lower of
+         * the request and 2.2; below 1.0 nothing is supported. */
         data->wHighVersion = MAKEWORD(2, 2);
+        data->wVersion = major > 2 || (major == 2 && minor >= 2) ? MAKEWORD(2, 2) : version;
+        if (major < 2) {
+                /* Only meaningful to 1.x callers, with the values Windows reports. */
+                data->iMaxSockets = 32767;
+                data->iMaxUdpDg = 65467;
+        }
         snprintf(data->szDescription, sizeof(data->szDescription), "socknotify %s",
                  PACKAGE_VERSION);
         snprintf(data->szSystemStatus, sizeof(data->szSystemStatus), "Running");
-        if ((version & 0xff) < 2)
+        if (major < 1) {
+                data->wVersion = MAKEWORD(2, 2);
                 return WSAVERNOTSUPPORTED;
+        }
         pthread_mutex_lock(&g_lock);
         g_startups++;
         pthread_mutex_unlock(&g_lock);
@@ -501,4 +517,257 @@ SN_EXPORT int sn_w32_ioctlsocket(SOCKET s, long cmd, unsigned long *arg)
         }
         sn_w32_set_last_error(WSAEINVAL);
         return SOCKET_ERROR;
+}
+
+SN_EXPORT int sn_w32_wsa_poll(LPWSAPOLLFD fds, ULONG n, INT timeout)
+{
+        struct pollfd stack_p[64], *p = stack_p;
+        int r;
+
+        if (!g_startups) {
+                sn_w32_set_last_error(WSANOTINITIALISED);
+                return SOCKET_ERROR;
+        }
+        if (!fds || !n) {
+                sn_w32_set_last_error(WSAEINVAL);
+                return SOCKET_ERROR;
+        }
+        if (n > SN_ARRAY_SIZE(stack_p)) {
+                p = malloc((size_t)n * sizeof(*p));
+                if (!p) {
+                        sn_w32_set_last_error(WSAENOBUFS);
+                        return SOCKET_ERROR;
+                }
+        }
+        for (ULONG i = 0; i < n; i++)
+                p[i] = (struct pollfd){ .fd = fds[i].fd > INT_MAX ? -1 : (int)fds[i].fd,
+                                        .events = fds[i].events };
+        r = poll(p, n, timeout < 0 ? -1 : timeout);
+        if (r >= 0)
+                for (ULONG i = 0; i < n; i++)
+                        fds[i].revents = p[i].revents;
+        if (p != stack_p)
+                free(p);
+        if (r < 0) {
+                sn_w32_set_last_error(sn__w32_map(errno, SN_W32_SOCKET));
+                return SOCKET_ERROR;
+        }
+        return r;
+}
+
+/* The socket's SO_TYPE, or 0. */
+static int sock_type(int fd)
+{
+        int type = 0;
+        socklen_t len = sizeof(type);
+
+        if ((getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+                return 0;
+        return type;
+}
+
+/*
+ * Gives errno Winsock's meaning after a failed socket call on fd:
+ *  - a datagram socket's ECONNREFUSED (an ICMP port unreachable) is WSAECONNRESET on Windows;
+ *  - EPIPE on a TCP socket the peer reset (state CLOSE) is WSAECONNRESET on Windows, where Linux
+ *    reports ECONNRESET once and EPIPE afterwards.  EPIPE after a local shutdown(SD_SEND) of a
+ *    connection that is still open stays EPIPE (WSAESHUTDOWN).
+ */
+static void winsock_errno(int fd)
+{
+        int err = errno;
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+
+        if (err == ECONNREFUSED && sock_type(fd) == SOCK_DGRAM)
+                err = ECONNRESET;
+        else if (err == EPIPE && sock_type(fd) == SOCK_STREAM &&
+                 (getsockopt)(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+                 ti.tcpi_state == TCP_CLOSE)
+                err = ECONNRESET;
+        errno = err;
+}
+
+static int sock_fd(SOCKET s)
+{
+        return s > INT_MAX ? -1 : (int)s;
+}
+
+SN_EXPORT ssize_t sn_w32_send(SOCKET s, const void *buf, size_t len, int flags)
+{
+        ssize_t r = (send)(sock_fd(s), buf, len, flags | MSG_NOSIGNAL);
+
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        return r;
+}
+
+SN_EXPORT ssize_t sn_w32_sendto(SOCKET s, const void *buf, size_t len, int flags,
+                                const struct sockaddr *to, socklen_t tolen)
+{
+        ssize_t r = (sendto)(sock_fd(s), buf, len, flags | MSG_NOSIGNAL, to, tolen);
+
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        return r;
+}
+
+SN_EXPORT ssize_t sn_w32_sendmsg(SOCKET s, const struct msghdr *msg, int flags)
+{
+        ssize_t r = (sendmsg)(sock_fd(s), msg, flags | MSG_NOSIGNAL);
+
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        return r;
+}
+
+/* recv/recvfrom through recvmsg, to see truncation: Windows fails a datagram larger than the
+ * buffer with WSAEMSGSIZE (the rest discarded) where Linux returns the part that fit. */
+static ssize_t recv_common(SOCKET s, void *buf, size_t len, int flags, struct sockaddr *from,
+                           socklen_t *fromlen)
+{
+        struct iovec iov = { .iov_base = buf, .iov_len = len };
+        struct msghdr msg = { .msg_name = from, .msg_namelen = from && fromlen ? *fromlen : 0,
+                              .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t r = (recvmsg)(sock_fd(s), &msg, flags);
+
+        if (r < 0) {
+                winsock_errno(sock_fd(s));
+                return r;
+        }
+        if (from && fromlen)
+                *fromlen = msg.msg_namelen;
+        if (msg.msg_flags & MSG_TRUNC && !(flags & MSG_TRUNC)) {
+                errno = EMSGSIZE;
+                return -1;
+        }
+        return r;
+}
+
+SN_EXPORT ssize_t sn_w32_recv(SOCKET s, void *buf, size_t len, int flags)
+{
+        return recv_common(s, buf, len, flags, NULL, NULL);
+}
+
+SN_EXPORT ssize_t sn_w32_recvfrom(SOCKET s, void *buf, size_t len, int flags,
+                                  struct sockaddr *from, void *fromlen)
+{
+        return recv_common(s, buf, len, flags, from, (socklen_t *)fromlen);
+}
+
+SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *len)
+{
+        int fd = sock_fd(s), r = (getsockopt)(fd, level, name, val, (socklen_t *)len);
+
+        if (r < 0) {
+                winsock_errno(fd);
+                return r;
+        }
+        if (level == SOL_SOCKET && name == SO_ERROR && val && *(socklen_t *)len >= sizeof(int)) {
+                int err;
+
+                memcpy(&err, val, sizeof(err));
+                if (err == ECONNREFUSED && sock_type(fd) == SOCK_DGRAM)
+                        err = ECONNRESET;
+                if (err)
+                        err = (int)sn__w32_map(err, SN_W32_SOCKET);
+                memcpy(val, &err, sizeof(err));
+        }
+        return 0;
+}
+
+/* Fills msg with an iovec array for bufs (stack space for up to 16).  Returns 0 or a code. */
+static DWORD wsabuf_msg(struct msghdr *msg, struct iovec *stack_iov, LPWSABUF bufs, DWORD n)
+{
+        struct iovec *iov = stack_iov;
+
+        if (n && !bufs)
+                return WSAEFAULT;
+        if (n > 16) {
+                iov = malloc((size_t)n * sizeof(*iov));
+                if (!iov)
+                        return WSAENOBUFS;
+        }
+        for (DWORD i = 0; i < n; i++)
+                iov[i] = (struct iovec){ .iov_base = bufs[i].buf, .iov_len = bufs[i].len };
+        msg->msg_iov = iov;
+        msg->msg_iovlen = n;
+        return 0;
+}
+
+SN_EXPORT int sn_w32_wsa_send(SOCKET s, LPWSABUF bufs, DWORD n, LPDWORD sent, DWORD flags,
+                              const struct sockaddr *to, int tolen, LPWSAOVERLAPPED ov,
+                              LPWSAOVERLAPPED_COMPLETION_ROUTINE done)
+{
+        struct iovec stack_iov[16];
+        struct msghdr msg = { .msg_name = (void *)to, .msg_namelen = to ? (socklen_t)tolen : 0 };
+        DWORD code;
+        ssize_t r;
+
+        if (!g_startups)
+                code = WSANOTINITIALISED;
+        else if (ov || done)
+                code = WSAEOPNOTSUPP; /* no overlapped I/O: notifications only */
+        else if (!sent || (to && tolen <= 0))
+                code = WSAEFAULT;
+        else
+                code = wsabuf_msg(&msg, stack_iov, bufs, n);
+        if (code) {
+                sn_w32_set_last_error(code);
+                return SOCKET_ERROR;
+        }
+        r = (sendmsg)(sock_fd(s), &msg, (int)flags | MSG_NOSIGNAL);
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        if (msg.msg_iov != stack_iov)
+                free(msg.msg_iov);
+        if (r < 0) {
+                sn_w32_set_last_error(sn__w32_map(errno, SN_W32_SOCKET));
+                return SOCKET_ERROR;
+        }
+        *sent = (DWORD)r;
+        return 0;
+}
+
+SN_EXPORT int sn_w32_wsa_recv(SOCKET s, LPWSABUF bufs, DWORD n, LPDWORD received, LPDWORD flags,
+                              struct sockaddr *from, LPINT fromlen, LPWSAOVERLAPPED ov,
+                              LPWSAOVERLAPPED_COMPLETION_ROUTINE done)
+{
+        struct iovec stack_iov[16];
+        struct msghdr msg = { .msg_name = from };
+        DWORD code;
+        ssize_t r;
+
+        if (!g_startups)
+                code = WSANOTINITIALISED;
+        else if (ov || done)
+                code = WSAEOPNOTSUPP;
+        else if (!received || !flags || (from && (!fromlen || *fromlen <= 0)))
+                code = WSAEFAULT;
+        else
+                code = wsabuf_msg(&msg, stack_iov, bufs, n);
+        if (code) {
+                sn_w32_set_last_error(code);
+                return SOCKET_ERROR;
+        }
+        msg.msg_namelen = from ? (socklen_t)*fromlen : 0;
+        r = (recvmsg)(sock_fd(s), &msg, (int)*flags);
+        if (r < 0)
+                winsock_errno(sock_fd(s));
+        if (msg.msg_iov != stack_iov)
+                free(msg.msg_iov);
+        if (r < 0) {
+                sn_w32_set_last_error(sn__w32_map(errno, SN_W32_SOCKET));
+                return SOCKET_ERROR;
+        }
+        *received = (DWORD)r;
+        *flags = 0;
+        if (from)
+                *fromlen = (INT)msg.msg_namelen;
+        if (msg.msg_flags & MSG_TRUNC) {
+                /* Windows: a datagram larger than the buffers fails, its rest discarded. */
+                sn_w32_set_last_error(WSAEMSGSIZE);
+                return SOCKET_ERROR;
+        }
+        return 0;
 }

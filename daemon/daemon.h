@@ -109,6 +109,12 @@ struct reg {
         bool fresh;                /* never-connected stream socket (rule 14) */
         bool in_epoll;
         bool parked;               /* hung up and nothing reportable: out of epoll */
+        /* EDGE transitions (registration.c): the OUT side's own epoll item on a duplicate. */
+        int out_fd;                /* EDGE with OUT and IN or HANGUP: duplicate of fd, or -1 */
+        bool out_in_epoll;
+        bool out_seen;             /* EDGE: OUT held at the OUT side's last look */
+        uint8_t out_state;         /* EDGE: hang-up/error bits at that look (EDGE_ST_*) */
+        bool hup_seen;             /* EDGE: HANGUP reported or held at ENABLE */
         bool queued;               /* pkt is on port->queue */
         struct packet pkt;
 };
@@ -121,9 +127,10 @@ struct reg {
 uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_registration *item,
                    int fd);
 /* Re-exec: a registration restored from its saved fields (tmpl: fd, identity, key, client_fd,
- * filter, trigger, state, edge_skip, stream, fresh, in_epoll, parked) in slot; its kernel epoll
- * item lives on in the port's kept epoll instance.  Takes tmpl->fd.  Returns NULL on failure
- * (fd closed). */
+ * filter, trigger, state, edge_skip, stream, fresh, in_epoll, parked, and the EDGE OUT side:
+ * out_fd, out_in_epoll, out_seen, out_state, hup_seen) in slot; its kernel epoll items live on
+ * in the port's kept epoll instance.  Takes tmpl->fd and tmpl->out_fd.  Returns NULL on failure
+ * (fds closed). */
 struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg *tmpl,
                       uint32_t slot);
 /* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
@@ -137,9 +144,12 @@ int server_slot_put(struct server *srv, struct reg *g, uint32_t slot);
 void server_slot_release(struct server *srv, struct reg *g);
 /* Frees a registration: out of epoll, registry and port, its packet dequeued, fd closed. */
 void reg_free(struct reg *reg);
-/* Translates epoll readiness into notification bits for this registration; handles rule 14
- * (fresh sockets), rule 15 (EDGE at enable) and hung-up sockets.  0 means nothing to report. */
-uint32_t reg_translate(struct reg *reg, uint32_t epoll_events);
+/* Translates epoll readiness of one of the registration's epoll items (out_side: the EDGE OUT
+ * item) into notification bits; handles rule 14 (fresh sockets), rule 15 (EDGE transitions) and
+ * hung-up sockets.  0 means nothing to report. */
+uint32_t reg_translate(struct reg *reg, uint32_t epoll_events, bool out_side);
+/* The registration (NULL if none) and side an epoll item's data stands for. */
+struct reg *reg_of_epoll(const struct server *srv, uint64_t data, bool *ret_out_side);
 /* Re-reads readiness of a queued level-triggered packet that has waited past a dequeue; returns
  * the current bits (0: drop the packet). */
 uint32_t reg_recheck(struct reg *reg);

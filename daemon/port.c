@@ -429,16 +429,25 @@ int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32
         return 0;
 }
 
-/* One epoll_wait; returns how many events it returned and adds the new packets to *ret_new. */
-static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new)
+/* One epoll_wait; returns how many events it returned and adds the new packets to *ret_new.
+ * *ret_again counts registrations that left the fresh state (rule 14): the kernel re-polled
+ * them and they are on the ready list again, to be read before the caller answers. */
+static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new, uint32_t *ret_again)
 {
         struct server *srv = port->srv;
         int n = epoll_wait(port->epfd, srv->evbuf, (int)SN_MIN(want, srv->evcap), 0);
 
         for (int i = 0; i < n; i++) {
-                struct reg *g = server_slot_reg(srv, srv->evbuf[i].data.u64);
-                uint32_t m = g ? reg_translate(g, srv->evbuf[i].events) : 0;
+                bool out_side, was_fresh;
+                struct reg *g = reg_of_epoll(srv, srv->evbuf[i].data.u64, &out_side);
+                uint32_t m;
 
+                if (!g)
+                        continue;
+                was_fresh = g->fresh;
+                m = reg_translate(g, srv->evbuf[i].events, out_side);
+                if (was_fresh && !g->fresh)
+                        (*ret_again)++;
                 if (!m)
                         continue;
                 if (!g->queued)
@@ -453,12 +462,14 @@ void port_harvest(struct port *port, uint32_t want)
         struct server *srv = port->srv;
 
         while (want) {
-                uint32_t fresh = 0;
+                uint32_t fresh = 0, again = 0;
                 uint32_t ask = SN_MIN(want, srv->evcap);
-                int n = harvest_once(port, ask, &fresh);
+                int n = harvest_once(port, ask, &fresh, &again);
 
-                /* Stop when the ready list is exhausted or only re-reported old packets. */
-                if (n < (int)ask || !fresh)
+                /* Stop when the ready list is exhausted or only re-reported old packets, unless
+                 * a registration just left the fresh state: what it reports now (a connect
+                 * completing: OUT) belongs to this dequeue, not the next one. */
+                if ((n < (int)ask || !fresh) && !again)
                         break;
                 want -= SN_MIN(want, fresh);
         }
@@ -474,9 +485,9 @@ void port_harvest_skips(struct port *port)
          * is trimmed by reg_translate().  Level-triggered items come back round-robin, so a
          * bounded number of rounds reaches every item of the list. */
         for (unsigned round = 0; round < 64 && !sn_list_empty(&port->skips); round++) {
-                uint32_t fresh = 0;
+                uint32_t fresh = 0, again = 0;
 
-                if (harvest_once(port, srv->evcap, &fresh) < (int)srv->evcap)
+                if (harvest_once(port, srv->evcap, &fresh, &again) < (int)srv->evcap && !again)
                         break;
         }
         /* An item not reported is no longer ready: its skip must not hide a later edge. */

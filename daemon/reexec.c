@@ -31,7 +31,7 @@
 
 #define STATE_MAGIC "SNSTATE\0"
 #define STATE_END "SNSTEND\0"
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u /* 2: a registration's EDGE OUT side (its duplicate and state) */
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
@@ -43,8 +43,8 @@ struct wbuf {
 
 static void put(struct wbuf *b, const void *src, size_t n)
 {
-        if (b->oom || n == 0)
-                return;
+        if (b->oom || !n)
+                return; /* n 0: src may be NULL (an absent string), which memcpy must not get */
         if (b->len + n > b->cap) {
                 size_t cap = SN_MAX(b->cap * 2, b->len + n + 4096);
                 uint8_t *p = realloc(b->p, cap);
@@ -174,6 +174,9 @@ static void save_port(struct wbuf *b, const struct port *p)
                 put_u8(b, g->edge_skip);
                 put_u8(b, (uint8_t)(g->stream | g->fresh << 1 | g->in_epoll << 2 | g->parked << 3));
                 put_u64(b, g->creator ? g->creator->serial : 0);
+                put_u32(b, g->out_fd >= 0 ? (uint32_t)g->out_fd : UINT32_MAX);
+                put_u8(b, (uint8_t)(g->out_in_epoll | g->out_seen << 1 | g->hup_seen << 2));
+                put_u8(b, g->out_state);
         }
         put_u32(b, p->nqueued);
         sn_list_foreach_safe(pos, tmp, &p->queue) {
@@ -280,6 +283,7 @@ int reexec_save(struct server *srv, int fd)
 struct rbuf {
         const uint8_t *p;
         size_t len, off;
+        uint32_t version; /* of the state being read */
         bool bad;
         const char *what; /* the first thing found wrong */
 };
@@ -505,6 +509,22 @@ static void load_port(struct loader *l)
                 t.fresh = flags & 2;
                 t.in_epoll = flags & 4;
                 t.parked = flags & 8;
+                t.out_fd = -1;
+                if (b->version >= 2) {
+                        uint32_t out = get_u32(b);
+                        uint8_t ef = get_u8(b);
+
+                        if (out != UINT32_MAX) {
+                                if (out > INT32_MAX || fcntl((int)out, F_GETFD) < 0)
+                                        fail(b, "a descriptor that is not open");
+                                else
+                                        t.out_fd = (int)out;
+                        }
+                        t.out_in_epoll = ef & 1;
+                        t.out_seen = ef & 2;
+                        t.hup_seen = ef & 4;
+                        t.out_state = get_u8(b);
+                }
                 if (t.state > REG_REMOVING || slot >= UINT32_MAX / 2)
                         fail(b, "a registration out of range");
                 if (p && !b->bad) {
@@ -595,7 +615,10 @@ static void load_state(struct loader *l)
                 return;
         }
         version = get_u32(b);
-        if (version != STATE_VERSION) {
+        b->version = version;
+        /* Version 1 (no EDGE OUT sides) is still read: an upgrade re-execs an older image's
+         * state. */
+        if (version != STATE_VERSION && version != 1) {
                 fail(b, "a state version this binary does not read");
                 return;
         }
@@ -710,7 +733,8 @@ int reexec_listen(int fd, int *ret_listen_fd, char *path, size_t pathsz, bool *r
                 return -EIO;
         b.p = data;
         magic = take(&b, 8);
-        if (!magic || memcmp(magic, STATE_MAGIC, 8) || get_u32(&b) != STATE_VERSION) {
+        if (!magic || memcmp(magic, STATE_MAGIC, 8) ||
+            ((b.version = get_u32(&b)) != STATE_VERSION && b.version != 1)) {
                 free(data);
                 return -EBADMSG;
         }
@@ -750,7 +774,12 @@ void reexec_set_cloexec(struct server *srv, bool on)
                 struct port *p = sn_list_entry(pos, struct port, srv_link);
 
                 set_cloexec(p->epfd, on);
-                sn_list_foreach_safe(p2, t2, &p->regs)
-                        set_cloexec(sn_list_entry(p2, struct reg, port_link)->fd, on);
+                sn_list_foreach_safe(p2, t2, &p->regs) {
+                        const struct reg *g = sn_list_entry(p2, struct reg, port_link);
+
+                        set_cloexec(g->fd, on);
+                        if (g->out_fd >= 0)
+                                set_cloexec(g->out_fd, on);
+                }
         }
 }

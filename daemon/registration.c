@@ -10,10 +10,20 @@
  *
  *  - Rule 15 / row 39: EDGE must not report a condition that already holds at ENABLE, but
  *    EPOLL_CTL_ADD/MOD put an item that is ready on the ready list at once.  The events that hold
- *    at ENABLE are recorded in edge_skip and removed from the item's first report, which the
+ *    at ENABLE are recorded in edge_skip and removed from the items' first reports, which the
  *    caller harvests before the request is answered (port.c), so no genuine edge can merge
  *    into it in between.  EDGE+ONESHOT is disarmed by leaving epoll, because re-arming a
  *    kernel ONESHOT item re-polls it and would report the old condition again.
+ *  - Rule 15: EDGE reports a condition when it starts to hold, not every condition that holds
+ *    when the socket wakes.  An edge-triggered epoll item is queued by the kernel only for
+ *    wake-ups whose key meets its interest (or that carry no key: state changes), so an EDGE
+ *    registration whose filter has OUT and IN or HANGUP gets two items: the IN/HANGUP side on
+ *    fd, the OUT side on a duplicate (out_fd; epoll tells items apart by descriptor).  Data
+ *    arriving then wakes only the IN side.  Key-less wake-ups (connect done, FIN, reset, local
+ *    shutdown) still reach the OUT side: it reports OUT only if OUT did not hold at its last
+ *    look (a connect completing, a full buffer seen) or if no new hang-up or error bit appeared
+ *    (then the wake-up was buffer space freeing).  HANGUP is reported once per ENABLE.  The
+ *    duplicate counts against the user's socket quota; LEVEL registrations never have one.
  *  - Rule 14: a never-connected stream socket polls as OUT|HUP on Linux.  Such a registration
  *    waits edge-triggered, reporting nothing, until the socket changes state (connect progress,
  *    an error, listen()); then it switches to its real mode, and the kernel's re-poll reports
@@ -26,6 +36,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -44,15 +55,46 @@
 #define SN_TCP_CLOSE 7
 #define SN_TCP_LISTEN 10
 
-static uint32_t epoll_interest(const struct reg *g)
+/* The OUT side's epoll item carries its registration's slot with this bit (slots are 32-bit). */
+#define EPOLL_OUT_SIDE ((uint64_t)1 << 32)
+
+/* The OUT side's hang-up/error state bits. */
+#define EDGE_ST_RDHUP 0x01
+#define EDGE_ST_HUP 0x02
+#define EDGE_ST_ERR 0x04
+
+static uint8_t edge_state(uint32_t ev)
+{
+        return (uint8_t)((ev & EPOLLRDHUP ? EDGE_ST_RDHUP : 0) | (ev & EPOLLHUP ? EDGE_ST_HUP : 0) |
+                         (ev & EPOLLERR ? EDGE_ST_ERR : 0));
+}
+
+/* EDGE with OUT and IN or HANGUP in the filter: the OUT side has its own epoll item. */
+static bool reg_split(const struct reg *g)
+{
+        return !g->fresh && g->trigger & SN_TRIGGER_EDGE && g->filter & SN_REGISTER_EVENT_OUT &&
+               g->filter & (SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_HANGUP);
+}
+
+/* EDGE whose only item reports OUT (filter OUT, without IN and HANGUP). */
+static bool reg_out_only(const struct reg *g)
+{
+        return !g->fresh && g->trigger & SN_TRIGGER_EDGE &&
+               (g->filter & SN_REGISTER_EVENTS_ALL) == SN_REGISTER_EVENT_OUT;
+}
+
+static uint32_t epoll_interest(const struct reg *g, bool out_side)
 {
         uint32_t ev = 0;
 
+        if (out_side)
+                /* RDHUP is never a wake-up key: it only shows the state in the report. */
+                return EPOLLOUT | (g->stream ? EPOLLRDHUP : 0) | EPOLLET;
         if (g->filter & SN_REGISTER_EVENT_IN)
                 ev |= EPOLLIN;
-        if (g->filter & SN_REGISTER_EVENT_OUT)
+        if (g->filter & SN_REGISTER_EVENT_OUT && !reg_split(g))
                 ev |= EPOLLOUT;
-        if (g->stream && g->filter & SN_REGISTER_EVENT_HANGUP)
+        if (g->stream && (g->filter & SN_REGISTER_EVENT_HANGUP || reg_out_only(g)))
                 ev |= EPOLLRDHUP;
         if (g->fresh)
                 return ev | EPOLLET;
@@ -63,19 +105,83 @@ static uint32_t epoll_interest(const struct reg *g)
         return ev;
 }
 
+struct reg *reg_of_epoll(const struct server *srv, uint64_t data, bool *ret_out_side)
+{
+        *ret_out_side = data & EPOLL_OUT_SIDE;
+        return server_slot_reg(srv, data & ~EPOLL_OUT_SIDE);
+}
+
+static void reg_out_close(struct reg *g)
+{
+        if (g->out_fd < 0)
+                return;
+        if (g->out_in_epoll && g->port->epfd >= 0 &&
+            epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->out_fd, NULL) < 0)
+                log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
+        g->out_in_epoll = false;
+        g->out_fd = sn_close(g->out_fd);
+        if (g->creator)
+                g->creator->user->nsockets--;
+}
+
+/* Makes the OUT side's duplicate if there is none.  Returns 0, -EDQUOT or -EMFILE... */
+static int reg_out_open(struct reg *g)
+{
+        struct server *srv = g->port->srv;
+
+        if (g->out_fd >= 0)
+                return 0;
+        /* The duplicate is a socket the daemon holds for the user (quota, EMFILE). */
+        if (g->creator && g->creator->user->nsockets >= srv->limits.max_sockets_per_user) {
+                g->creator->user->refused++;
+                server_log_refusal(srv, g->creator, g->creator->uid, "max-sockets-per-user");
+                return -EDQUOT;
+        }
+        g->out_fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
+        if (g->out_fd < 0) {
+                g->out_fd = -1;
+                return -errno;
+        }
+        if (g->creator)
+                g->creator->user->nsockets++;
+        return 0;
+}
+
 static int reg_epoll_update(struct reg *g)
 {
-        struct epoll_event e = { .events = epoll_interest(g), .data.u64 = g->slot };
+        struct epoll_event e = { .events = epoll_interest(g, false), .data.u64 = g->slot };
+        int r;
 
+        if (reg_split(g)) {
+                r = reg_out_open(g);
+                if (r < 0)
+                        return r;
+        } else {
+                reg_out_close(g);
+        }
         if (epoll_ctl(g->port->epfd, g->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, g->fd, &e) < 0)
                 return -errno;
         g->in_epoll = true;
         g->parked = false;
+        if (g->out_fd >= 0) {
+                e = (struct epoll_event){ .events = epoll_interest(g, true),
+                                          .data.u64 = g->slot | EPOLL_OUT_SIDE };
+                if (epoll_ctl(g->port->epfd, g->out_in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+                              g->out_fd, &e) < 0)
+                        return -errno;
+                g->out_in_epoll = true;
+        }
         return 0;
 }
 
 static void reg_epoll_remove(struct reg *g)
 {
+        if (g->out_in_epoll) {
+                g->out_in_epoll = false;
+                if (g->port->epfd >= 0 &&
+                    epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->out_fd, NULL) < 0)
+                        log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
+        }
         if (!g->in_epoll)
                 return;
         g->in_epoll = false;
@@ -97,6 +203,19 @@ void reg_skip_clear(struct reg *g)
         sn_list_del(&g->skip_link);
 }
 
+/* A TCP socket whose connect failed: closed, and at most one segment (the RST) ever came in,
+ * where an established connection got at least the SYN-ACK before its end. */
+static bool connect_failed(int fd)
+{
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+
+        if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+            len < offsetof(struct tcp_info, tcpi_segs_in) + sizeof(ti.tcpi_segs_in))
+                return false;
+        return ti.tcpi_state == SN_TCP_CLOSE && ti.tcpi_segs_in <= 1;
+}
+
 /* Readiness bits as the registration reports them, without side effects. */
 static uint32_t raw_bits(const struct reg *g, uint32_t ev)
 {
@@ -112,6 +231,9 @@ static uint32_t raw_bits(const struct reg *g, uint32_t ev)
                 m |= SN_EVENT_ERR;
                 if (ev & EPOLLHUP)
                         m &= ~SN_EVENT_OUT;
+                /* Row 49: a connect that failed reports ERR alone. */
+                if (ev & EPOLLHUP && g->stream && connect_failed(g->fd))
+                        m = SN_EVENT_ERR;
         }
         return m;
 }
@@ -176,12 +298,28 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
         int r;
         uint32_t holding = 0;
 
+        if (!g->fresh && trigger & SN_TRIGGER_EDGE && filter & SN_REGISTER_EVENT_OUT &&
+            filter & (SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_HANGUP)) {
+                /* The duplicate first: without it the registration stays as it was. */
+                r = reg_out_open(g);
+                if (r < 0)
+                        return (uint32_t)-r;
+        }
         g->filter = filter;
         g->trigger = trigger;
         g->state = REG_ENABLED;
         reg_skip_clear(g);
-        if (!g->fresh && trigger & SN_TRIGGER_EDGE)
-                holding = raw_bits(g, poll_now(g)) & ~(uint32_t)SN_EVENT_ERR;
+        g->hup_seen = false;
+        g->out_seen = false;
+        g->out_state = 0;
+        if (!g->fresh && trigger & SN_TRIGGER_EDGE) {
+                uint32_t ev = poll_now(g);
+
+                holding = raw_bits(g, ev) & ~(uint32_t)SN_EVENT_ERR;
+                g->hup_seen = holding & SN_EVENT_HANGUP;
+                g->out_seen = ev & EPOLLOUT && !(ev & EPOLLERR && ev & EPOLLHUP);
+                g->out_state = edge_state(ev);
+        }
         r = reg_epoll_update(g);
         if (r < 0) {
                 g->state = REG_DISABLED;
@@ -223,6 +361,7 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         g->ino = ino;
         g->key = it->key;
         g->fd = fd;
+        g->out_fd = -1;
         g->client_fd = it->client_fd;
         g->stream = type == SOCK_STREAM || type == SOCK_SEQPACKET;
         g->fresh = g->stream && sock_is_fresh(fd);
@@ -263,6 +402,7 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
 
         if (!g) {
                 sn_close(tmpl->fd);
+                sn_close(tmpl->out_fd);
                 return NULL;
         }
         *g = *tmpl;
@@ -276,6 +416,7 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
         g->pkt.kind = SN_PROTO_KIND_SOCKET;
         if (server_slot_put(srv, g, slot) < 0) {
                 sn_close(g->fd);
+                sn_close(g->out_fd);
                 free(g);
                 return NULL;
         }
@@ -283,13 +424,14 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
             registry_insert(&srv->registry, g) < 0) {
                 server_slot_release(srv, g);
                 sn_close(g->fd);
+                sn_close(g->out_fd);
                 free(g);
                 return NULL;
         }
         sn_list_add_tail(&port->regs, &g->port_link);
         if (creator) {
                 sn_list_add_tail(&creator->regs, &g->conn_link);
-                creator->user->nsockets++;
+                creator->user->nsockets += g->out_fd >= 0 ? 2 : 1; /* EDGE OUT side */
                 creator->user->nregs++;
         }
         port->nregs++;
@@ -407,6 +549,7 @@ void reg_free(struct reg *g)
                 srv->nqueued--;
         }
         reg_epoll_remove(g);
+        reg_out_close(g);
         reg_skip_clear(g);
         registry_remove(&srv->registry, g);
         server_slot_release(srv, g);
@@ -422,7 +565,27 @@ void reg_free(struct reg *g)
         free(g);
 }
 
-uint32_t reg_translate(struct reg *g, uint32_t ev)
+/* EDGE: the bits of one side's report that started to hold (rule 15); updates its state. */
+static uint32_t edge_bits(struct reg *g, uint32_t ev, uint32_t mask, bool out_side)
+{
+        if (out_side || reg_out_only(g)) {
+                bool out = mask & SN_EVENT_OUT;
+                uint8_t st = edge_state(ev), appeared = (uint8_t)(st & ~g->out_state);
+                uint32_t m = out && (!g->out_seen || !appeared) ? SN_EVENT_OUT : 0;
+
+                g->out_seen = ev & EPOLLOUT && !(ev & EPOLLERR && ev & EPOLLHUP);
+                g->out_state = st;
+                return out_side ? m : m | (mask & SN_EVENT_ERR);
+        }
+        if (mask & SN_EVENT_HANGUP) {
+                if (g->hup_seen)
+                        mask &= ~(uint32_t)SN_EVENT_HANGUP;
+                g->hup_seen = true;
+        }
+        return mask;
+}
+
+uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
 {
         uint32_t mask;
 
@@ -439,17 +602,29 @@ uint32_t reg_translate(struct reg *g, uint32_t ev)
                 return 0;
         }
         mask = raw_bits(g, ev);
+        if (g->trigger & SN_TRIGGER_EDGE)
+                mask = edge_bits(g, ev, mask, out_side);
         if (g->edge_skip) {
+                uint32_t side = out_side ? SN_EVENT_OUT
+                                : reg_split(g) ? ~(uint32_t)SN_EVENT_OUT
+                                               : ~(uint32_t)0;
+
                 mask &= ~(uint32_t)g->edge_skip;
-                reg_skip_clear(g);
+                g->edge_skip &= (uint8_t)~side;
+                if (!g->edge_skip)
+                        reg_skip_clear(g);
                 if (!mask)
                         return 0;
         }
         if (!mask) {
-                if (ev & EPOLLHUP) {
+                /* Only level-triggered items would come back forever; an EDGE side must not
+                 * take its other side out of epoll before that one was harvested. */
+                if (ev & EPOLLHUP && !(g->trigger & SN_TRIGGER_EDGE)) {
                         reg_epoll_remove(g);
                         g->parked = true;
-                } else if (g->trigger & SN_TRIGGER_ONESHOT && reg_epoll_update(g) < 0) {
+                } else if ((g->trigger & (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT)) ==
+                                   SN_TRIGGER_ONESHOT &&
+                           reg_epoll_update(g) < 0) {
                         /* Nothing was delivered, so the kernel's ONESHOT disarm is undone. */
                         log_warning("epoll_ctl(MOD) re-arming a registration failed: %m");
                 }

@@ -1,9 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Copyright (c) 2026 The socknotify authors
-# The installed headers compile as C99 and as C++ (extern "C"), the shared library exports
-# exactly the symbols of its version script, all with the sn_ prefix, and every one of them is
-# in the Debian symbols file; the version macros of socknotify.h, sn_version() and
+# The installed headers compile as C99 and as C++ (extern "C"); <socknotify/winsock.h> has the
+# names Windows code uses (tests/compile/winsock-names.c, as C11, gnu11 and C++17); with
+# SN_REFERENCE_SAMPLE=FILE, Microsoft's sample code (not shipped: it is not ours) compiles
+# unchanged against them, with tests/compile/sample/ standing in for its Windows headers; the shared
+# library exports exactly the symbols of its version script, all with the sn_ prefix, and every
+# one of them is in the Debian symbols file; the version macros of socknotify.h, sn_version() and
 # sn_version_string() all equal configure's version.
 set -eu
 src="${SN_SRCDIR:-.}"
@@ -24,6 +27,34 @@ if command -v ${CXX:-c++} >/dev/null 2>&1; then
                 echo "PASS: headers compile as C++11"
         else
                 echo "FAIL: headers do not compile as C++11"; fail=1
+        fi
+else
+        echo "SKIP: no C++ compiler"
+fi
+
+for std in c11 gnu11; do
+        if ${CC:-cc} -std=$std -Wall -Wextra -Werror -I"$src/include" -fsyntax-only \
+                "$src/tests/compile/winsock-names.c"; then
+                echo "PASS: winsock.h has the Windows names ($std)"
+        else
+                echo "FAIL: winsock.h lacks Windows names ($std)"; fail=1
+        fi
+done
+if command -v ${CXX:-c++} >/dev/null 2>&1; then
+        if ${CXX:-c++} -std=c++17 -x c++ -Wall -Wextra -Werror -I"$src/include" -fsyntax-only \
+                "$src/tests/compile/winsock-names.c"; then
+                echo "PASS: winsock.h has the Windows names (C++17)"
+        else
+                echo "FAIL: winsock.h lacks Windows names (C++17)"; fail=1
+        fi
+        # "#pragma comment(lib, ...)" is the sample's; GCC ignores it.
+        if [ -z "${SN_REFERENCE_SAMPLE:-}" ]; then
+                echo "SKIP: SN_REFERENCE_SAMPLE not set (the reference's sample code, not shipped)"
+        elif ${CXX:-c++} -std=c++17 -Wall -Wextra -Werror -Wno-unknown-pragmas -I"$src/include" \
+                -I"$src/tests/compile/sample" -fsyntax-only -x c++ "$SN_REFERENCE_SAMPLE"; then
+                echo "PASS: the reference's sample code compiles unchanged (C++17)"
+        else
+                echo "FAIL: the reference's sample code does not compile"; fail=1
         fi
 else
         echo "SKIP: no C++ compiler"

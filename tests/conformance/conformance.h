@@ -84,7 +84,7 @@
         X(row_46, 0, "filter bits outside 0x07: WSAEINVAL")                                         \
         X(row_47, 0, "a listening socket reports IN for a pending connection")                      \
         X(row_48, 0, "IN means recv will not block, OUT send; a connect completing gives OUT")      \
-        X(row_49, 0, "a refused connect gives ERR without OUT")                                     \
+        X(row_49, 0, "a refused connect gives ERR alone")                                     \
         X(row_50, 0, "HANGUP on the peer's FIN and on its RST")                                     \
         X(row_51, 0, "UDP never reports HANGUP")                                                    \
         X(row_52, 0, "after ERR a non-blocking recv gives WSAECONNRESET")                           \
@@ -131,16 +131,36 @@
         X(rule_13, 0, "DISABLE/REMOVE through another port: ERROR_NOT_FOUND")                       \
         X(rule_14, 0, "a never-connected stream socket reports no OUT or HANGUP")                   \
         X(rule_15, 0, "EDGE: the exact rule of docs/compatibility.md")                              \
-        X(L1, 0, "closesocket drops the daemon's copy; plain close keeps the connection")           \
+        X(L1, DIVERGES, "closesocket drops the daemon's copy; plain close keeps the connection")           \
         X(L2, 0, "the socket, not the fd number, is the registration")                              \
         X(L3, 0, "a killed client leaves nothing behind; its peers see EOF")                        \
-        X(L4, 0, "bounded memory: one packet per registration, a posted bound")                     \
+        X(L4, DIVERGES, "bounded memory: one packet per registration, a posted bound")                     \
         X(L5, 0, "another client's registrations cannot be touched")                                \
         X(L6, 0, "garbage in: an error reply, nothing lost, others unaffected")                     \
         X(case_unix, 0, "Unix stream, datagram and seqpacket sockets")                              \
         X(case_peer_sends_and_closes, 0, "IN then HANGUP, the data still readable")                 \
         X(case_send_buffer, 0, "OUT stops when the send buffer fills and comes back")               \
-        X(case_two_fds, 0, "one socket through two descriptors is one registration")
+        X(case_two_fds, 0, "one socket through two descriptors is one registration")              \
+        X(case_edge_fin, 0, "EDGE: the peer's FIN gives IN|HANGUP, not the OUT that held")        \
+        X(case_edge_out, 0, "EDGE: space after a full send buffer gives OUT alone")               \
+        X(case_edge_connect, 0, "EDGE before connect: OUT when it completes, then IN alone")      \
+        X(case_edge_descriptors, 0, "EDGE with OUT and IN/HANGUP holds two descriptors, LEVEL one") \
+        X(case_edge_quota, 0, "the EDGE duplicate counts against the user's socket quota")       \
+        X(case_edge_reexec, 0, "an EDGE OUT side survives a re-exec of the daemon")                \
+        X(case_edge_local_shutdown, DIVERGES, "EDGE: a local shutdown(SD_SEND) reports OUT again") \
+        X(case_edge_reset_unread, DIVERGES, "EDGE: a reset with unread data reports IN again")    \
+        X(case_connect_zero_timeout, 0, "registered before connect: the next 0 ms dequeue has OUT") \
+        X(case_closesocket_not_socket, 0, "closesocket on a non-socket: WSAENOTSOCK, left open")   \
+        X(case_send_no_sigpipe, 0, "send to a reset peer: WSAECONNRESET, no SIGPIPE")             \
+        X(case_so_error_winsock, 0, "getsockopt(SO_ERROR) after a refused connect: WSAECONNREFUSED") \
+        X(case_udp_port_unreachable, 0, "UDP port unreachable: recv fails with WSAECONNRESET")    \
+        X(case_wsastartup_versions, 0, "WSAStartup: 1.0 to 2.2 served as asked, above as 2.2")    \
+        X(case_wsacleanup_sockets, DIVERGES, "the last WSACleanup leaves sockets open")           \
+        X(case_dequeue_many, 0, "one dequeue returns min(queued, requested), past one message")  \
+        X(case_wsasend_wsarecv, 0, "WSASend/WSARecv: gather, scatter, WSAECONNRESET, no SIGPIPE") \
+        X(case_recv_msgsize, 0, "a datagram larger than the buffer: WSAEMSGSIZE")                 \
+        X(case_limit_ports, DIVERGES, "at most --max-ports ports per process: ERROR_NOT_ENOUGH_QUOTA") \
+        X(case_limit_waits, DIVERGES, "at most --max-waits waiting calls per process")
 
 #define CONF_DECLARE(id, div, text) void conf_##id(int _i);
 CONFORMANCE_TESTS(CONF_DECLARE)

@@ -373,7 +373,11 @@ START_TEST(test_create_and_startup_rules)
         ck_assert_int_eq(WSAGetLastError(), WSANOTINITIALISED);
         ck_assert_int_eq(WSACleanup(), SOCKET_ERROR);
         WSADATA wsa;
-        ck_assert_int_eq(WSAStartup(MAKEWORD(1, 1), &wsa), WSAVERNOTSUPPORTED);
+        /* Versions below 1.0 are not served; 1.1 is (Winsock 2.2 serves 1.0 to 2.2). */
+        ck_assert_int_eq(WSAStartup(MAKEWORD(0, 1), &wsa), WSAVERNOTSUPPORTED);
+        ck_assert_int_eq(WSAStartup(MAKEWORD(1, 1), &wsa), 0);
+        ck_assert_uint_eq(wsa.wVersion, MAKEWORD(1, 1));
+        ck_assert_int_eq(WSACleanup(), 0);
         ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &wsa), 0);
 }
 END_TEST
