@@ -1,0 +1,45 @@
+"""socknotify: Windows socket state notifications and completion ports on Linux, from Python.
+
+A pure-Python client of the socknotifyd daemon's wire protocol (no C extension, standard
+library only).  The native calls map one to one onto the protocol:
+
+    >>> import socket, socknotify
+    >>> with socknotify.Connection() as conn, conn.create_port() as port:
+    ...     a, b = socket.socketpair()
+    ...     reg = socknotify.Registration.enable(a, key=1, filter=socknotify.Filter.IN)
+    ...     port.register([reg])
+    ...     b.send(b"x")
+    ...     port.dequeue(timeout=1.0)
+    ...     conn.close_socket(a)
+    [Entry(key=1, overlapped=0, events=1, kind=0)]
+
+and ``socknotify.Selector`` is a ``selectors.BaseSelector`` built on a port, so asyncio runs on
+it unchanged::
+
+    loop = asyncio.SelectorEventLoop(socknotify.Selector())
+
+Errors are :class:`SocknotifyError` (an ``OSError`` with ``errno`` and ``winerror``).  The
+daemon is found at ``$SOCKNOTIFY_SOCKET``, else ``$XDG_RUNTIME_DIR/socknotify.sock``, else
+``/run/socknotify/socknotify.sock``.
+"""
+
+from ._client import (INFINITE, Connection, Entry, Event, Filter, Limits, Op, Port,
+                      ProcessResult, Registration, SocknotifyError, Trigger, default_path,
+                      win32_code)
+from .selector import Selector
+
+__all__ = [
+    "INFINITE", "Connection", "Entry", "Event", "Filter", "Limits", "Op", "Port",
+    "ProcessResult", "Registration", "Selector", "SocknotifyError", "Trigger", "default_path",
+    "new_event_loop", "win32_code",
+]
+
+__version__ = "0.1"
+
+
+def new_event_loop(path: str | None = None):
+    """An ``asyncio.SelectorEventLoop`` on a new :class:`Selector` (for ``asyncio.run``'s
+    ``loop_factory`` or ``asyncio.set_event_loop``)."""
+    import asyncio
+
+    return asyncio.SelectorEventLoop(Selector(path=path))
