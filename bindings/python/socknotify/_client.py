@@ -149,7 +149,7 @@ class Registration:
 
     sock: FileLike
     key: int = 0
-    op: Op = Op.ENABLE
+    op: Op | int = Op.ENABLE
     filter: Filter = Filter.IN
     trigger: Trigger = Trigger.LEVEL
     result: int | None = field(default=None, compare=False)
