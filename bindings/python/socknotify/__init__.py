@@ -1,17 +1,17 @@
 """socknotify: Windows socket state notifications and completion ports on Linux, from Python.
 
 A pure-Python client of the socknotifyd daemon's wire protocol (no C extension, standard
-library only).  The native calls map one to one onto the protocol:
+library only).  The native calls map one to one onto the protocol::
 
-    >>> import socket, socknotify
-    >>> with socknotify.Connection() as conn, conn.create_port() as port:
-    ...     a, b = socket.socketpair()
-    ...     reg = socknotify.Registration.enable(a, key=1, filter=socknotify.Filter.IN)
-    ...     port.register([reg])
-    ...     b.send(b"x")
-    ...     port.dequeue(timeout=1.0)
-    ...     conn.close_socket(a)
-    [Entry(key=1, overlapped=0, events=1, kind=0)]
+    import socket, socknotify
+
+    a, b = socket.socketpair()
+    with socknotify.Connection() as conn, conn.create_port() as port:
+        reg = socknotify.Registration.enable(a, key=1, filter=socknotify.Filter.IN)
+        port.register([reg])              # [0]: one result per registration
+        b.send(b"x")
+        port.dequeue(timeout=1.0)          # [Entry(key=1, overlapped=0, events=1, kind=0)]
+        conn.close_socket(a)               # drops the daemon's copy, then closes
 
 and ``socknotify.Selector`` is a ``selectors.BaseSelector`` built on a port, so asyncio runs on
 it unchanged::

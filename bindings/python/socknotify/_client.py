@@ -277,8 +277,11 @@ class Connection:
 
     def _handshake(self) -> Limits:
         body = w.HELLO_BODY.pack(w.MAGIC, w.VERSION, w.VERSION, 0)
-        self._sock.sendall(w.encode(w.HELLO, 0, body))
-        data = self._recv(4096)
+        try:
+            self._sock.sendall(w.encode(w.HELLO, 0, body))
+            data = self._recv(4096)
+        except (ConnectionResetError, BrokenPipeError):
+            data = b""  # closed before reading HELLO: a refusal without its reason
         if not data:
             raise _error(_errno.ECONNRESET, "the daemon closed the connection")
         try:

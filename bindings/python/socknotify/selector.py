@@ -150,11 +150,12 @@ class Selector(selectors.BaseSelector):
                     pass
             elif fd in self._keys and failed is None:
                 failed = (fd, reg.result)
-        ready = self._ready(res.entries)
-        if failed is not None and not ready:
+        if failed is not None:
+            # The file object stays in the map (as asyncio expects of a registered one) but the
+            # daemon does not watch it: report it rather than let it hang.
             fd, err = failed
             raise SocknotifyError(err or errno.EIO, f"registering descriptor {fd}", entry=True)
-        return ready
+        return self._ready(res.entries)
 
     def _ready(self, entries: list[Entry]) -> list[tuple[selectors.SelectorKey, int]]:
         ready = []

@@ -405,3 +405,39 @@ def test_daemon_death_fails_waiters(make_daemon):
     t.join(20)
     assert len(err) == 1 and err[0].errno in (errno.ESHUTDOWN, errno.ECONNRESET)
     c.close()
+
+
+def test_refused_connection(make_daemon):
+    d = make_daemon("--max-connections=1")
+    deadline = time.monotonic() + 10
+    while True:  # the start-up probe's connection may not be gone yet
+        try:
+            first = d.connect()
+            break
+        except sn.SocknotifyError:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    with first:
+        with pytest.raises(sn.SocknotifyError) as ei:
+            d.connect()
+        # A refusal is an ERROR with its reason (EUSERS), or, from daemons that do not send
+        # one, the connection closed before HELLO_REPLY.
+        assert ei.value.errno in (errno.EUSERS, errno.ECONNRESET)
+
+
+def test_selector_reports_a_failed_registration(make_daemon):
+    d = make_daemon("--max-sockets-per-user=1")
+    a, b = socket.socketpair()
+    c, e = socket.socketpair()
+    try:
+        with sn.Selector(path=d.path) as sel:
+            import selectors
+
+            sel.register(a, selectors.EVENT_READ)
+            sel.register(c, selectors.EVENT_READ)
+            with pytest.raises(sn.SocknotifyError) as ei:
+                sel.select(0)
+            assert ei.value.errno == errno.EDQUOT and ei.value.winerror == 1816
+    finally:
+        for s in (a, b, c, e):
+            s.close()
