@@ -356,9 +356,14 @@ class Connection:
                         data = None  # oversize: SOCK_SEQPACKET keeps the next one sound
                     except OSError:
                         data = b""
-                    finally:
+                    except BaseException:
+                        # Interrupted (KeyboardInterrupt...): another waiter must read.
                         self._lock.acquire()
                         self._reading = False
+                        self._cond.notify_all()
+                        raise
+                    self._lock.acquire()
+                    self._reading = False
                     if data == b"":
                         self._broken = _errno.ECONNRESET
                     elif data is not None:
