@@ -525,6 +525,14 @@ class Port:
         ``E2BIG``, ``ECANCELED`` (port closed while waiting), ``ESHUTDOWN``.  A timeout is not
         an error: the result has no entries and ``timed_out`` set.
         """
+        raw, timed_out = self._process_raw(registrations, max_entries, timeout, thread)
+        return ProcessResult([r.result or 0 for r in registrations], [Entry(*e) for e in raw],
+                             timed_out)
+
+    def _process_raw(self, registrations: Sequence[Registration], max_entries: int,
+                     timeout: float | None, thread: int | None) -> tuple[list, bool]:
+        """process() without wrapping: returns ([(key, overlapped, events, kind)...],
+        timed_out); sets each registration's result."""
         conn = self.connection
         conn._usable()
         if self._closed:
@@ -578,9 +586,7 @@ class Port:
         if len(results) == len(sent):
             for reg, res in zip(sent, results):
                 reg.result = res
-        entries = [Entry(*e) for e in w.ENTRY.iter_unpack(m.array2)]
-        return ProcessResult([r.result or 0 for r in registrations], entries,
-                             m.status == _errno.ETIMEDOUT)
+        return list(w.ENTRY.iter_unpack(m.array2)), m.status == _errno.ETIMEDOUT
 
     def _send_parts(self, msg_id: int, items: list[tuple[bytes, int | None]], max_entries: int,
                     tmo: int, thread: int) -> None:

@@ -21,11 +21,13 @@ import selectors
 import stat
 from typing import Any, Mapping
 
-from ._client import (Connection, Entry, Event, Filter, Op, Port, Registration, SocknotifyError,
+from ._client import (Connection, Event, Filter, Op, Port, Registration, SocknotifyError,
                       Trigger)
 
 EVENT_READ = selectors.EVENT_READ
 EVENT_WRITE = selectors.EVENT_WRITE
+_READ_BITS = int(Event.IN | Event.HANGUP | Event.ERR)
+_WRITE_BITS = int(Event.OUT | Event.HANGUP | Event.ERR)
 
 
 def _filter_of(events: int) -> Filter:
@@ -137,7 +139,7 @@ class Selector(selectors.BaseSelector):
         regs = self._flush()
         if timeout is not None and timeout < 0:
             timeout = 0
-        res = self.port.process(regs, self._max_events, timeout)
+        entries, _ = self.port._process_raw(regs, self._max_events, timeout, None)
         failed = None
         for reg in regs:
             fd = reg.sock
@@ -155,20 +157,22 @@ class Selector(selectors.BaseSelector):
             # daemon does not watch it: report it rather than let it hang.
             fd, err = failed
             raise SocknotifyError(err or errno.EIO, f"registering descriptor {fd}", entry=True)
-        return self._ready(res.entries)
+        return self._ready(entries)
 
-    def _ready(self, entries: list[Entry]) -> list[tuple[selectors.SelectorKey, int]]:
+    def _ready(self, entries: list[tuple[int, int, int, int]]
+               ) -> list[tuple[selectors.SelectorKey, int]]:
         ready = []
-        for e in entries:
-            if e.posted:
-                continue  # a wake-up (see wakeup())
-            key = self._keys.get(e.key)
+        keys = self._keys
+        for key_id, _ov, events, kind in entries:
+            if kind:
+                continue  # a posted packet: a wake-up (see wakeup())
+            key = keys.get(key_id)
             if key is None:
                 continue
             ev = 0
-            if e.events & (Event.IN | Event.HANGUP | Event.ERR):
-                ev |= EVENT_READ
-            if e.events & (Event.OUT | Event.HANGUP | Event.ERR):
+            if events & _READ_BITS:
+                ev = EVENT_READ
+            if events & _WRITE_BITS:
                 ev |= EVENT_WRITE
             ev &= key.events
             if ev:
