@@ -405,6 +405,7 @@ def test_daemon_death_fails_waiters(make_daemon):
     t.join(20)
     assert len(err) == 1 and err[0].errno in (errno.ESHUTDOWN, errno.ECONNRESET)
     c.close()
+    assert d.proc.wait(60) == 0  # a clean stop (and no second signal from the fixture)
 
 
 def test_refused_connection(make_daemon):
