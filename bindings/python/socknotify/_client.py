@@ -277,11 +277,23 @@ class Connection:
 
     def _handshake(self) -> Limits:
         body = w.HELLO_BODY.pack(w.MAGIC, w.VERSION, w.VERSION, 0)
+        # A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
+        # our HELLO arrived, and the kernel may report the reset before the reason queued
+        # behind it: read that reason whenever it is there.
+        sent = True
         try:
             self._sock.sendall(w.encode(w.HELLO, 0, body))
-            data = self._recv(4096)
         except (ConnectionResetError, BrokenPipeError):
-            data = b""  # closed before reading HELLO: a refusal without its reason
+            sent = False
+        try:
+            data = self._recv(4096, 0 if sent else socket.MSG_DONTWAIT)
+        except ConnectionResetError:
+            try:
+                data = self._recv(4096, socket.MSG_DONTWAIT)
+            except (ConnectionResetError, BlockingIOError):
+                data = b""
+        except BlockingIOError:
+            data = b""
         if not data:
             raise _error(_errno.ECONNRESET, "the daemon closed the connection")
         try:
@@ -301,8 +313,8 @@ class Connection:
         return Limits(max_message, min(max_fds, w.MAX_FDS), max_ports, max_regs, max_posted,
                       max_waits, max_sockets, pid)
 
-    def _recv(self, size: int) -> bytes:
-        data, anc, flags, _ = self._sock.recvmsg(size, socket.CMSG_SPACE(w.MAX_FDS * 4))
+    def _recv(self, size: int, flags: int = 0) -> bytes:
+        data, anc, flags, _ = self._sock.recvmsg(size, socket.CMSG_SPACE(w.MAX_FDS * 4), flags)
         for level, kind, payload in anc:  # the daemon never sends descriptors: close any
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 for i in range(len(payload) // 4):

@@ -419,11 +419,10 @@ def test_refused_connection(make_daemon):
             assert time.monotonic() < deadline
             time.sleep(0.02)
     with first:
-        with pytest.raises(sn.SocknotifyError) as ei:
-            d.connect()
-        # A refusal is an ERROR with its reason (EUSERS), or, from daemons that do not send
-        # one, the connection closed before HELLO_REPLY.
-        assert ei.value.errno in (errno.EUSERS, errno.ECONNRESET)
+        for _ in range(20):  # the reason must arrive whatever the timing of the close
+            with pytest.raises(sn.SocknotifyError) as ei:
+                d.connect()
+            assert ei.value.errno == errno.EUSERS
 
 
 def test_selector_reports_a_failed_registration(make_daemon):
