@@ -305,6 +305,11 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                 k->ident[k->nsent][1] = st.st_ino;
                 k->sent_idx[k->nsent++] = i;
         }
+        if (k->nsent > (c->limits.max_message - 52) / 4) {
+                /* More than one daemon call takes (its reply holds a result for each). */
+                call_destroy(k);
+                return -E2BIG;
+        }
         if (max_entries) {
                 size_t room = c->limits.max_message -
                               sn_msg_size(SN_MSG_PROCESS_REPLY, k->nsent, 0);

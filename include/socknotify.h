@@ -251,7 +251,9 @@ SN_EXPORT int sn_conn_fd(sn_conn_t *conn);
  * identity >= SN_WAITER_MIN.  user is returned by sn_call_user().  On success *ret_call is the
  * call, to be collected with sn_conn_collect() and freed with sn_call_free().  Every ENABLE
  * passes its descriptor.  Errors (nothing was sent): -EINVAL (timeout without max_entries, bad
- * waiter, NULL arrays with nonzero counts), -E2BIG, -ENOMEM, -EBADFD, -ECONNRESET.
+ * waiter, NULL arrays with nonzero counts), -E2BIG (more than (max_message - 52) / 4
+ * registrations: one daemon call; sn_port_process() splits such arrays, this call does not),
+ * -ENOMEM, -EBADFD, -ECONNRESET.
  */
 SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uint32_t nregs,
                              uint32_t max_entries, uint32_t timeout_ms, uint32_t waiter,

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,25 @@ START_TEST(test_invalid)
         ck_assert_int_eq(sn_port_submit(P, NULL, 1, 1, 0, 0, NULL, &k), -EINVAL);
         ck_assert_int_eq(sn_port_submit(NULL, NULL, 0, 1, 0, 0, NULL, &k), -EINVAL);
         ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, 0, 0, NULL, NULL), -EINVAL);
+        {
+                sn_limits_t lim;
+                uint32_t n;
+                sn_registration_t *many;
+                int a, b;
+
+                /* More registrations than one daemon call takes: refused before sending. */
+                ck_assert_int_eq(sn_conn_limits(C, &lim), 0);
+                n = (lim.max_message - 52) / 4 + 1;
+                tcp_pair(&a, &b);
+                many = calloc(n, sizeof(*many));
+                ck_assert_ptr_nonnull(many);
+                for (uint32_t i = 0; i < n; i++)
+                        many[i] = (sn_registration_t){ .fd = a, .op = SN_OP_DISABLE };
+                ck_assert_int_eq(sn_port_submit(P, many, n, 0, 0, 0, NULL, &k), -E2BIG);
+                free(many);
+                close(a);
+                close(b);
+        }
         ck_assert_ptr_null(k);
         ck_assert_int_eq(sn_conn_collect(C, NULL), -EINVAL);
         ck_assert_int_eq(sn_conn_waiter_exit(C, 7), -EINVAL);

@@ -166,3 +166,19 @@ def test_status_limits_keys(raw):
     for k in ("max_message", "max_fds", "max_ports", "max_registrations", "max_posted",
               "max_waits", "max_connections", "max_output", "max_sockets_per_user"):
         assert k in doc["limits"]
+
+
+def test_items_per_call_limit(conn, pair):
+    """One call (all its parts) carries at most (max_message - 52) / 4 items: E2BIG beyond,
+    answered as a PROCESS_REPLY after the last part, with nothing applied."""
+    import socknotify as sn
+
+    a, _ = pair
+    call_max = (conn.limits.max_message - 52) // 4
+    with conn.create_port() as port:
+        res = port.process([sn.Registration.disable(a)] * call_max)
+        assert res.results == [errno.ENOENT] * call_max
+        with pytest.raises(sn.SocknotifyError) as ei:
+            port.process([sn.Registration.disable(a)] * (call_max + 1))
+        assert ei.value.errno == errno.E2BIG
+        assert conn.status()["protocol"] == 1  # the connection goes on
