@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """asyncio-bench: the asyncio echo workload on socknotify.Selector against asyncio's default
 selector (EpollSelector on Linux), in the same run, alternating, with the ratio.
 

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * async.c - submitted calls: the non-blocking, pollable form of sn_port_process().
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * libevent-poll.c - the "Simple replacement for polling" scenario driven by a libevent loop.
  *

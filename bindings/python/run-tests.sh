@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # Runs the Python binding's pytest suite against the socknotifyd of this build tree (make check).
 # Each test module starts its own daemon on a temporary socket (tests/conftest.py).  Skipped
 # (exit 77) when no python3 with pytest is installed; fails when pytest collects no test.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * test-async.c - submitted calls and the pollable descriptor (sn_port_submit, sn_conn_fd,
  * sn_conn_collect, sn_call_*, sn_conn_waiter_exit) against a real socknotifyd: readiness of the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """socknotify: Windows socket state notifications and completion ports on Linux, from Python.
 
 A pure-Python client of the socknotifyd daemon's wire protocol (no C extension, standard

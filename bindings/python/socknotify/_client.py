@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """Connection, Port and the values they exchange with socknotifyd.
 
 A :class:`Connection` is one ``AF_UNIX``/``SOCK_SEQPACKET`` socket to the daemon.  Every request

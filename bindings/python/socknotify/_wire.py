@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """Encoding and decoding of socknotify protocol messages (proto/PROTOCOL.md, version 1).
 
 Everything here is pure: bytes in, values out.  Integers are little-endian and unaligned, with

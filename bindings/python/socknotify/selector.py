@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """socknotify.Selector: a ``selectors.BaseSelector`` whose readiness comes from a socknotify
 completion port, so that ``asyncio.SelectorEventLoop(socknotify.Selector())`` runs unchanged
 asyncio code on socknotify.

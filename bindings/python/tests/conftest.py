@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """Fixtures: a real socknotifyd, started from the build tree on a temporary socket.
 
 The daemon binary is $SN_DAEMON, else $SN_BUILDDIR/daemon/socknotifyd, else the one of the

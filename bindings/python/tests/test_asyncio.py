@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """asyncio on socknotify.Selector: the same workloads on the default selector and on a
 socknotify port must give the same results (echo servers with hundreds of clients, large
 writes, timeouts, cancellation, UDP, Unix sockets, wake-ups from other threads)."""

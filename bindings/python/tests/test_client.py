@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """The binding's API against a real socknotifyd: ports, registrations, dequeue, post, the
 concurrency limit with explicit waiter identities, socket close, errors."""
 

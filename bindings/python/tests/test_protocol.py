@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 """Protocol details PROTOCOL.md states, checked on the wire with raw messages: which failures
 come as ERROR and which as a PROCESS_REPLY with a status, what multi-part calls take from
 which part, and what a second HELLO does."""
