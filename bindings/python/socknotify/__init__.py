@@ -21,18 +21,19 @@ it unchanged::
     loop = asyncio.SelectorEventLoop(socknotify.Selector())
 
 Errors are :class:`SocknotifyError` (an ``OSError`` with ``errno`` and ``winerror``).  The
-daemon is found at ``$SOCKNOTIFY_SOCKET``, else ``$XDG_RUNTIME_DIR/socknotify.sock``, else
-``/run/socknotify/socknotify.sock``.
+daemon is found at ``$SOCKNOTIFY_SOCKET``, else ``$XDG_RUNTIME_DIR/socknotify.sock`` (not for
+root), else ``/run/socknotify/socknotify.sock`` (also when no daemon listens at the user's).
 """
 
 from ._client import (INFINITE, Connection, Entry, Event, Filter, Limits, Op, Port,
                       ProcessResult, Registration, SocknotifyError, Trigger, default_path,
-                      win32_code)
+                      default_paths, win32_code)
 from .selector import Selector
 
 __all__ = [
     "INFINITE", "Connection", "Entry", "Event", "Filter", "Limits", "Op", "Port",
     "ProcessResult", "Registration", "Selector", "SocknotifyError", "Trigger", "default_path",
+    "default_paths",
     "new_event_loop", "win32_code",
 ]
 

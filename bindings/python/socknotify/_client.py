@@ -233,21 +233,30 @@ def _timeout_ms(timeout: float | None) -> int:
     return min(ms, w.INFINITE - 1)
 
 
-def default_path() -> str:
-    """The socket path a client uses when given none (PROTOCOL.md section 1)."""
+def default_paths() -> list[str]:
+    """The socket paths a client tries when given none, in order (as the C library does):
+    ``$SOCKNOTIFY_SOCKET`` alone when set; else ``$XDG_RUNTIME_DIR/socknotify.sock`` for a
+    user other than root, then the system socket ``/run/socknotify/socknotify.sock``."""
     env = os.environ.get("SOCKNOTIFY_SOCKET")
     if env:
-        return env
+        return [env]
+    paths = []
     rt = os.environ.get("XDG_RUNTIME_DIR")
-    if os.geteuid() != 0 and rt:
-        return os.path.join(rt, "socknotify.sock")
-    return "/run/socknotify/socknotify.sock"
+    if os.geteuid() != 0 and rt and rt.startswith("/"):
+        paths.append(os.path.join(rt, "socknotify.sock"))
+    paths.append("/run/socknotify/socknotify.sock")
+    return paths
+
+
+def default_path() -> str:
+    """The first of :func:`default_paths`."""
+    return default_paths()[0]
 
 
 class Connection:
     """A connection to socknotifyd.  Use it as a context manager, or call :meth:`close`.
 
-    ``path`` defaults to :func:`default_path`.  The handshake happens in the constructor; the
+    ``path`` defaults to the first of :func:`default_paths` where a daemon listens.  The handshake happens in the constructor; the
     daemon's limits are in :attr:`limits`.  Raises :class:`SocknotifyError` (``EPROTO``: not a
     socknotifyd or no common version; ``EUSERS``/``EDQUOT``: the daemon refused the connection)
     or the ``OSError`` of ``connect()`` (``FileNotFoundError``, ``ConnectionRefusedError``).
@@ -256,7 +265,8 @@ class Connection:
     """
 
     def __init__(self, path: str | None = None):
-        self.path = path or default_path()
+        candidates = [path] if path else default_paths()
+        self.path = candidates[0]
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._lock = threading.Lock()  # guards everything below
         self._cond = threading.Condition(self._lock)
@@ -269,7 +279,14 @@ class Connection:
         self._pid = os.getpid()
         self._ports: dict[int, Port] = {}
         try:
-            self._sock.connect(self.path)
+            for i, cand in enumerate(candidates):
+                try:
+                    self._sock.connect(cand)
+                    self.path = cand
+                    break
+                except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+                    if i == len(candidates) - 1:
+                        raise  # no daemon at any of them: the last path's error
             self.limits = self._handshake()
         except BaseException:
             self._sock.close()

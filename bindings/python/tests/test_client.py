@@ -443,3 +443,18 @@ def test_selector_reports_a_failed_registration(make_daemon):
     finally:
         for s in (a, b, c, e):
             s.close()
+
+
+def test_default_paths(daemon, monkeypatch, tmp_path):
+    monkeypatch.setenv("SOCKNOTIFY_SOCKET", daemon.path)
+    assert sn.default_paths() == [daemon.path]
+    with sn.Connection() as c:
+        assert c.path == daemon.path
+    monkeypatch.delenv("SOCKNOTIFY_SOCKET")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    paths = sn.default_paths()
+    assert paths[-1] == "/run/socknotify/socknotify.sock"
+    if os.geteuid() != 0:
+        assert paths[0] == str(tmp_path / "socknotify.sock")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "relative")
+    assert sn.default_paths() == ["/run/socknotify/socknotify.sock"]  # not an absolute path
