@@ -184,3 +184,28 @@ def test_items_per_call_limit(conn, pair):
             port.process([sn.Registration.disable(a)] * (call_max + 1))
         assert ei.value.errno == errno.E2BIG
         assert conn.status()["protocol"] == 1  # the connection goes on
+
+
+@pytest.mark.xfail(strict=True, reason="daemon: after a part fails, the remaining parts of that "
+                   "id start a new call (a second reply, and the last items applied); see "
+                   "PROTOCOL.md section 5, Parts")
+def test_failed_part_poisons_the_rest_of_its_call(raw, pair):
+    """What a client sending parts back to back needs: one reply for the call, nothing applied."""
+    a, _ = pair
+    c, d = socket.socketpair()
+    try:
+        port = raw.port()
+        raw.send(w.PROCESS, 81, process(port, flags=w.PROCESS_PART), reg_item(a, 1, fd_index=0),
+                 1, fds=[a.fileno()])
+        raw.send(w.PROCESS, 81, process(port, flags=w.PROCESS_PART), reg_item(c, 2, fd_index=0),
+                 1)  # its descriptor is missing: ERROR/EBADMSG
+        raw.send(w.PROCESS, 81, process(port), reg_item(c, 3, fd_index=0), 1, fds=[c.fileno()])
+        rep = raw.recv()
+        assert (rep.type, rep.id, rep.status) == (w.ERROR, 81, errno.EBADMSG)
+        rep = raw.call(w.STATUS, 82)  # the next reply must be this one's
+        assert (rep.type, rep.id) == (w.STATUS | w.REPLY_BIT, 82)
+        rep = raw.call(w.PROCESS, 83, process(port), reg_item(c, 0, op=2), 1)
+        assert w.RESULT.unpack(rep.array1) == (errno.ENOENT,)  # c was never registered
+    finally:
+        c.close()
+        d.close()
