@@ -29,6 +29,7 @@ struct sn_pending {
         uint16_t expect;  /* reply type */
         bool done;
         bool waiting;     /* asleep on cond, waiting for the reader */
+        bool async;       /* belongs to a submitted call (async.c): completed, not signalled */
         int status;       /* 0 or negative errno, from the reply header or the transport */
         pthread_cond_t cond;
         sn_reply_fn on_reply;
@@ -75,6 +76,12 @@ struct sn_conn {
         struct sn_fdcache *cache;
         uint32_t cache_cap;
         struct sn_orphans *orphans; /* oldest first */
+        /* Submitted calls (async.c), under lock: completed ones wait in done_head..done_tail
+         * until collected; efd is readable while that list is not empty, and pollfd (an epoll
+         * instance of efd and fd) is what the application polls.  -1 until first used. */
+        int efd, pollfd;
+        struct sn_call *done_head, *done_tail;
+        struct sn_call *calls; /* every call not yet freed (for sn_conn_close) */
 };
 
 /* A port object lives while its creator's reference or any call in progress holds it;
@@ -114,6 +121,16 @@ int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, s
 uint32_t sn__thread_id(sn_conn_t *conn);
 /* A per-thread buffer of at least size bytes, valid until the thread's next call. */
 uint8_t *sn__msgbuf(size_t size);
+
+/* Reads, without blocking, every reply already received, when no other thread is reading
+ * (conn.c).  Returns 0, or -ECONNRESET once the connection is lost. */
+int sn__conn_pump(sn_conn_t *conn);
+/* Submitted calls (async.c), called with conn->lock held: p's reply was decoded; the
+ * connection is lost (every submitted call still pending completes with -ECONNRESET); the
+ * connection closes (every call is freed). */
+void sn__async_done(sn_conn_t *conn, struct sn_pending *p);
+void sn__async_lost(sn_conn_t *conn);
+void sn__async_release(sn_conn_t *conn);
 
 /* Descriptor cache (socket.c); callers hold conn->lock. */
 struct sn_fdcache *sn__cache_get(sn_conn_t *conn, int fd);

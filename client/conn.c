@@ -184,6 +184,7 @@ void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_rep
 {
         p->done = false;
         p->waiting = false;
+        p->async = false;
         p->status = 0;
         p->expect = expect;
         p->on_reply = fn;
@@ -264,7 +265,19 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len)
                 free(p);
                 return;
         }
-        pthread_cond_signal(&p->cond);
+        if (p->async)
+                sn__async_done(c, p); /* p may be gone now */
+        else
+                pthread_cond_signal(&p->cond);
+}
+
+/* Called with c->lock held when the connection broke: every waiter learns it. */
+static void conn_lost(sn_conn_t *c)
+{
+        c->broken = true;
+        sn__async_lost(c);
+        for (struct sn_pending *q = c->pending; q; q = q->next)
+                pthread_cond_signal(&q->cond);
 }
 
 struct wait_state {
@@ -387,9 +400,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 if (n == -ETOOMANYREFS || n == -EMSGSIZE)
                         continue;
                 if (n <= 0) {
-                        c->broken = true;
-                        for (struct sn_pending *q = c->pending; q; q = q->next)
-                                pthread_cond_signal(&q->cond);
+                        conn_lost(c);
                         continue;
                 }
                 deliver(c, c->rbuf, (size_t)n);
@@ -400,6 +411,43 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
         pthread_cond_destroy(&p->cond);
         pthread_setcancelstate(cancel_state, NULL);
         return p->status;
+}
+
+int sn__conn_pump(sn_conn_t *c)
+{
+        int r;
+
+        pthread_mutex_lock(&c->lock);
+        while (!c->broken && !c->reader_active) {
+                int fds[SN_PROTO_MAX_FDS];
+                unsigned nfds = 0;
+                ssize_t n;
+
+                c->reader_active = true;
+                pthread_mutex_unlock(&c->lock);
+                n = sn__fdmsg_recv(c->fd, c->rbuf, c->limits.max_message, fds, 0, &nfds,
+                                   MSG_DONTWAIT);
+                sn__fds_close(fds, nfds);
+                if (n > 0 && c->trace)
+                        trace(c, "<-", c->rbuf, (size_t)n);
+                pthread_mutex_lock(&c->lock);
+                c->reader_active = false;
+                if (n == -EAGAIN || n == -EWOULDBLOCK)
+                        break;
+                if (n == -ETOOMANYREFS || n == -EMSGSIZE)
+                        continue;
+                if (n <= 0) {
+                        conn_lost(c);
+                        break;
+                }
+                deliver(c, c->rbuf, (size_t)n);
+        }
+        if (c->broken)
+                sn__async_lost(c);
+        hand_off(c);
+        r = c->broken ? -ECONNRESET : 0;
+        pthread_mutex_unlock(&c->lock);
+        return r;
 }
 
 int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
@@ -659,6 +707,7 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
                 return -ENOMEM;
         c->fd = -1;
         c->fork_gen = fork_generation;
+        c->efd = c->pollfd = -1;
         c->trace = tr && *tr && strcmp(tr, "0") != 0;
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->send_lock, NULL);
@@ -707,6 +756,7 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
                 }
         }
         pthread_mutex_unlock(&live_lock);
+        sn__async_release(c);
         sn_close(c->fd);
         /* Requests left by cancelled callers, and entries nobody took. */
         while (c->pending) {

@@ -221,6 +221,78 @@ SN_EXPORT int sn_port_post(sn_port_t *port, uint64_t key, uint32_t bytes, uint64
  */
 SN_EXPORT int sn_socket_close(sn_conn_t *conn, int fd);
 
+/* ---- Event loops: submitted calls and a pollable descriptor ------------------------------
+ *
+ * sn_port_submit() sends a PROCESS call and returns at once; its answer is collected later with
+ * sn_conn_collect(), typically when the descriptor of sn_conn_fd() polls readable.  Nothing here
+ * blocks, so a port can be driven from libevent, libuv, GLib, asyncio or any poll() loop.  A
+ * submitted call that dequeues names its waiter: the identity the port's concurrency limit
+ * counts (sn_port_process() uses the calling thread).  Green threads, coroutines and event-loop
+ * tasks choose their own identities, at or above SN_WAITER_MIN, and report their end with
+ * sn_conn_waiter_exit().
+ */
+
+/* A submitted call.  Opaque; belongs to its connection. */
+typedef struct sn_call sn_call_t;
+
+/* Lowest caller-chosen waiter identity: the values below it are thread ids (pid_max is at
+ * most 2^22), which sn_port_process() uses. */
+#define SN_WAITER_MIN 0x00400000u
+
+/*
+ * Returns a descriptor that polls readable (POLLIN, level-triggered) while a submitted call of
+ * this connection can be collected or a reply waits to be read; call sn_conn_collect() then.
+ * The connection owns it: do not read or close it.  It stays the same for the connection's
+ * life.  Errors: -EBADFD (after fork), -ECONNRESET, -EMFILE/-ENFILE/-ENOMEM.
+ */
+SN_EXPORT int sn_conn_fd(sn_conn_t *conn);
+
+/*
+ * Submits a process call without waiting: applies nregs registrations (copied; the call's own
+ * copies receive the results), then dequeues up to max_entries entries, waiting up to
+ * timeout_ms on the daemon's side.  waiter: 0 for the calling thread, or a caller-chosen
+ * identity >= SN_WAITER_MIN.  user is returned by sn_call_user().  On success *ret_call is the
+ * call, to be collected with sn_conn_collect() and freed with sn_call_free().  Every ENABLE
+ * passes its descriptor.  Errors (nothing was sent): -EINVAL (timeout without max_entries, bad
+ * waiter, NULL arrays with nonzero counts), -E2BIG (more than (max_message - 52) / 4
+ * registrations: one daemon call; sn_port_process() splits such arrays, this call does not),
+ * -ENOMEM, -EBADFD, -ECONNRESET.
+ */
+SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uint32_t nregs,
+                             uint32_t max_entries, uint32_t timeout_ms, uint32_t waiter,
+                             void *user, sn_call_t **ret_call);
+
+/*
+ * Reads the replies that have arrived, without blocking, and hands out one completed call:
+ * returns 1 with *ret_call set, 0 when no call is complete, or a negative errno (-EBADFD after
+ * fork; -ECONNRESET once the connection is lost and every call has been collected: calls
+ * pending then complete with -ECONNRESET).  Call it until it returns 0 each time the
+ * descriptor of sn_conn_fd() is readable.
+ */
+SN_EXPORT int sn_conn_collect(sn_conn_t *conn, sn_call_t **ret_call);
+
+/*
+ * The outcome of a collected call, as sn_port_process() would have returned it: the number of
+ * entries, 0 (no entries asked for), -ETIMEDOUT, or a call-level error.  *ret_entries (when not
+ * NULL) points at the entries and *ret_regs at the call's registrations with their results;
+ * both live until sn_call_free().  -EINVAL for a call not yet collected.
+ */
+SN_EXPORT int sn_call_result(const sn_call_t *call, const sn_entry_t **ret_entries,
+                             const sn_registration_t **ret_regs);
+
+/* The user pointer given to sn_port_submit(). */
+SN_EXPORT void *sn_call_user(const sn_call_t *call);
+
+/* Frees a call.  A call that has not completed yet is freed when its reply comes (the daemon
+ * cannot be asked to forget a wait: post a packet or close the port to end it early).  Accepts
+ * NULL; returns NULL.  sn_conn_close() frees every call of the connection. */
+SN_EXPORT sn_call_t *sn_call_free(sn_call_t *call);
+
+/* Tells the daemon that caller-chosen waiter identity waiter (>= SN_WAITER_MIN) has ended: it
+ * no longer counts as running on any port of this connection.  Never blocks.  Errors: -EINVAL,
+ * -EBADFD, -ECONNRESET. */
+SN_EXPORT int sn_conn_waiter_exit(sn_conn_t *conn, uint32_t waiter);
+
 /* Describes an error returned by this library (negative errno).  Never NULL. */
 SN_EXPORT const char *sn_strerror(int err);
 

@@ -58,6 +58,12 @@ START_TEST(test_poll_replacement)
 }
 END_TEST
 
+START_TEST(test_libevent_poll)
+{
+        run_example("libevent-poll");
+}
+END_TEST
+
 START_TEST(test_udp_edge)
 {
         run_example("udp-edge");
@@ -80,6 +86,7 @@ int main(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_poll_replacement);
+        tcase_add_test(tc, test_libevent_poll);
         tcase_add_test(tc, test_udp_edge);
         tcase_add_test(tc, test_mt_server);
         suite_add_tcase(s, tc);

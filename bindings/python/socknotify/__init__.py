@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
+"""socknotify: Windows socket state notifications and completion ports on Linux, from Python.
+
+A pure-Python client of the socknotifyd daemon's wire protocol (no C extension, standard
+library only).  The native calls map one to one onto the protocol::
+
+    import socket, socknotify
+
+    a, b = socket.socketpair()
+    with socknotify.Connection() as conn, conn.create_port() as port:
+        reg = socknotify.Registration.enable(a, key=1, filter=socknotify.Filter.IN)
+        port.register([reg])              # [0]: one result per registration
+        b.send(b"x")
+        port.dequeue(timeout=1.0)          # [Entry(key=1, overlapped=0, events=1, kind=0)]
+        conn.close_socket(a)               # drops the daemon's copy, then closes
+
+and ``socknotify.Selector`` is a ``selectors.BaseSelector`` built on a port, so asyncio runs on
+it unchanged::
+
+    loop = asyncio.SelectorEventLoop(socknotify.Selector())
+
+Errors are :class:`SocknotifyError` (an ``OSError`` with ``errno`` and ``winerror``).  The
+daemon is found at ``$SOCKNOTIFY_SOCKET``, else ``$XDG_RUNTIME_DIR/socknotify.sock`` (not for
+root), else ``/run/socknotify/socknotify.sock`` (also when no daemon listens at the user's).
+"""
+
+from ._client import (INFINITE, Connection, Entry, Event, Filter, Limits, Op, Port,
+                      ProcessResult, Registration, SocknotifyError, Trigger, default_path,
+                      default_paths, win32_code)
+from .selector import Selector
+
+__all__ = [
+    "INFINITE", "Connection", "Entry", "Event", "Filter", "Limits", "Op", "Port",
+    "ProcessResult", "Registration", "Selector", "SocknotifyError", "Trigger", "default_path",
+    "default_paths",
+    "new_event_loop", "win32_code",
+]
+
+__version__ = "0.1"
+
+
+def new_event_loop(path: str | None = None):
+    """An ``asyncio.SelectorEventLoop`` on a new :class:`Selector` (for ``asyncio.run``'s
+    ``loop_factory`` or ``asyncio.set_event_loop``)."""
+    import asyncio
+
+    return asyncio.SelectorEventLoop(Selector(path=path))

@@ -1,0 +1,705 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
+"""Connection, Port and the values they exchange with socknotifyd.
+
+A :class:`Connection` is one ``AF_UNIX``/``SOCK_SEQPACKET`` socket to the daemon.  Every request
+carries an id chosen here; replies are matched by id, so several threads may use one connection
+at once: whichever waiting thread finds nobody reading becomes the reader, stores each reply it
+receives for its owner and wakes the others.  Nothing here prints or logs.
+
+Descriptors are passed with ``socket.send_fds`` (``SCM_RIGHTS``).  An ENABLE always passes its
+socket (the daemon keeps the copy when it creates a registration and closes it otherwise), so
+the daemon never answers ESTALE to this client; DISABLE and REMOVE name the socket by its
+identity (``st_dev``, ``st_ino``) alone.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno as _errno
+import json
+import os
+import socket
+import stat
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence, Union
+
+from . import _wire as w
+
+FileLike = Union[int, "socket.socket", "HasFileno"]
+
+
+class HasFileno:  # pragma: no cover - typing helper only
+    """Anything with a ``fileno()`` method."""
+
+    def fileno(self) -> int: ...
+
+
+INFINITE = None
+"""Pass as ``timeout`` to wait without limit."""
+
+
+class Filter(enum.IntFlag):
+    """Registration filter bits (SOCK_NOTIFY_REGISTER_EVENT_*)."""
+
+    NONE = 0x00
+    IN = 0x01
+    OUT = 0x02
+    HANGUP = 0x04
+    ALL = 0x07
+
+
+class Event(enum.IntFlag):
+    """Event bits of a socket notification (SOCK_NOTIFY_EVENT_*)."""
+
+    NONE = 0x00
+    IN = 0x01
+    OUT = 0x02
+    HANGUP = 0x04
+    ERR = 0x40
+    REMOVE = 0x80
+
+
+class Op(enum.IntEnum):
+    """Registration operation (SOCK_NOTIFY_OP_*)."""
+
+    NONE = 0
+    ENABLE = 1
+    DISABLE = 2
+    REMOVE = 4
+
+
+class Trigger(enum.IntFlag):
+    """Trigger flags (SOCK_NOTIFY_TRIGGER_*).  ENABLE needs exactly one of LEVEL and EDGE."""
+
+    NONE = 0x00
+    ONESHOT = 0x01
+    PERSISTENT = 0x02
+    LEVEL = 0x04
+    EDGE = 0x08
+
+
+# errno -> (Win32 code after a failed call, Win32 code of a failed registration entry); the
+# same table the C library's Win32 layer uses (client/errmap.c).
+_WIN32 = {
+    0: (0, 0),
+    _errno.EBADF: (6, 10038), _errno.ENOTSOCK: (6, 10038), _errno.EBADFD: (6, 10038),
+    _errno.EINVAL: (87, 10022), _errno.E2BIG: (87, 10022), _errno.EACCES: (5, 10013),
+    _errno.ENOMEM: (8, 8), _errno.EDQUOT: (1816, 1816), _errno.EEXIST: (183, 183),
+    _errno.ENOENT: (1168, 1168), _errno.ETIMEDOUT: (258, 31), _errno.ECANCELED: (735, 31),
+    _errno.ESHUTDOWN: (735, 31), _errno.ECONNRESET: (6, 31), _errno.ECONNREFUSED: (10091, 31),
+    _errno.EPROTO: (10091, 31), _errno.EOPNOTSUPP: (50, 10045), _errno.EMSGSIZE: (87, 31),
+}
+
+
+def win32_code(err: int, entry: bool = False) -> int:
+    """The Win32 error code the Win32 API reports for errno value ``err``.
+
+    ``entry`` selects the code of a failed registration entry (``SOCK_NOTIFY_REGISTRATION``'s
+    ``result``) instead of the ``GetLastError()`` value after a failed call.  Unknown values map
+    to ERROR_GEN_FAILURE (31).
+    """
+    codes = _WIN32.get(abs(err))
+    return codes[1 if entry else 0] if codes else 31
+
+
+class SocknotifyError(OSError):
+    """An error reported by socknotifyd (or the loss of the connection to it).
+
+    ``errno`` is the Linux errno value, ``strerror`` its text, and ``winerror`` the code the
+    Win32 API of socknotify would report for it (``GetLastError()`` after the failed call).
+    """
+
+    def __init__(self, err: int, what: str = "", entry: bool = False):
+        msg = os.strerror(err) + (f" ({what})" if what else "")
+        super().__init__(err, msg)
+        self.winerror = win32_code(err, entry)
+
+
+def _error(err: int, what: str = "") -> SocknotifyError:
+    return SocknotifyError(err, what)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits the daemon announced in HELLO_REPLY for this connection."""
+
+    max_message: int
+    max_fds: int
+    max_ports: int
+    max_registrations: int
+    max_posted: int
+    max_waits: int
+    max_sockets: int
+    daemon_pid: int
+
+    @property
+    def max_items(self) -> int:
+        """Most registration items that fit in one PROCESS message."""
+        return (self.max_message - w.HEADER.size - w.PROCESS_BODY.size) // w.REGISTRATION.size
+
+
+@dataclass
+class Registration:
+    """One registration operation, the native SOCK_NOTIFY_REGISTRATION.
+
+    ``sock`` is a socket object or a descriptor number.  After :meth:`Port.process`, ``result``
+    is 0 or the positive errno value that failed this entry alone (``ENOTSOCK``, ``EINVAL``,
+    ``EEXIST``, ``ENOENT``, ``EDQUOT``, ...); :attr:`error` gives it as an exception.
+    """
+
+    sock: FileLike
+    key: int = 0
+    op: Op | int = Op.ENABLE
+    filter: Filter = Filter.IN
+    trigger: Trigger = Trigger.LEVEL
+    result: int | None = field(default=None, compare=False)
+
+    @classmethod
+    def enable(cls, sock: FileLike, key: int, filter: Filter = Filter.IN,
+               trigger: Trigger = Trigger.LEVEL) -> "Registration":
+        """An ENABLE item (creates the registration, or updates it keeping its first key)."""
+        return cls(sock, key, Op.ENABLE, Filter(filter), Trigger(trigger))
+
+    @classmethod
+    def disable(cls, sock: FileLike) -> "Registration":
+        """A DISABLE item: no new notifications until enabled again."""
+        return cls(sock, 0, Op.DISABLE, Filter.NONE, Trigger.NONE)
+
+    @classmethod
+    def remove(cls, sock: FileLike) -> "Registration":
+        """A REMOVE item: one last notification with Event.REMOVE, then the registration ends."""
+        return cls(sock, 0, Op.REMOVE, Filter.NONE, Trigger.NONE)
+
+    @property
+    def error(self) -> SocknotifyError | None:
+        """The entry's failure as an exception (``winerror`` is the entry code), or None."""
+        if not self.result:
+            return None
+        return SocknotifyError(self.result, "registration", entry=True)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One dequeued entry, the native OVERLAPPED_ENTRY.
+
+    For a socket notification ``events`` holds :class:`Event` bits and ``overlapped`` is 0;
+    for a posted packet ``events`` is the posted byte count and ``overlapped`` the posted value.
+    """
+
+    key: int
+    overlapped: int
+    events: int
+    kind: int
+
+    @property
+    def posted(self) -> bool:
+        """True for a packet queued with :meth:`Port.post`."""
+        return self.kind == w.KIND_POSTED
+
+    @property
+    def bytes(self) -> int:
+        """The posted byte count (same value as ``events``)."""
+        return self.events
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What :meth:`Port.process` returns: per-registration results and the dequeued entries.
+
+    ``timed_out`` is True when entries were asked for and none arrived in time.
+    """
+
+    results: list[int]
+    entries: list[Entry]
+    timed_out: bool = False
+
+
+def _fileno(sock: FileLike) -> int:
+    if isinstance(sock, int):
+        return sock
+    return sock.fileno()
+
+
+def _timeout_ms(timeout: float | None) -> int:
+    if timeout is None:
+        return w.INFINITE
+    if timeout <= 0:
+        return 0
+    ms = int(timeout * 1000)
+    if ms < timeout * 1000:
+        ms += 1  # never return before the requested time
+    return min(ms, w.INFINITE - 1)
+
+
+def default_paths() -> list[str]:
+    """The socket paths a client tries when given none, in order (as the C library does):
+    ``$SOCKNOTIFY_SOCKET`` alone when set; else ``$XDG_RUNTIME_DIR/socknotify.sock`` for a
+    user other than root, then the system socket ``/run/socknotify/socknotify.sock``."""
+    env = os.environ.get("SOCKNOTIFY_SOCKET")
+    if env:
+        return [env]
+    paths = []
+    rt = os.environ.get("XDG_RUNTIME_DIR")
+    if os.geteuid() != 0 and rt and rt.startswith("/"):
+        paths.append(os.path.join(rt, "socknotify.sock"))
+    paths.append("/run/socknotify/socknotify.sock")
+    return paths
+
+
+def default_path() -> str:
+    """The first of :func:`default_paths`."""
+    return default_paths()[0]
+
+
+class Connection:
+    """A connection to socknotifyd.  Use it as a context manager, or call :meth:`close`.
+
+    ``path`` defaults to the first of :func:`default_paths` where a daemon listens.  The handshake happens in the constructor; the
+    daemon's limits are in :attr:`limits`.  Raises :class:`SocknotifyError` (``EPROTO``: not a
+    socknotifyd or no common version; ``EUSERS``/``EDQUOT``: the daemon refused the connection)
+    or the ``OSError`` of ``connect()`` (``FileNotFoundError``, ``ConnectionRefusedError``).
+
+    A connection belongs to the process that opened it; after ``fork()`` open a new one.
+    """
+
+    def __init__(self, path: str | None = None):
+        candidates = [path] if path else default_paths()
+        self.path = candidates[0]
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._lock = threading.Lock()  # guards everything below
+        self._cond = threading.Condition(self._lock)
+        self._send_lock = threading.Lock()  # keeps the parts of one call together
+        self._replies: dict[int, w.Message] = {}
+        self._pending: set[int] = set()
+        self._reading = False
+        self._broken: int = 0
+        self._next_id = 0
+        self._pid = os.getpid()
+        self._ports: dict[int, Port] = {}
+        try:
+            for i, cand in enumerate(candidates):
+                try:
+                    self._sock.connect(cand)
+                    self.path = cand
+                    break
+                except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+                    if i == len(candidates) - 1:
+                        raise  # no daemon at any of them: the last path's error
+            self.limits = self._handshake()
+        except BaseException:
+            self._sock.close()
+            raise
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _handshake(self) -> Limits:
+        body = w.HELLO_BODY.pack(w.MAGIC, w.VERSION, w.VERSION, 0)
+        # A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
+        # our HELLO arrived, and the kernel may report the reset before the reason queued
+        # behind it: read that reason whenever it is there.
+        sent = True
+        try:
+            self._sock.sendall(w.encode(w.HELLO, 0, body))
+        except (ConnectionResetError, BrokenPipeError):
+            sent = False
+        try:
+            data = self._recv(4096, 0 if sent else socket.MSG_DONTWAIT)
+        except ConnectionResetError:
+            try:
+                data = self._recv(4096, socket.MSG_DONTWAIT)
+            except (ConnectionResetError, BlockingIOError):
+                data = b""
+        except BlockingIOError:
+            data = b""
+        if not data:
+            raise _error(_errno.ECONNRESET, "the daemon closed the connection")
+        try:
+            m = w.decode(data)
+        except w.WireError as e:
+            raise _error(_errno.EPROTO, str(e)) from None
+        if m.type == w.ERROR:
+            # Refusals (connection limits) carry their reason; anything else is a protocol
+            # mismatch.
+            raise _error(m.status or _errno.EPROTO, "handshake refused")
+        if m.type != (w.HELLO | w.REPLY_BIT) or m.status:
+            raise _error(_errno.EPROTO, "unexpected handshake reply")
+        (version, _r, max_message, max_fds, max_ports, max_regs, max_posted, max_waits,
+         max_sockets, pid) = w.HELLO_REPLY_BODY.unpack(m.body)
+        if version != w.VERSION or max_message < 4096 or max_fds == 0:
+            raise _error(_errno.EPROTO, "unsupported limits in HELLO_REPLY")
+        return Limits(max_message, min(max_fds, w.MAX_FDS), max_ports, max_regs, max_posted,
+                      max_waits, max_sockets, pid)
+
+    def _recv(self, size: int, flags: int = 0) -> bytes:
+        data, anc, flags, _ = self._sock.recvmsg(size, socket.CMSG_SPACE(w.MAX_FDS * 4), flags)
+        for level, kind, payload in anc:  # the daemon never sends descriptors: close any
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                for i in range(len(payload) // 4):
+                    os.close(int.from_bytes(payload[4 * i:4 * i + 4], "little"))
+        if flags & socket.MSG_TRUNC:
+            raise w.WireError("message larger than max_message")
+        return data
+
+    def _usable(self) -> None:
+        if self._sock.fileno() < 0:
+            raise _error(_errno.EBADF, "connection closed")
+        if os.getpid() != self._pid:
+            raise _error(_errno.EBADFD, "connection used after fork()")
+        if self._broken:
+            raise _error(self._broken, "connection to socknotifyd lost")
+
+    def _new_id(self) -> int:
+        with self._lock:
+            self._next_id = (self._next_id + 1) & 0xFFFFFFFF or 1
+            self._pending.add(self._next_id)
+            return self._next_id
+
+    def _send(self, data: bytes, fds: Sequence[int] = ()) -> None:
+        try:
+            if fds:
+                socket.send_fds(self._sock, [data], list(fds))
+            else:
+                self._sock.send(data)
+        except OSError as e:
+            with self._lock:
+                self._broken = _errno.ECONNRESET
+                self._cond.notify_all()
+            raise _error(_errno.ECONNRESET, f"sending to socknotifyd: {e.strerror}") from None
+
+    def _wait(self, msg_id: int) -> w.Message:
+        """Waits for the reply to msg_id, reading for every thread while nobody else does."""
+        with self._cond:
+            try:
+                while msg_id not in self._replies:
+                    if self._broken:
+                        raise _error(self._broken, "connection to socknotifyd lost")
+                    if self._reading:
+                        self._cond.wait()
+                        continue
+                    self._reading = True
+                    self._lock.release()
+                    data: bytes | None = None
+                    try:
+                        data = self._recv(self.limits.max_message)
+                    except w.WireError:
+                        data = None  # oversize: SOCK_SEQPACKET keeps the next one sound
+                    except OSError:
+                        data = b""
+                    except BaseException:
+                        # Interrupted (KeyboardInterrupt...): another waiter must read.
+                        self._lock.acquire()
+                        self._reading = False
+                        self._cond.notify_all()
+                        raise
+                    self._lock.acquire()
+                    self._reading = False
+                    if data == b"":
+                        self._broken = _errno.ECONNRESET
+                    elif data is not None:
+                        self._store(data)
+                    self._cond.notify_all()
+                return self._replies.pop(msg_id)
+            finally:
+                self._pending.discard(msg_id)
+
+    def _store(self, data: bytes) -> None:
+        try:
+            m = w.decode(data)
+        except w.WireError:
+            return  # nothing in it can be trusted, not even its id
+        if m.id in self._pending:
+            self._replies[m.id] = m
+
+    def _call(self, mtype: int, body: bytes = b"", array: bytes = b"", count: int = 0,
+              what: str = "") -> w.Message:
+        """One request, one reply; raises SocknotifyError for ERROR or a nonzero status."""
+        self._usable()
+        msg_id = self._new_id()
+        try:
+            self._send(w.encode(mtype, msg_id, body, array, count))
+        except BaseException:
+            with self._lock:
+                self._pending.discard(msg_id)
+            raise
+        m = self._wait(msg_id)
+        if m.type == w.ERROR:
+            raise _error(m.status or _errno.EPROTO, what)
+        if m.type != (mtype | w.REPLY_BIT):
+            raise _error(_errno.EPROTO, f"{what}: reply of type 0x{m.type:02x}")
+        if m.status:
+            raise _error(m.status, what)
+        return m
+
+    # -- public API -------------------------------------------------------------------------
+
+    def fileno(self) -> int:
+        """The connection's own socket (for diagnostics; do not read from it)."""
+        return self._sock.fileno()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._sock.fileno() < 0
+
+    def create_port(self, concurrency: int = 0, name: str | None = None) -> "Port":
+        """Creates a completion port (``concurrency`` 0: the number of processors).
+
+        With ``name`` the port is shared: other connections of the same user may open it with
+        :meth:`open_port`.  Errors: ``EDQUOT`` (too many ports), ``EEXIST`` (name taken),
+        ``EINVAL`` (bad name: 1 to 255 bytes of UTF-8 without NUL).
+        """
+        raw = name.encode() if name else b""
+        m = self._call(w.PORT_CREATE, w.PORT_CREATE_BODY.pack(concurrency, 0), raw, len(raw),
+                       "PORT_CREATE")
+        port_id, conc = w.PORT_REPLY_BODY.unpack(m.body)
+        return Port(self, port_id, conc, name)
+
+    def open_port(self, name: str) -> "Port":
+        """Opens a named port of the same user.  Errors: ``ENOENT``, ``EACCES``, ``EEXIST``."""
+        raw = name.encode()
+        m = self._call(w.PORT_OPEN, b"", raw, len(raw), "PORT_OPEN")
+        port_id, conc = w.PORT_REPLY_BODY.unpack(m.body)
+        return Port(self, port_id, conc, name)
+
+    def status(self) -> dict:
+        """The daemon's status document, parsed from its JSON text."""
+        m = self._call(w.STATUS, what="STATUS")
+        return json.loads(m.array1.decode())
+
+    def thread_exit(self, thread: int) -> None:
+        """Tells the daemon that waiter identity ``thread`` is gone (THREAD_EXIT).
+
+        It then no longer counts as running on any port of this connection.  Use it when a
+        green thread or task that passed its own ``thread`` to :meth:`Port.process` ends.
+        """
+        self._call(w.THREAD_EXIT, w.THREAD_BODY.pack(thread & 0xFFFFFFFF), what="THREAD_EXIT")
+
+    def drop_registration(self, sock: FileLike, *, identity: tuple[int, int] | None = None,
+                          fd: int | None = None) -> bool:
+        """Drops the registration made through descriptor ``sock`` (SOCKET_CLOSE).
+
+        No REMOVE notification is queued; a notification not yet dequeued is discarded; the
+        daemon's copy of the socket is closed.  The caller's descriptor stays open.  Returns
+        False when there was no such registration (``ENOENT``).  ``identity`` (``st_dev``,
+        ``st_ino``) and ``fd`` may be given for a descriptor that is already closed.
+        """
+        fdn = _fileno(sock) if fd is None else fd
+        if identity is None:
+            st = os.fstat(fdn)
+            identity = (st.st_dev, st.st_ino)
+        body = w.SOCKET_CLOSE_BODY.pack(identity[0], identity[1], fdn & 0xFFFFFFFF, 0)
+        try:
+            self._call(w.SOCKET_CLOSE, body, what="SOCKET_CLOSE")
+        except SocknotifyError as e:
+            if e.errno == _errno.ENOENT:
+                return False
+            raise
+        return True
+
+    def close_socket(self, sock: FileLike) -> None:
+        """Closes a socket that may be registered (closesocket, rule L1 of PROTOCOL.md).
+
+        Drops the daemon's copy first, so that the peer sees the close at once, then closes
+        ``sock`` (a socket object or a descriptor number).
+        """
+        try:
+            if not self.closed and not self._broken:
+                self.drop_registration(sock)
+        finally:
+            if isinstance(sock, int):
+                os.close(sock)
+            else:
+                sock.close()
+
+    def close(self) -> None:
+        """Closes the connection: the daemon closes every port of it.  Idempotent."""
+        for port in list(self._ports.values()):
+            port._closed = True
+        self._ports.clear()
+        self._sock.close()
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<socknotify.Connection {self.path!r}{' closed' if self.closed else ''}>"
+
+
+class Port:
+    """A completion port on the daemon; made by :meth:`Connection.create_port` or
+    :meth:`Connection.open_port`.  Use it as a context manager, or call :meth:`close`."""
+
+    def __init__(self, conn: Connection, port_id: int, concurrency: int, name: str | None):
+        self.connection = conn
+        self.id = port_id
+        self.concurrency = concurrency
+        self.name = name
+        self._closed = False
+        conn._ports[port_id] = self
+
+    def process(self, registrations: Sequence[Registration] = (), max_entries: int = 0,
+                timeout: float | None = 0, thread: int | None = None) -> ProcessResult:
+        """The native ProcessSocketNotifications.
+
+        Applies ``registrations`` in order (each item's ``result`` is set), then dequeues up to
+        ``max_entries`` entries, waiting up to ``timeout`` seconds (0: do not wait; None:
+        without limit).  ``thread`` is the waiter identity the concurrency limit counts
+        (default: the calling OS thread, ``threading.get_native_id()``).
+
+        Call-level failures raise :class:`SocknotifyError` and change nothing: ``EBADF``,
+        ``EINVAL`` (a timeout without ``max_entries``), ``EDQUOT`` (too many waiting calls),
+        ``E2BIG``, ``ECANCELED`` (port closed while waiting), ``ESHUTDOWN``.  A timeout is not
+        an error: the result has no entries and ``timed_out`` set.
+        """
+        raw, timed_out = self._process_raw(registrations, max_entries, timeout, thread)
+        return ProcessResult([r.result or 0 for r in registrations], [Entry(*e) for e in raw],
+                             timed_out)
+
+    def _process_raw(self, registrations: Sequence[Registration], max_entries: int,
+                     timeout: float | None, thread: int | None) -> tuple[list, bool]:
+        """process() without wrapping: returns ([(key, overlapped, events, kind)...],
+        timed_out); sets each registration's result."""
+        conn = self.connection
+        conn._usable()
+        if self._closed:
+            raise _error(_errno.EBADF, "port closed")
+        if max_entries < 0 or (max_entries == 0 and timeout != 0):
+            raise _error(_errno.EINVAL, "a timeout needs max_entries > 0")
+        tmo = _timeout_ms(timeout) if max_entries else 0
+        if thread is None:
+            thread = threading.get_native_id() if max_entries else 0
+        lim = conn.limits
+        room = (lim.max_message - w.message_size(w.PROCESS | w.REPLY_BIT, len(registrations)))
+        max_entries = min(max_entries, max(room, 0) // w.ENTRY.size)
+
+        # Items to send: every item naming a socket; the daemon checks the rest.
+        items: list[tuple[bytes, int | None]] = []
+        for reg in registrations:
+            reg.result = None
+            fd = _fileno(reg.sock)
+            try:
+                st = os.fstat(fd)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISSOCK(st.st_mode):
+                if reg.op == Op.NONE:
+                    reg.result = 0
+                else:
+                    reg.result = _errno.ENOTSOCK
+                continue
+            attach = fd if reg.op == Op.ENABLE else None
+            items.append((w.REGISTRATION.pack(reg.key & 0xFFFFFFFFFFFFFFFF, st.st_dev,
+                                              st.st_ino, int(reg.filter) & 0xFFFF, int(reg.op),
+                                              int(reg.trigger) & 0xFF, 0, fd), attach))
+        sent = [r for r in registrations if r.result is None]
+
+        msg_id = conn._new_id()
+        try:
+            with conn._send_lock:
+                self._send_parts(msg_id, items, max_entries, tmo, thread)
+        except BaseException:
+            with conn._lock:
+                conn._pending.discard(msg_id)
+            raise
+        m = conn._wait(msg_id)
+        if m.type == w.ERROR:
+            raise _error(m.status or _errno.EPROTO, "PROCESS")
+        if m.type != (w.PROCESS | w.REPLY_BIT):
+            raise _error(_errno.EPROTO, "PROCESS: unexpected reply")
+        if m.status and m.status != _errno.ETIMEDOUT:
+            raise _error(m.status, "PROCESS")
+        results = [r[0] for r in w.RESULT.iter_unpack(m.array1)]
+        if len(results) == len(sent):
+            for reg, res in zip(sent, results):
+                reg.result = res
+        return list(w.ENTRY.iter_unpack(m.array2)), m.status == _errno.ETIMEDOUT
+
+    def _send_parts(self, msg_id: int, items: list[tuple[bytes, int | None]], max_entries: int,
+                    tmo: int, thread: int) -> None:
+        conn = self.connection
+        lim = conn.limits
+        per_msg = lim.max_items
+        first = 0
+        while True:
+            chunk: list[bytes] = []
+            fds: list[int] = []
+            while first + len(chunk) < len(items) and len(chunk) < per_msg:
+                raw, fd = items[first + len(chunk)]
+                if fd is not None:
+                    if len(fds) == lim.max_fds:
+                        break
+                    idx = len(fds)
+                    fds.append(fd)
+                else:
+                    idx = w.NO_FD
+                chunk.append(raw[:28] + idx.to_bytes(4, "little") + raw[32:])
+            last = first + len(chunk) == len(items)
+            body = w.PROCESS_BODY.pack(self.id, tmo, max_entries, 0 if last else w.PROCESS_PART,
+                                       thread & 0xFFFFFFFF)
+            conn._send(w.encode(w.PROCESS, msg_id, body, b"".join(chunk), len(chunk), len(fds)),
+                       fds)
+            if last:
+                return
+            first += len(chunk)
+
+    def register(self, registrations: Iterable[Registration]) -> list[int]:
+        """Applies registrations without dequeuing; returns their results (0 or errno)."""
+        regs = list(registrations)
+        return self.process(regs).results
+
+    def dequeue(self, max_entries: int = 64, timeout: float | None = None,
+                thread: int | None = None) -> list[Entry]:
+        """Dequeues up to ``max_entries`` entries, waiting up to ``timeout`` seconds (None:
+        without limit).  Returns an empty list when nothing arrived in time."""
+        if max_entries <= 0:
+            raise _error(_errno.EINVAL, "max_entries must be positive")
+        return self.process((), max_entries, timeout, thread).entries
+
+    def post(self, key: int, bytes: int = 0, overlapped: int = 0) -> None:
+        """Queues a packet (PostQueuedCompletionStatus); its values come back unchanged."""
+        self.post_many([(key, bytes, overlapped)])
+
+    def post_many(self, packets: Sequence[tuple[int, int, int]]) -> int:
+        """Queues several (key, bytes, overlapped) packets, all or none (``EDQUOT``)."""
+        arr = b"".join(w.PACKET.pack(k & 0xFFFFFFFFFFFFFFFF, o & 0xFFFFFFFFFFFFFFFF,
+                                     b & 0xFFFFFFFF, 0) for k, b, o in packets)
+        if self._closed:
+            raise _error(_errno.EBADF, "port closed")
+        m = self.connection._call(w.POST, w.PORT_BODY.pack(self.id), arr, len(packets), "POST")
+        return w.POST_REPLY_BODY.unpack(m.body)[0]
+
+    def close(self) -> None:
+        """Closes this connection's handle to the port (idempotent).
+
+        When it was the last handle the port closes: its registrations are dropped without
+        REMOVE notifications, queued entries are discarded and waiting calls raise
+        ``ECANCELED``.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        conn = self.connection
+        conn._ports.pop(self.id, None)
+        if conn.closed or conn._broken:
+            return
+        conn._call(w.PORT_CLOSE, w.PORT_BODY.pack(self.id), what="PORT_CLOSE")
+
+    @property
+    def closed(self) -> bool:
+        """True once the port was closed through this object or its connection."""
+        return self._closed
+
+    def __enter__(self) -> "Port":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        name = f" {self.name!r}" if self.name else ""
+        return f"<socknotify.Port {self.id}{name} concurrency={self.concurrency}>"

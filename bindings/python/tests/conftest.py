@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
+"""Fixtures: a real socknotifyd, started from the build tree on a temporary socket.
+
+The daemon binary is $SN_DAEMON, else $SN_BUILDDIR/daemon/socknotifyd, else the one of the
+source tree this file lives in.  $SN_TEST_DAEMON_WRAPPER (for example a valgrind command line)
+is put in front of it, as the C test suites do.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import socknotify  # noqa: E402
+
+
+def daemon_binary() -> str:
+    if os.environ.get("SN_DAEMON"):
+        return os.environ["SN_DAEMON"]
+    build = os.environ.get("SN_BUILDDIR") or str(HERE.parent.parent.parent)
+    return os.path.join(build, "daemon", "socknotifyd")
+
+
+class Daemon:
+    """A socknotifyd process on its own socket; stop() ends it and checks its exit status."""
+
+    def __init__(self, *args: str):
+        self.dir = tempfile.mkdtemp(prefix="sn-py-")
+        self.path = os.path.join(self.dir, "socknotify.sock")
+        wrapper = shlex.split(os.environ.get("SN_TEST_DAEMON_WRAPPER", ""))
+        cmd = wrapper + [daemon_binary(), "--socket", self.path, *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"socknotifyd exited at start-up: {self.proc.stderr.read()!r}")
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+                    s.connect(self.path)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("socknotifyd did not start") from None
+                time.sleep(0.01)
+
+    def connect(self) -> socknotify.Connection:
+        return socknotify.Connection(self.path)
+
+    def fds(self) -> int:
+        """Descriptors the daemon holds (to see its copies of sockets come and go)."""
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            rc = self.proc.wait(60)
+        finally:
+            self.proc.stderr.close()
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            os.rmdir(self.dir)
+        return rc
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    d = Daemon()
+    yield d
+    assert d.stop() == 0, "socknotifyd did not exit cleanly"
+
+
+@pytest.fixture
+def make_daemon():
+    """Starts daemons with options; each is stopped (and must exit 0) after the test."""
+    started: list[Daemon] = []
+
+    def make(*args: str) -> Daemon:
+        d = Daemon(*args)
+        started.append(d)
+        return d
+
+    yield make
+    for d in started:
+        assert d.stop() == 0
+
+
+@pytest.fixture
+def conn(daemon):
+    with daemon.connect() as c:
+        yield c
+
+
+@pytest.fixture
+def port(conn):
+    with conn.create_port() as p:
+        yield p
+
+
+@pytest.fixture
+def pair():
+    """A connected Unix stream socket pair, closed after the test."""
+    a, b = socket.socketpair()
+    yield a, b
+    a.close()
+    b.close()

@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
+"""asyncio on socknotify.Selector: the same workloads on the default selector and on a
+socknotify port must give the same results (echo servers with hundreds of clients, large
+writes, timeouts, cancellation, UDP, Unix sockets, wake-ups from other threads)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import selectors
+import socket
+import tempfile
+import threading
+import time
+
+import pytest
+
+import socknotify as sn
+
+
+def run(kind: str, daemon, coro_fn):
+    """Runs coro_fn() on a loop of the given kind and returns its result."""
+    if kind == "default":
+        loop = asyncio.SelectorEventLoop(selectors.DefaultSelector())
+    else:
+        loop = asyncio.SelectorEventLoop(sn.Selector(path=daemon.path))
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro_fn(), 120))
+    finally:
+        loop.close()
+
+
+def both(daemon, coro_fn):
+    """Runs the workload on both selectors; asserts equal results; returns them."""
+    ref = run("default", daemon, coro_fn)
+    got = run("socknotify", daemon, coro_fn)
+    assert got == ref
+    return got
+
+
+async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
+def test_selector_is_a_base_selector(daemon, pair):
+    a, b = pair
+    with sn.Selector(path=daemon.path) as sel:
+        assert isinstance(sel, selectors.BaseSelector)
+        key = sel.register(a, selectors.EVENT_READ, "data")
+        assert sel.get_key(a) is key and len(sel.get_map()) == 1
+        assert sel.select(0) == []
+        b.send(b"x")
+        assert sel.select(5) == [(key, selectors.EVENT_READ)]
+        key2 = sel.modify(a, selectors.EVENT_READ | selectors.EVENT_WRITE, "d2")
+        got = sel.select(5)
+        assert got == [(key2, selectors.EVENT_READ | selectors.EVENT_WRITE)]
+        with pytest.raises(KeyError):
+            sel.register(a, selectors.EVENT_READ)
+        with pytest.raises(ValueError):
+            sel.register(b, 0)
+        r, w = os.pipe()
+        with pytest.raises(OSError):
+            sel.register(r, selectors.EVENT_READ)
+        os.close(r)
+        os.close(w)
+        sel.unregister(a)
+        assert sel.select(0.05) == [] and len(sel.get_map()) == 0
+        with pytest.raises(KeyError):
+            sel.unregister(a)
+        t = time.monotonic()
+        assert sel.select(0.2) == []
+        assert time.monotonic() - t >= 0.19
+
+
+def test_unregister_releases_the_daemon_copy(daemon):
+    """asyncio closes a socket right after unregistering it: the peer must see EOF."""
+    with sn.Selector(path=daemon.path) as sel:
+        a, b = socket.socketpair()
+        sel.register(a, selectors.EVENT_READ)
+        sel.select(0)  # the registration reaches the daemon
+        sel.unregister(a)
+        a.close()
+        b.settimeout(5)
+        assert b.recv(1) == b""
+        b.close()
+
+
+def test_echo_hundreds_of_clients(daemon):
+    nclients = 300
+
+    async def workload():
+        server = await asyncio.start_server(_echo, "127.0.0.1", 0, backlog=nclients)
+        port = server.sockets[0].getsockname()[1]
+
+        async def client(i: int) -> tuple[int, str]:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            digest = hashlib.sha256()
+            total = 0
+            for j in range(5):
+                msg = (b"%d:%d;" % (i, j)) * (1 + (i * 37 + j) % 50)
+                writer.write(msg)
+                await writer.drain()
+                got = await reader.readexactly(len(msg))
+                assert got == msg
+                digest.update(got)
+                total += len(got)
+            writer.close()
+            await writer.wait_closed()
+            return total, digest.hexdigest()
+
+        results = await asyncio.gather(*(client(i) for i in range(nclients)))
+        server.close()
+        await server.wait_closed()
+        return results
+
+    before = sn.Connection(daemon.path)
+    applied = before.status()["counters"]["registrations_applied"]
+    res = both(daemon, workload)
+    assert len(res) == nclients
+    st = before.status()
+    assert st["counters"]["registrations_applied"] > applied + nclients  # really on the port
+    before.close()
+
+
+def test_large_transfers_use_write_readiness(daemon):
+    size = 4 << 20
+
+    async def workload():
+        server = await asyncio.start_server(_echo, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+
+        async def client(seed: int) -> str:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            blob = hashlib.sha256(b"%d" % seed).digest() * (size // 32)
+
+            async def send() -> None:
+                writer.write(blob)  # far more than the socket buffers: waits for OUT
+                await writer.drain()
+                writer.write_eof()
+
+            sender = asyncio.create_task(send())
+            got = await reader.read(-1)
+            await sender
+            writer.close()
+            return hashlib.sha256(got).hexdigest() if got == blob else "mismatch"
+
+        out = await asyncio.gather(*(client(i) for i in range(4)))
+        server.close()
+        await server.wait_closed()
+        return out
+
+    res = both(daemon, workload)
+    assert "mismatch" not in res
+
+
+def test_timeouts(daemon):
+    async def workload():
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)  # never answers
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        out = []
+        for tmo in (0.05, 0.1, 0.2):
+            t = time.monotonic()
+            try:
+                await asyncio.wait_for(reader.read(10), tmo)
+                out.append("data")
+            except asyncio.TimeoutError:
+                out.append(time.monotonic() - t >= tmo * 0.95)
+        order = []
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        for d in (0.15, 0.05, 0.1):
+            loop.call_later(d, order.append, d)
+        loop.call_later(0.2, done.set_result, None)
+        await done
+        out.append(order)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return out
+
+    assert both(daemon, workload) == [True, True, True, [0.05, 0.1, 0.15]]
+
+
+def test_cancellation(daemon):
+    n = 100
+
+    async def workload():
+        closed = 0
+        all_closed = asyncio.Event()
+
+        async def handler(reader, writer):
+            nonlocal closed
+            try:
+                await reader.read()  # until EOF
+            except ConnectionError:
+                pass
+            writer.close()
+            closed += 1
+            if closed == n:
+                all_closed.set()
+
+        server = await asyncio.start_server(handler, "127.0.0.1", 0, backlog=n)
+        port = server.sockets[0].getsockname()[1]
+        conns = [await asyncio.open_connection("127.0.0.1", port) for _ in range(n)]
+        readers = [asyncio.create_task(r.read(100)) for r, _ in conns]
+        await asyncio.sleep(0.05)
+        for t in readers[::2]:
+            t.cancel()
+        await asyncio.sleep(0.05)
+        for _, w in conns:
+            w.close()  # the other readers end with EOF
+        res = await asyncio.gather(*readers, return_exceptions=True)
+        cancelled = sum(isinstance(x, asyncio.CancelledError) for x in res)
+        assert all(x == b"" for x in res[1::2])
+        await asyncio.wait_for(all_closed.wait(), 30)
+        server.close()
+        await server.wait_closed()
+        return cancelled, closed
+
+    assert both(daemon, workload) == (n // 2, n)
+
+
+def test_udp_and_unix_and_low_level(daemon):
+    async def workload():
+        loop = asyncio.get_running_loop()
+        out = []
+
+        class Echo(asyncio.DatagramProtocol):
+            def connection_made(self, transport):
+                self.t = transport
+
+            def datagram_received(self, data, addr):
+                self.t.sendto(data.upper(), addr)
+
+        class Client(asyncio.DatagramProtocol):
+            def __init__(self):
+                self.got = loop.create_future()
+
+            def datagram_received(self, data, addr):
+                self.got.set_result(data)
+
+        st, _ = await loop.create_datagram_endpoint(Echo, local_addr=("127.0.0.1", 0))
+        ct, cp = await loop.create_datagram_endpoint(
+            Client, remote_addr=st.get_extra_info("sockname"))
+        ct.sendto(b"ping")
+        out.append(await cp.got)
+        ct.close()
+        st.close()
+
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s")
+            server = await asyncio.start_unix_server(_echo, path)
+            r, w = await asyncio.open_unix_connection(path)
+            w.write(b"unix")
+            out.append(await r.readexactly(4))
+            w.close()
+            server.close()
+            await server.wait_closed()
+
+        lsock = socket.create_server(("127.0.0.1", 0))
+        lsock.setblocking(False)
+        csock = socket.socket()
+        csock.setblocking(False)
+        await loop.sock_connect(csock, lsock.getsockname())
+        asock, _ = await loop.sock_accept(lsock)
+        await loop.sock_sendall(csock, b"low-level")
+        out.append(await loop.sock_recv(asock, 100))
+        for s in (lsock, csock, asock):
+            s.close()
+
+        fut = loop.create_future()
+        threading.Timer(0.1, loop.call_soon_threadsafe, (fut.set_result, "woken")).start()
+        out.append(await fut)
+        return out
+
+    assert both(daemon, workload) == [b"PING", b"unix", b"low-level", "woken"]
+
+
+def test_no_registrations_left_behind(daemon):
+    """After a loop closes, the daemon holds none of its sockets."""
+    with sn.Connection(daemon.path) as c:
+        base = c.status()["registrations"]
+
+        async def workload():
+            server = await asyncio.start_server(_echo, "127.0.0.1", 0)
+            port = server.sockets[0].getsockname()[1]
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(b"x")
+            await r.readexactly(1)
+            w.close()
+            await w.wait_closed()
+            server.close()
+            await server.wait_closed()
+            return True
+
+        assert run("socknotify", daemon, workload)
+        deadline = time.monotonic() + 5
+        while c.status()["registrations"] != base and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert c.status()["registrations"] == base

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * async.c - submitted calls: the non-blocking, pollable form of sn_port_process().
+ *
+ * sn_port_submit() encodes and sends a PROCESS call (in parts when needed, as port.c does) and
+ * returns at once with an sn_call_t that owns copies of the registrations and room for the
+ * entries.  Its reply is decoded by whichever thread reads the connection: sn_conn_collect()
+ * from the application's event loop (non-blocking), or a thread blocked in a synchronous call
+ * on the same connection.  Completed calls wait on the connection's done list until
+ * sn_conn_collect() hands them out.
+ *
+ * Invariants (conn->lock guards all of them): a call is on conn->calls from submission until
+ * sn_call_free() or sn_conn_close(); it is on the done list exactly when it has completed and
+ * was not yet collected; conn->efd holds a nonzero count exactly when the done list is not
+ * empty, so conn->pollfd (an epoll instance of efd and the connection socket) is readable when
+ * a call can be collected or a reply is waiting to be read.  A call freed before it completed
+ * is marked abandoned and freed when its reply comes.
+ *
+ * Every ENABLE passes its descriptor (the daemon closes the extra copy), so a submitted call
+ * never needs the ESTALE retry of the synchronous path.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "common/macro.h"
+
+struct sn_call {
+        struct sn_pending pend; /* first: deliver() hands us this */
+        sn_conn_t *conn;
+        struct sn_call *next_done;
+        struct sn_call *prev, *next; /* conn->calls */
+        bool completed;
+        bool collected;
+        bool abandoned;
+        bool sent;                   /* pend was initialized by sn__pending_add() */
+        void *user;
+        uint32_t port;
+        int result;                  /* what sn_port_process() would return */
+        sn_registration_t *regs;     /* copies, results written back */
+        uint32_t nregs;
+        uint32_t *sent_idx;          /* which regs went to the daemon, in order */
+        uint64_t (*ident)[2];        /* their (dev, ino) */
+        uint32_t nsent;
+        sn_entry_t *entries;
+        uint32_t max_entries;
+        uint32_t nentries;
+};
+
+static void call_destroy(struct sn_call *k)
+{
+        if (k->sent)
+                pthread_cond_destroy(&k->pend.cond);
+        free(k->regs);
+        free(k->sent_idx);
+        free(k->ident);
+        free(k->entries);
+        free(k);
+}
+
+/* With conn->lock held. */
+static void call_unlink(sn_conn_t *c, struct sn_call *k)
+{
+        if (k->prev)
+                k->prev->next = k->next;
+        else
+                c->calls = k->next;
+        if (k->next)
+                k->next->prev = k->prev;
+}
+
+/* Runs in deliver(), conn->lock held: decodes the reply into the call. */
+static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
+                       const struct sn_msg_desc *d)
+{
+        struct sn_call *k = (struct sn_call *)p;
+        const uint8_t *res = sn_msg_array(buf, d, 1);
+        const uint8_t *ent = sn_msg_array(buf, d, 2);
+        uint32_t n;
+
+        if (h->count == k->nsent) {
+                for (uint32_t i = 0; i < k->nsent; i++) {
+                        sn_registration_t *g = &k->regs[k->sent_idx[i]];
+
+                        g->result = -(int32_t)sn_get_u32(res + 4 * i);
+                        /* What the daemon now holds (sn_socket_close needs it). */
+                        if (g->op == SN_OP_ENABLE && g->result == 0) {
+                                sn__cache_set(k->conn, g->fd, k->ident[i][0], k->ident[i][1],
+                                              k->port);
+                        } else if (g->op == SN_OP_REMOVE && g->result == 0) {
+                                struct sn_fdcache *e = sn__cache_get(k->conn, g->fd);
+
+                                if (e && e->dev == k->ident[i][0] && e->ino == k->ident[i][1])
+                                        e->port = 0;
+                        }
+                }
+        }
+        n = SN_MIN(h->count2, k->max_entries);
+        for (uint32_t i = 0; i < n; i++) {
+                struct snw_entry e;
+
+                ent = snw_entry_decode(ent, &e);
+                k->entries[i] = (sn_entry_t){
+                        .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
+                };
+        }
+        k->nentries = n;
+}
+
+static void efd_signal(sn_conn_t *c)
+{
+        uint64_t one = 1;
+
+        if (c->efd >= 0 && write(c->efd, &one, sizeof(one)) < 0) {
+                /* EAGAIN only: the counter is already nonzero, which is all that matters. */
+        }
+}
+
+static void efd_drain(sn_conn_t *c)
+{
+        uint64_t v;
+
+        if (c->efd >= 0 && read(c->efd, &v, sizeof(v)) < 0) {
+                /* EAGAIN: already zero. */
+        }
+}
+
+void sn__async_done(sn_conn_t *c, struct sn_pending *p)
+{
+        struct sn_call *k = (struct sn_call *)p;
+        int st = p->status;
+
+        k->completed = true;
+        if (st == 0)
+                k->result = k->max_entries ? (int)k->nentries : 0;
+        else
+                k->result = st;
+        if (k->abandoned) {
+                call_unlink(c, k);
+                call_destroy(k);
+                return;
+        }
+        k->next_done = NULL;
+        if (c->done_tail)
+                c->done_tail->next_done = k;
+        else
+                c->done_head = k;
+        c->done_tail = k;
+        efd_signal(c);
+}
+
+void sn__async_lost(sn_conn_t *c)
+{
+        struct sn_pending **pp = &c->pending;
+
+        while (*pp) {
+                struct sn_pending *p = *pp;
+
+                if (!p->async) {
+                        pp = &p->next;
+                        continue;
+                }
+                *pp = p->next;
+                p->status = -ECONNRESET;
+                p->done = true;
+                sn__async_done(c, p);
+        }
+}
+
+void sn__async_release(sn_conn_t *c)
+{
+        while (c->calls) {
+                struct sn_call *k = c->calls;
+
+                call_unlink(c, k);
+                call_destroy(k);
+        }
+        c->done_head = c->done_tail = NULL;
+        c->pollfd = sn_close(c->pollfd);
+        c->efd = sn_close(c->efd);
+}
+
+/* Creates efd and pollfd on first use; conn->lock held. */
+static int poll_setup(sn_conn_t *c)
+{
+        struct epoll_event ev = { .events = EPOLLIN };
+
+        if (c->pollfd >= 0)
+                return 0;
+        c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->efd < 0)
+                return -errno;
+        c->pollfd = epoll_create1(EPOLL_CLOEXEC);
+        if (c->pollfd < 0 || epoll_ctl(c->pollfd, EPOLL_CTL_ADD, c->efd, &ev) < 0 ||
+            epoll_ctl(c->pollfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+                int r = -errno;
+
+                c->pollfd = sn_close(c->pollfd);
+                c->efd = sn_close(c->efd);
+                return r;
+        }
+        if (c->done_head)
+                efd_signal(c);
+        return 0;
+}
+
+SN_EXPORT int sn_conn_fd(sn_conn_t *c)
+{
+        int r = sn__conn_usable(c);
+
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&c->lock);
+        r = poll_setup(c);
+        if (r == 0)
+                r = c->pollfd;
+        pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
+SN_EXPORT int sn_conn_collect(sn_conn_t *c, sn_call_t **ret_call)
+{
+        struct sn_call *k;
+        int r;
+
+        if (!ret_call)
+                return -EINVAL;
+        *ret_call = NULL;
+        if (!c)
+                return -EINVAL;
+        r = sn__conn_usable(c);
+        if (r == -EBADFD)
+                return r; /* after fork(): not this process's connection */
+        r = sn__conn_pump(c);
+        pthread_mutex_lock(&c->lock);
+        k = c->done_head;
+        if (k) {
+                c->done_head = k->next_done;
+                if (!c->done_head)
+                        c->done_tail = NULL;
+                k->collected = true;
+        }
+        if (!c->done_head)
+                efd_drain(c);
+        pthread_mutex_unlock(&c->lock);
+        if (k) {
+                *ret_call = k;
+                return 1;
+        }
+        return r < 0 ? r : 0;
+}
+
+SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uint32_t nregs,
+                             uint32_t max_entries, uint32_t timeout_ms, uint32_t waiter,
+                             void *user, sn_call_t **ret_call)
+{
+        const size_t isz = SN_WIRE_SIZE_registration;
+        const size_t fixed = SN_HEADER_SIZE + SN_WIRE_SIZE_process;
+        struct sn_call *k;
+        sn_conn_t *c;
+        uint32_t per_msg;
+        uint8_t *buf;
+        int r;
+
+        if (!port || !ret_call || (nregs && !regs) || (!max_entries && timeout_ms) ||
+            (waiter != 0 && waiter < SN_WAITER_MIN))
+                return -EINVAL;
+        c = port->conn;
+        r = sn__conn_usable(c);
+        if (r < 0)
+                return r;
+        k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        k->conn = c;
+        k->user = user;
+        k->port = port->id;
+        k->nregs = nregs;
+        if (nregs) {
+                k->regs = malloc((size_t)nregs * sizeof(*k->regs));
+                k->sent_idx = malloc((size_t)nregs * sizeof(*k->sent_idx));
+                k->ident = malloc((size_t)nregs * sizeof(*k->ident));
+                if (!k->regs || !k->sent_idx || !k->ident)
+                        goto nomem;
+                memcpy(k->regs, regs, (size_t)nregs * sizeof(*k->regs));
+        }
+        for (uint32_t i = 0; i < nregs; i++) {
+                sn_registration_t *g = &k->regs[i];
+                struct stat st;
+
+                g->result = 0;
+                if (g->op == SN_OP_NONE)
+                        continue;
+                if (g->fd < 0 || fstat(g->fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                        g->result = -ENOTSOCK;
+                        continue;
+                }
+                k->ident[k->nsent][0] = st.st_dev;
+                k->ident[k->nsent][1] = st.st_ino;
+                k->sent_idx[k->nsent++] = i;
+        }
+        if (k->nsent > (c->limits.max_message - 52) / 4) {
+                /* More than one daemon call takes (its reply holds a result for each). */
+                call_destroy(k);
+                return -E2BIG;
+        }
+        if (max_entries) {
+                size_t room = c->limits.max_message -
+                              sn_msg_size(SN_MSG_PROCESS_REPLY, k->nsent, 0);
+
+                max_entries = (uint32_t)SN_MIN((size_t)max_entries, room / SN_WIRE_SIZE_entry);
+                if (!max_entries) {
+                        call_destroy(k);
+                        return -E2BIG;
+                }
+                k->entries = malloc((size_t)max_entries * sizeof(*k->entries));
+                if (!k->entries)
+                        goto nomem;
+        }
+        k->max_entries = max_entries;
+        if (max_entries && !waiter)
+                waiter = sn__thread_id(c);
+
+        per_msg = (uint32_t)((c->limits.max_message - fixed) / isz);
+        buf = sn__msgbuf(fixed + (size_t)SN_MIN(per_msg, k->nsent) * isz);
+        if (!buf)
+                goto nomem;
+
+        pthread_mutex_lock(&c->send_lock);
+        sn__pending_add(c, &k->pend, SN_MSG_PROCESS_REPLY, call_reply, NULL);
+        pthread_mutex_lock(&c->lock);
+        k->pend.async = true;
+        k->sent = true;
+        k->next = c->calls;
+        if (c->calls)
+                c->calls->prev = k;
+        c->calls = k;
+        pthread_mutex_unlock(&c->lock);
+        r = 0;
+        for (uint32_t first = 0;;) {
+                int fds[SN_PROTO_MAX_FDS];
+                uint32_t n = 0, nfds = 0;
+                uint8_t *p = buf + fixed;
+                bool last;
+
+                while (first + n < k->nsent && n < per_msg) {
+                        const sn_registration_t *g = &k->regs[k->sent_idx[first + n]];
+                        struct snw_registration it = {
+                                .key = g->key,
+                                .dev = k->ident[first + n][0],
+                                .ino = k->ident[first + n][1],
+                                .filter = g->filter,
+                                .op = g->op,
+                                .trigger = g->trigger,
+                                .fd_index = SN_PROTO_NO_FD,
+                                .client_fd = (uint32_t)g->fd,
+                        };
+
+                        if (g->op == SN_OP_ENABLE) {
+                                if (nfds == c->limits.max_fds)
+                                        break;
+                                it.fd_index = nfds;
+                                fds[nfds++] = g->fd;
+                        }
+                        p = snw_registration_encode(p, &it);
+                        n++;
+                }
+                last = first + n == k->nsent;
+                struct snw_process body = {
+                        .port = k->port,
+                        .timeout_ms = timeout_ms,
+                        .max_entries = max_entries,
+                        .flags = last ? 0 : SN_PROTO_PROCESS_PART,
+                        .thread = waiter,
+                };
+                snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, k->pend.id, 0,
+                                                (uint16_t)nfds, n, 0),
+                                   &body);
+                r = sn__send(c, buf, (size_t)(p - buf), fds, nfds);
+                if (r < 0 || last)
+                        break;
+                first += n;
+        }
+        pthread_mutex_unlock(&c->send_lock);
+        if (r < 0) {
+                /* A part may have gone out: the connection can no longer be trusted. */
+                pthread_mutex_lock(&c->lock);
+                for (struct sn_pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
+                        if (*pp == &k->pend) {
+                                *pp = k->pend.next;
+                                break;
+                        }
+                }
+                call_unlink(c, k);
+                c->broken = true;
+                sn__async_lost(c);
+                pthread_mutex_unlock(&c->lock);
+                call_destroy(k);
+                return -ECONNRESET;
+        }
+        *ret_call = k;
+        return 0;
+nomem:
+        call_destroy(k);
+        return -ENOMEM;
+}
+
+SN_EXPORT int sn_call_result(const sn_call_t *k, const sn_entry_t **ret_entries,
+                             const sn_registration_t **ret_regs)
+{
+        if (!k || !k->collected)
+                return -EINVAL;
+        if (ret_entries)
+                *ret_entries = k->entries;
+        if (ret_regs)
+                *ret_regs = k->regs;
+        return k->result;
+}
+
+SN_EXPORT void *sn_call_user(const sn_call_t *k)
+{
+        return k ? k->user : NULL;
+}
+
+SN_EXPORT sn_call_t *sn_call_free(sn_call_t *k)
+{
+        sn_conn_t *c;
+
+        if (!k)
+                return NULL;
+        c = k->conn;
+        pthread_mutex_lock(&c->lock);
+        if (!k->completed) {
+                k->abandoned = true; /* freed when its reply comes */
+                pthread_mutex_unlock(&c->lock);
+                return NULL;
+        }
+        if (!k->collected) {
+                /* Completed but still on the done list: take it off. */
+                struct sn_call *prev = NULL;
+
+                for (struct sn_call *q = c->done_head; q; prev = q, q = q->next_done) {
+                        if (q != k)
+                                continue;
+                        if (prev)
+                                prev->next_done = q->next_done;
+                        else
+                                c->done_head = q->next_done;
+                        if (c->done_tail == q)
+                                c->done_tail = prev;
+                        break;
+                }
+                if (!c->done_head)
+                        efd_drain(c);
+        }
+        call_unlink(c, k);
+        pthread_mutex_unlock(&c->lock);
+        call_destroy(k);
+        return NULL;
+}
+
+SN_EXPORT int sn_conn_waiter_exit(sn_conn_t *c, uint32_t waiter)
+{
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_thread];
+        struct snw_thread body = { .thread = waiter };
+        int r = sn__conn_usable(c);
+
+        if (r < 0)
+                return r;
+        if (waiter < SN_WAITER_MIN)
+                return -EINVAL;
+        /* Fire and forget, as the thread-exit handler does: id 0 is never a request's, so the
+         * acknowledgement is dropped by whoever reads it, and no caller ever blocks here. */
+        snw_thread_encode(sn_msg_begin(buf, SN_MSG_THREAD_EXIT, 0, 0, 0, 0, 0), &body);
+        pthread_mutex_lock(&c->send_lock);
+        r = sn__send(c, buf, sizeof(buf), NULL, 0);
+        pthread_mutex_unlock(&c->send_lock);
+        return r == -EPIPE ? -ECONNRESET : r;
+}

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * test-async.c - submitted calls and the pollable descriptor (sn_port_submit, sn_conn_fd,
+ * sn_conn_collect, sn_call_*, sn_conn_waiter_exit) against a real socknotifyd: readiness of the
+ * descriptor, results identical to the synchronous call, caller-chosen waiter identities under
+ * the concurrency limit, a blocking thread reading an event loop's replies, many calls in
+ * flight, abandoned calls, and the daemon going away.  Each test starts its own daemon and
+ * ends by checking its descriptor count and clean exit.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "socknotify.h"
+#include "tests/helpers/daemon.h"
+
+static struct test_daemon D;
+static sn_conn_t *C;
+static sn_port_t *P;
+static int baseline;
+
+static void setup(void)
+{
+        test_daemon_start(&D, NULL);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(sn_conn_open(D.path, &C), 0);
+        ck_assert_int_eq(sn_port_create(C, 1, &P), 0);
+}
+
+static void teardown(void)
+{
+        if (P)
+                sn_port_close(P);
+        P = NULL;
+        C = sn_conn_close(C);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 2000), baseline);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+
+static bool readable(int fd, int timeout_ms)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
+/* Waits (poll on the connection's descriptor) for the next completed call. */
+static sn_call_t *next_call(int timeout_ms)
+{
+        long long end = now_ms() + timeout_ms;
+        int fd = sn_conn_fd(C);
+        sn_call_t *k = NULL;
+
+        ck_assert_int_ge(fd, 0);
+        for (;;) {
+                int r = sn_conn_collect(C, &k);
+
+                ck_assert_int_ge(r, 0);
+                if (r == 1)
+                        return k;
+                if (now_ms() >= end)
+                        return NULL;
+                readable(fd, (int)(end - now_ms()));
+        }
+}
+
+START_TEST(test_timeout_and_post)
+{
+        int fd = sn_conn_fd(C);
+        const sn_entry_t *e;
+        sn_call_t *k, *got;
+        int marker;
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(sn_conn_fd(C), fd); /* the same descriptor every time */
+        ck_assert(!readable(fd, 0));
+        ck_assert_int_eq(sn_conn_collect(C, &got), 0);
+
+        /* A poll that finds nothing: the descriptor becomes readable with -ETIMEDOUT. */
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 4, 0, 0, &marker, &k), 0);
+        got = next_call(5000);
+        ck_assert_ptr_eq(got, k);
+        ck_assert_ptr_eq(sn_call_user(got), &marker);
+        ck_assert_int_eq(sn_call_result(got, &e, NULL), -ETIMEDOUT);
+        sn_call_free(got);
+        ck_assert_int_eq(sn_conn_collect(C, &got), 0);
+        ck_assert(!readable(fd, 0));
+
+        /* A wait without limit: not readable until a packet is posted. */
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 4, SN_INFINITE, SN_WAITER_MIN, NULL, &k), 0);
+        ck_assert_int_eq(sn_call_result(k, &e, NULL), -EINVAL); /* not collected yet */
+        ck_assert_ptr_null(next_call(200));
+        ck_assert_int_eq(sn_port_post(P, 0x1234567890ull, 77, 0xfeedull), 0);
+        got = next_call(5000);
+        ck_assert_ptr_eq(got, k);
+        ck_assert_int_eq(sn_call_result(got, &e, NULL), 1);
+        ck_assert_uint_eq(e[0].key, 0x1234567890ull);
+        ck_assert_uint_eq(e[0].events, 77);
+        ck_assert_uint_eq(e[0].overlapped, 0xfeedull);
+        ck_assert_uint_eq(e[0].kind, SN_ENTRY_POSTED);
+        sn_call_free(got);
+        ck_assert_int_eq(sn_conn_waiter_exit(C, SN_WAITER_MIN), 0);
+}
+END_TEST
+
+START_TEST(test_invalid)
+{
+        sn_call_t *k = NULL;
+
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 0, 10, 0, NULL, &k), -EINVAL);
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, 0, 5, NULL, &k), -EINVAL);
+        ck_assert_int_eq(sn_port_submit(P, NULL, 1, 1, 0, 0, NULL, &k), -EINVAL);
+        ck_assert_int_eq(sn_port_submit(NULL, NULL, 0, 1, 0, 0, NULL, &k), -EINVAL);
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, 0, 0, NULL, NULL), -EINVAL);
+        {
+                sn_limits_t lim;
+                uint32_t n;
+                sn_registration_t *many;
+                int a, b;
+
+                /* More registrations than one daemon call takes: refused before sending. */
+                ck_assert_int_eq(sn_conn_limits(C, &lim), 0);
+                n = (lim.max_message - 52) / 4 + 1;
+                tcp_pair(&a, &b);
+                many = calloc(n, sizeof(*many));
+                ck_assert_ptr_nonnull(many);
+                for (uint32_t i = 0; i < n; i++)
+                        many[i] = (sn_registration_t){ .fd = a, .op = SN_OP_DISABLE };
+                ck_assert_int_eq(sn_port_submit(P, many, n, 0, 0, 0, NULL, &k), -E2BIG);
+                free(many);
+                close(a);
+                close(b);
+        }
+        ck_assert_ptr_null(k);
+        ck_assert_int_eq(sn_conn_collect(C, NULL), -EINVAL);
+        ck_assert_int_eq(sn_conn_waiter_exit(C, 7), -EINVAL);
+        ck_assert_int_eq(sn_conn_fd(NULL), -EINVAL);
+        ck_assert_int_eq(sn_call_result(NULL, NULL, NULL), -EINVAL);
+        ck_assert_ptr_null(sn_call_user(NULL));
+        ck_assert_ptr_null(sn_call_free(NULL));
+}
+END_TEST
+
+START_TEST(test_registrations)
+{
+        sn_registration_t regs[3];
+        const sn_registration_t *res;
+        const sn_entry_t *e;
+        int cli, srv, pipefd[2];
+        sn_call_t *k;
+        char c = 'x';
+
+        tcp_pair(&cli, &srv);
+        ck_assert_int_eq(pipe(pipefd), 0);
+        ck_assert_int_eq(send(cli, &c, 1, 0), 1);
+        regs[0] = (sn_registration_t){ .fd = srv, .key = 42, .filter = SN_REGISTER_EVENT_IN,
+                                        .op = SN_OP_ENABLE, .trigger = SN_TRIGGER_LEVEL };
+        regs[1] = (sn_registration_t){ .fd = pipefd[0], .key = 43, .filter = SN_REGISTER_EVENT_IN,
+                                        .op = SN_OP_ENABLE, .trigger = SN_TRIGGER_LEVEL };
+        regs[2] = (sn_registration_t){ .fd = cli, .op = SN_OP_REMOVE };
+        /* Registration and dequeue in one call, as ProcessSocketNotifications. */
+        ck_assert_int_eq(sn_port_submit(P, regs, 3, 8, 5000, 0, NULL, &k), 0);
+        ck_assert_ptr_eq(next_call(5000), k);
+        ck_assert_int_eq(sn_call_result(k, &e, &res), 1);
+        ck_assert_int_eq(res[0].result, 0);
+        ck_assert_int_eq(res[1].result, -ENOTSOCK);
+        ck_assert_int_eq(res[2].result, -ENOENT);
+        ck_assert_int_eq(regs[0].result, 0); /* the caller's array is not written */
+        ck_assert_uint_eq(e[0].key, 42);
+        ck_assert_uint_eq(e[0].events, SN_EVENT_IN);
+        sn_call_free(k);
+        ck_assert_int_eq(recv(srv, &c, 1, 0), 1); /* unread data would make the close a reset */
+        /* The library learned the registration: sn_socket_close drops the daemon's copy, so
+         * the peer sees the close. */
+        ck_assert_int_eq(sn_socket_close(C, srv), 0);
+        ck_assert(peer_closed(cli, 5000));
+        close(cli);
+        close(pipefd[0]);
+        close(pipefd[1]);
+}
+END_TEST
+
+START_TEST(test_waiter_identities)
+{
+        const uint32_t A = SN_WAITER_MIN + 1, B = SN_WAITER_MIN + 2;
+        const sn_entry_t *e;
+        sn_call_t *k;
+
+        /* Two waiters of one OS thread count as two under concurrency 1. */
+        ck_assert_int_eq(sn_port_post(P, 1, 0, 0), 0);
+        ck_assert_int_eq(sn_port_post(P, 2, 0, 0), 0);
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, 0, A, NULL, &k), 0);
+        ck_assert_ptr_eq(next_call(5000), k);
+        ck_assert_int_eq(sn_call_result(k, &e, NULL), 1);
+        ck_assert_uint_eq(e[0].key, 1);
+        sn_call_free(k);
+        /* A runs: B gets nothing although a packet is queued. */
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, 0, B, NULL, &k), 0);
+        ck_assert_ptr_eq(next_call(5000), k);
+        ck_assert_int_eq(sn_call_result(k, NULL, NULL), -ETIMEDOUT);
+        sn_call_free(k);
+        /* B parks; A's end lets it run. */
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE, B, NULL, &k), 0);
+        ck_assert_ptr_null(next_call(200));
+        ck_assert_int_eq(sn_conn_waiter_exit(C, A), 0);
+        ck_assert_ptr_eq(next_call(5000), k);
+        ck_assert_int_eq(sn_call_result(k, &e, NULL), 1);
+        ck_assert_uint_eq(e[0].key, 2);
+        sn_call_free(k);
+        ck_assert_int_eq(sn_conn_waiter_exit(C, B), 0);
+}
+END_TEST
+
+struct blocker {
+        sn_port_t *port;
+        int r;
+        sn_entry_t e;
+};
+
+static void *blocking_dequeue(void *arg)
+{
+        struct blocker *b = arg;
+
+        b->r = sn_port_dequeue(b->port, &b->e, 1, 10000);
+        return NULL;
+}
+
+START_TEST(test_blocking_thread_reads_for_the_loop)
+{
+        struct blocker b = { 0 };
+        sn_port_t *P2;
+        pthread_t t;
+        sn_call_t *k;
+        const sn_entry_t *e;
+
+        ck_assert_int_eq(sn_port_create(C, 1, &P2), 0);
+        b.port = P2;
+        ck_assert_int_eq(pthread_create(&t, NULL, blocking_dequeue, &b), 0);
+        usleep(100000); /* the thread now reads the connection, blocked */
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, 10000, SN_WAITER_MIN, NULL, &k), 0);
+        usleep(50000);
+        ck_assert_int_eq(sn_port_post(P, 9, 0, 0), 0);
+        ck_assert_ptr_eq(next_call(5000), k);
+        ck_assert_int_eq(sn_call_result(k, &e, NULL), 1);
+        ck_assert_uint_eq(e[0].key, 9);
+        sn_call_free(k);
+        ck_assert_int_eq(sn_port_post(P2, 10, 0, 0), 0);
+        pthread_join(t, NULL);
+        ck_assert_int_eq(b.r, 1);
+        ck_assert_uint_eq(b.e.key, 10);
+        sn_port_close(P2);
+}
+END_TEST
+
+START_TEST(test_many_in_flight)
+{
+        enum { N = 200 };
+        sn_call_t *k[N];
+        bool seen[N] = { false };
+        sn_port_t *Pn;
+
+        ck_assert_int_eq(sn_port_create(C, N, &Pn), 0);
+        for (int i = 0; i < N; i++)
+                ck_assert_int_eq(sn_port_submit(Pn, NULL, 0, 1, 20000, SN_WAITER_MIN + (uint32_t)i,
+                                                (void *)(intptr_t)i, &k[i]),
+                                 0);
+        for (int i = 0; i < N; i++)
+                ck_assert_int_eq(sn_port_post(Pn, (uint64_t)i, 0, 0), 0);
+        for (int n = 0; n < N; n++) {
+                sn_call_t *got = next_call(10000);
+                const sn_entry_t *e;
+                int idx;
+
+                ck_assert_ptr_nonnull(got);
+                idx = (int)(intptr_t)sn_call_user(got);
+                ck_assert_ptr_eq(got, k[idx]);
+                ck_assert(!seen[idx]);
+                seen[idx] = true;
+                ck_assert_int_eq(sn_call_result(got, &e, NULL), 1);
+                ck_assert_uint_lt(e[0].key, N);
+                sn_call_free(got);
+        }
+        ck_assert_ptr_null(next_call(100));
+        sn_port_close(Pn);
+}
+END_TEST
+
+START_TEST(test_abandoned_and_closed)
+{
+        sn_call_t *k, *k2, *k3;
+
+        /* Freed before its reply: freed when the reply comes, never handed out. */
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE, SN_WAITER_MIN, NULL, &k), 0);
+        ck_assert_ptr_null(sn_call_free(k));
+        ck_assert_int_eq(sn_port_post(P, 1, 0, 0), 0);
+        ck_assert_ptr_null(next_call(300));
+        /* Port closed under a waiting call: -ECANCELED. */
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE, SN_WAITER_MIN + 1, NULL, &k2),
+                         0);
+        usleep(50000);
+        ck_assert_int_eq(sn_port_close(P), 0);
+        P = NULL;
+        ck_assert_ptr_eq(next_call(5000), k2);
+        ck_assert_int_eq(sn_call_result(k2, NULL, NULL), -ECANCELED);
+        sn_call_free(k2);
+        /* Calls still outstanding at sn_conn_close() are freed by it (ASan/valgrind check). */
+        ck_assert_int_eq(sn_port_create(C, 1, &P), 0);
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE, SN_WAITER_MIN + 2, NULL, &k3),
+                         0);
+        (void)k3;
+}
+END_TEST
+
+START_TEST(test_daemon_goes_away)
+{
+        sn_call_t *k, *got;
+        int r;
+
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE, SN_WAITER_MIN, NULL, &k), 0);
+        usleep(50000);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        ck_assert(readable(sn_conn_fd(C) >= 0 ? sn_conn_fd(C) : -1, 5000));
+        got = next_call(5000);
+        ck_assert_ptr_eq(got, k);
+        r = sn_call_result(got, NULL, NULL);
+        ck_assert_msg(r == -ESHUTDOWN || r == -ECONNRESET, "result %d", r);
+        sn_call_free(got);
+        /* Once lost, later calls fail at once. */
+        ck_assert_int_eq(sn_conn_collect(C, &got), -ECONNRESET);
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, 0, 0, NULL, &k), -ECONNRESET);
+        /* teardown checks nothing more of this daemon. */
+        sn_port_close(P);
+        P = NULL;
+        C = sn_conn_close(C);
+        test_daemon_start(&D, NULL);
+        baseline = test_daemon_fds(&D);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("async");
+        TCase *tc = tcase_create("submitted-calls");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_timeout_and_post);
+        tcase_add_test(tc, test_invalid);
+        tcase_add_test(tc, test_registrations);
+        tcase_add_test(tc, test_waiter_identities);
+        tcase_add_test(tc, test_blocking_thread_reads_for_the_loop);
+        tcase_add_test(tc, test_many_in_flight);
+        tcase_add_test(tc, test_abandoned_and_closed);
+        tcase_add_test(tc, test_daemon_goes_away);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
