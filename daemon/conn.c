@@ -473,6 +473,11 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
                 violation(c, h->id, EPROTO, "second HELLO");
                 return;
         }
+        if (in.flags) {
+                violation(c, h->id, EINVAL, "HELLO with flags");
+                conn_kill(c, "failed handshake");
+                return;
+        }
         if (in.magic != SN_PROTO_MAGIC || in.version_min > SN_PROTO_VERSION ||
             in.version_max < SN_PROTO_VERSION) {
                 violation(c, h->id, EPROTONOSUPPORT, "no common protocol version");
@@ -729,6 +734,16 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         return 0;
 }
 
+/* A part of call id failed and was answered: when more parts follow (PART), they are dropped
+ * up to the last one, so the call gets exactly one reply and nothing of it is applied. */
+static void discard_rest(struct conn *c, uint32_t id, uint32_t flags)
+{
+        if (flags & SN_PROTO_PROCESS_PART) {
+                c->discarding = true;
+                c->discard_id = id;
+        }
+}
+
 static void handle_process(struct conn *c, const struct snw_header *h, const uint8_t *buf,
                            const struct sn_msg_desc *d, int *fds, uint32_t nfds)
 {
@@ -743,21 +758,32 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
         size_t room;
 
         snw_process_decode(sn_msg_body(buf), &in);
+        if (c->discarding && h->id == c->discard_id) {
+                /* The rest of a call already answered with its failure: read, its descriptors
+                 * closed, never applied nor answered again. */
+                sn__fds_close(fds, nfds);
+                if (!(in.flags & SN_PROTO_PROCESS_PART))
+                        c->discarding = false;
+                return;
+        }
         if (!fds_consistent(items, nitems, nfds)) {
                 sn__fds_close(fds, nfds);
                 if (st->active && st->id == h->id)
                         stage_reset(c);
+                discard_rest(c, h->id, in.flags);
                 violation(c, h->id, EBADMSG, "fds attached do not match the registrations");
                 return;
         }
         if (st->active && st->id != h->id) {
                 sn__fds_close(fds, nfds);
+                discard_rest(c, h->id, in.flags);
                 violation(c, h->id, EBUSY, "interleaved multi-part PROCESS calls");
                 return;
         }
         if (in.flags & ~SN_PROTO_PROCESS_PART) {
                 sn__fds_close(fds, nfds);
                 stage_reset(c);
+                discard_rest(c, h->id, in.flags);
                 reply_simple(c, SN_MSG_PROCESS_REPLY, h->id, EINVAL);
                 return;
         }

@@ -342,6 +342,8 @@ struct conn {
         struct sn_list outq;
         size_t outq_bytes;        /* real allocation held by outq, counted against limits */
         uint32_t violations;      /* protocol violations, for the per-connection log limit */
+        bool discarding;          /* dropping the remaining parts of call discard_id */
+        uint32_t discard_id;
         struct event hello_timer; /* handshake timeout, armed until HELLO */
         struct timespec started;  /* CLOCK_MONOTONIC at accept (or restore) */
         struct sn_list dead_link; /* in server->dead */

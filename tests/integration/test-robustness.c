@@ -87,6 +87,16 @@ START_TEST(test_handshake_required)
         expect_reply(fd, SN_MSG_ERROR, 6, EPROTONOSUPPORT);
         ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), 0);
         close(fd);
+
+        /* A HELLO whose flags are not 0. */
+        hello = (struct snw_hello){ .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 1,
+                                    .flags = 4 };
+        fd = raw_connect(D.path);
+        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 7, 0, 0, 0, 0), &hello);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 7, EINVAL);
+        ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), 0);
+        close(fd);
 }
 END_TEST
 

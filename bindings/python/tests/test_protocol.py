@@ -186,9 +186,6 @@ def test_items_per_call_limit(conn, pair):
         assert conn.status()["protocol"] == 1  # the connection goes on
 
 
-@pytest.mark.xfail(strict=True, reason="daemon: after a part fails, the remaining parts of that "
-                   "id start a new call (a second reply, and the last items applied); see "
-                   "PROTOCOL.md section 5, Parts")
 def test_failed_part_poisons_the_rest_of_its_call(raw, pair):
     """What a client sending parts back to back needs: one reply for the call, nothing applied."""
     a, _ = pair
