@@ -260,7 +260,8 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
               uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n);
 /* Whether a caller may take entries now (fewer than concurrency threads running). */
 bool port_may_run(const struct port *port);
-/* Entries were handed to (conn, thread): it now runs on port. */
+/* Entries were handed to (conn, thread): it now runs on port.  A connection has at most
+ * max_waits threads recorded as running; beyond that they are not counted. */
 void port_mark_running(struct port *port, struct conn *conn, uint32_t thread);
 /* Answers a wait with status and no entries, and frees it. */
 void wait_cancel(struct wait *w, uint32_t status);
@@ -329,6 +330,7 @@ struct conn {
         uint32_t nports;
         struct sn_list regs;      /* registrations this connection made */
         struct sn_list runners;   /* struct runner */
+        uint32_t nrunners;        /* at most max_waits (port_mark_running) */
         struct sn_list waits;
         uint32_t nwaits;
         struct stage stage;

@@ -208,11 +208,14 @@ void port_close_handle(struct handle *h, uint32_t status)
                 port_free(p, status);
                 return;
         }
-        /* Others still hold the port: only this connection's waits end. */
-        sn_list_foreach_safe(pos, tmp, &p->waiters) {
-                struct wait *w = sn_list_entry(pos, struct wait, port_link);
+        /* Others still hold the port: only this connection's waits end.  Walked on the
+         * connection's list, not the port's: a cancellation's send may kill the connection,
+         * which takes its other waits off the port (the next element of a walk there) but
+         * never off the connection, and wait_cancel() frees only the wait it answers. */
+        sn_list_foreach_safe(pos, tmp, &conn->waits) {
+                struct wait *w = sn_list_entry(pos, struct wait, conn_link);
 
-                if (w->conn == conn)
+                if (w->port == p && !w->detached)
                         wait_cancel(w, status);
         }
         sn_list_foreach_safe(pos, tmp, &p->runners) {
@@ -266,11 +269,19 @@ void port_mark_running(struct port *port, struct conn *conn, uint32_t thread)
         struct runner *r;
         struct sn_list *pos, *tmp;
 
-        sn_list_foreach_safe(pos, tmp, &port->runners) {
-                r = sn_list_entry(pos, struct runner, port_link);
-                if (r->conn == conn && r->thread == thread)
+        /* Looked up on the connection, whose list is bounded below; the port's list grows
+         * with every connection holding the port. */
+        sn_list_foreach_safe(pos, tmp, &conn->runners) {
+                r = sn_list_entry(pos, struct runner, conn_link);
+                if (r->port == port && r->thread == thread)
                         return;
         }
+        /* Thread ids are the client's numbers and concurrency can be 2^32-1: a connection
+         * running more threads than it may park calls (max-waits) has the rest not recorded,
+         * as when out of memory, so what it makes the daemon hold and scan stays bounded.
+         * Only its own ports (per user) run more threads than asked. */
+        if (conn->nrunners >= conn->srv->limits.max_waits)
+                return;
         r = calloc(1, sizeof(*r));
         if (!r)
                 return; /* it then simply does not count: never blocks anyone */
@@ -279,6 +290,7 @@ void port_mark_running(struct port *port, struct conn *conn, uint32_t thread)
         r->thread = thread;
         sn_list_add_tail(&port->runners, &r->port_link);
         sn_list_add_tail(&conn->runners, &r->conn_link);
+        conn->nrunners++;
         port->nrunning++;
 }
 
@@ -286,6 +298,7 @@ void runner_free(struct runner *r)
 {
         sn_list_del(&r->port_link);
         sn_list_del(&r->conn_link);
+        r->conn->nrunners--;
         r->port->nrunning--;
         free(r);
 }
