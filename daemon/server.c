@@ -220,6 +220,35 @@ static int listen_on_path(struct server *srv, uint32_t mode, const char *group)
 
 static const int ignored_signals[] = { SIGHUP, SIGUSR1, SIGUSR2, SIGALRM };
 
+/*
+ * A SOCK_SEQPACKET message larger than its sender's buffer less 32 bytes cannot be sent at all
+ * (EMSGSIZE), and a new Unix socket's buffer is net.core.wmem_default: a max_message above it
+ * would make the daemon's larger replies, and clients' larger requests, fail and end their
+ * connection.  Such a max_message is lowered to what a socket carries (and announced so).
+ */
+static void clamp_max_message(struct limits *l)
+{
+        int sp[2], sndbuf = 0;
+        socklen_t len = sizeof(sndbuf);
+        uint32_t carry;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return;
+        if (getsockopt(sp[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) < 0)
+                sndbuf = 0;
+        close(sp[0]);
+        close(sp[1]);
+        if (sndbuf < 4096 + 32)
+                return; /* never below the smallest max_message */
+        carry = ((uint32_t)sndbuf - 32) & ~(uint32_t)7;
+        if (l->max_message > carry) {
+                log_warning("--max-message=%u exceeds what a socket carries "
+                            "(net.core.wmem_default %d); using %u",
+                            (unsigned)l->max_message, sndbuf, (unsigned)carry);
+                l->max_message = carry;
+        }
+}
+
 int server_new(const struct server_options *opt, struct server **ret_srv)
 {
         struct event_config *cfg;
@@ -235,6 +264,7 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->violation_log = (struct sn_ratelimit)SN_RATELIMIT_INIT(5000, 50);
         srv->limits = opt->limits;
         srv->trace = opt->trace;
+        clamp_max_message(&srv->limits);
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);
         sn_list_init(&srv->users);

@@ -365,6 +365,54 @@ START_TEST(test_own_connection_in_flight)
 }
 END_TEST
 
+/* Sends a call of total identity-only NONE items in parts of at most 4000 items. */
+static void send_none_call(int fd, uint32_t id, uint32_t port, uint32_t total)
+{
+        while (total) {
+                uint32_t n = total > 4000 ? 4000 : total;
+                size_t len = sn_msg_size(SN_MSG_PROCESS, n, 0);
+                uint8_t *buf = calloc(1, len), *p;
+                struct snw_process body = { .port = port,
+                                            .flags = total > n ? SN_PROTO_PROCESS_PART : 0 };
+
+                ck_assert_ptr_nonnull(buf);
+                p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, 0, n, 0), &body);
+                for (uint32_t i = 0; i < n; i++) {
+                        struct snw_registration r = { .op = SN_OP_NONE,
+                                                      .fd_index = SN_PROTO_NO_FD };
+                        p = snw_registration_encode(p, &r);
+                }
+                raw_send(fd, buf, len, NULL, 0);
+                free(buf);
+                total -= n;
+        }
+}
+
+/*
+ * --max-message accepts up to 1 MiB, but a SOCK_SEQPACKET message larger than the sender's
+ * SO_SNDBUF (net.core.wmem_default, 212,992 bytes on most systems) fails with EMSGSIZE, and the
+ * daemon never sizes its sockets' buffers: a reply above that size kills the connection
+ * ("sending failed"), so a call the daemon announced it takes ends in a lost connection.
+ */
+START_TEST(test_reply_larger_than_socket_buffer)
+{
+        const uint32_t items = 60000; /* a 240 KB reply, within max_call_items of 1 MiB */
+        int a;
+        uint32_t pa, r0;
+
+        start((const char *const[]){ "--max-message=1048576", NULL });
+        a = raw_hello(D.path);
+        pa = raw_port_create(a, 2, NULL);
+        send_none_call(a, 3, pa, items);
+        /* Either the whole reply, or a refusal with a status: never a lost connection. */
+        uint32_t st = recv_process(a, 3, &r0, NULL);
+        ck_assert(st == 0 || st == E2BIG);
+        status_works(a, 4);
+        close(a);
+        finish();
+}
+END_TEST
+
 /* Daemon CPU time (user + system) in clock ticks. */
 static long daemon_cpu_ticks(void)
 {
@@ -455,6 +503,7 @@ int main(void)
         tcase_add_test(tc, test_lingering_staged_fd_blocks_loop);
         tcase_add_test(tc, test_own_connection_in_flight);
         tcase_add_test(tc, test_runner_threads_unbounded);
+        tcase_add_test(tc, test_reply_larger_than_socket_buffer);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
