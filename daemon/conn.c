@@ -808,6 +808,7 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                 return;
         }
         if (!c->hello && h.type != SN_MSG_HELLO) {
+                sn__fds_close(fds, nfds); /* a PROCESS may carry some */
                 violation(c, h.id, EPROTO, "request before HELLO");
                 conn_kill(c, "request before HELLO");
                 return;

@@ -413,6 +413,31 @@ START_TEST(test_reply_larger_than_socket_buffer)
 }
 END_TEST
 
+/*
+ * Descriptors leaked outside any quota: a PROCESS sent before HELLO, with descriptors, passes
+ * the message checks and is refused as a request before HELLO without its descriptors being
+ * closed.  Every connection leaks up to 253, and connecting again is free: the daemon runs out.
+ */
+START_TEST(test_fds_before_hello)
+{
+        for (int round = 0; round < 4; round++) {
+                int fd, sp[2];
+
+                if (round == 0)
+                        start(NULL);
+                fd = raw_connect(D.path);
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+                send_enable(fd, 3, 1, sp[0], SN_REGISTER_EVENT_IN);
+                expect_reply(fd, SN_MSG_ERROR, 3, EPROTO);
+                ck_assert(peer_closed(fd, 2000));
+                close(fd);
+                close(sp[0]);
+                close(sp[1]);
+        }
+        finish();
+}
+END_TEST
+
 /* Daemon CPU time (user + system) in clock ticks. */
 static long daemon_cpu_ticks(void)
 {
@@ -504,6 +529,7 @@ int main(void)
         tcase_add_test(tc, test_own_connection_in_flight);
         tcase_add_test(tc, test_runner_threads_unbounded);
         tcase_add_test(tc, test_reply_larger_than_socket_buffer);
+        tcase_add_test(tc, test_fds_before_hello);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
