@@ -386,7 +386,8 @@ struct server {
         struct sn_list ports;
         struct sn_list users;
         struct sn_list dead;
-        uint32_t next_port_id;
+        uint32_t next_port_id;       /* ports created; ids are a keyed permutation of it */
+        uint32_t port_id_key[4];
         uint64_t next_conn_serial;
         uint32_t nports, nwaits;
         uint64_t nregs, nqueued;

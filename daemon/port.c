@@ -69,6 +69,25 @@ static struct port *port_by_name(struct server *srv, uid_t uid, const char *name
         return NULL;
 }
 
+/*
+ * Port ids are unique while the daemon runs but tell nothing of other users' ports: the n-th
+ * port created gets a keyed permutation of n (a four-round Feistel network on 16-bit halves,
+ * keys drawn at start), not n itself, whose gaps would count everyone's port creations.
+ */
+static uint32_t port_id_of(const struct server *srv, uint32_t n)
+{
+        uint16_t l = (uint16_t)(n >> 16), r = (uint16_t)n;
+
+        for (int i = 0; i < 4; i++) {
+                uint32_t f = (r ^ srv->port_id_key[i]) * 0x9e3779b1u;
+                uint16_t t = r;
+
+                r = (uint16_t)(l ^ (uint16_t)(f >> 16));
+                l = t;
+        }
+        return (uint32_t)l << 16 | r;
+}
+
 int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct port **ret_port)
 {
         struct server *srv = conn->srv;
@@ -124,9 +143,9 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
                 free(p);
                 return -ENOMEM;
         }
-        if (++srv->next_port_id == 0)
-                ++srv->next_port_id;
-        p->id = srv->next_port_id;
+        do
+                p->id = port_id_of(srv, ++srv->next_port_id);
+        while (!p->id);
         sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
         p->user->nports++;

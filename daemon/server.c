@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -270,6 +271,12 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         sn_list_init(&srv->users);
         sn_list_init(&srv->dead);
         clock_gettime(CLOCK_MONOTONIC, &srv->started);
+        if (getrandom(srv->port_id_key, sizeof(srv->port_id_key), 0) !=
+            (ssize_t)sizeof(srv->port_id_key)) {
+                /* Still unique ids; only their order is then guessable. */
+                srv->port_id_key[0] = (uint32_t)getpid() * 2654435761u;
+                srv->port_id_key[1] = (uint32_t)srv->started.tv_nsec;
+        }
         srv->path = strdup(opt->path);
         srv->evcap = 1024;
         srv->evbuf = calloc(srv->evcap, sizeof(*srv->evbuf));

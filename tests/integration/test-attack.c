@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -438,6 +439,47 @@ START_TEST(test_fds_before_hello)
 }
 END_TEST
 
+/*
+ * What one user learns of another's: port ids come from one daemon-wide counter, so the gap
+ * between two of a user's port ids counts the ports every other user created in between (how
+ * busy root's services are, when a service starts or restarts its ports).
+ */
+START_TEST(test_port_ids_tell_others_activity)
+{
+        int a, st;
+        uint32_t first, second;
+        pid_t pid;
+
+        if (geteuid() != 0) {
+                printf("SKIP: test_port_ids_tell_others_activity needs root\n");
+                return;
+        }
+        start((const char *const[]){ "--socket-mode=0666", NULL });
+        ck_assert_int_eq(chmod(D.dir, 0711), 0);
+        a = raw_hello(D.path);
+        first = raw_port_create(a, 2, NULL);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int b;
+
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(3);
+                b = raw_hello(D.path);
+                for (uint32_t i = 0; i < 5; i++)
+                        raw_port_create(b, 10 + i, NULL);
+                close(b);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        second = raw_port_create(a, 3, NULL);
+        ck_assert_uint_ne(second - first, 6);
+        close(a);
+        finish();
+}
+END_TEST
+
 /* Daemon CPU time (user + system) in clock ticks. */
 static long daemon_cpu_ticks(void)
 {
@@ -530,6 +572,7 @@ int main(void)
         tcase_add_test(tc, test_runner_threads_unbounded);
         tcase_add_test(tc, test_reply_larger_than_socket_buffer);
         tcase_add_test(tc, test_fds_before_hello);
+        tcase_add_test(tc, test_port_ids_tell_others_activity);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
