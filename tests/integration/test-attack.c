@@ -647,6 +647,84 @@ START_TEST(test_edge_enable_harvest_amplification)
 }
 END_TEST
 
+/* CONTROL (0x0a, JSON text) is built by hand: this file also builds against a codec without
+ * it.  Returns the reply's status, or -1 when the daemon does not know CONTROL. */
+static long control_call(int fd, uint32_t id, const char *json)
+{
+        uint8_t buf[65536];
+        size_t len = strlen(json);
+        struct snw_header h = { .size = (uint32_t)(SN_HEADER_SIZE + len), .type = 0x0a, .id = id,
+                                .count = (uint32_t)len };
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        int fds[SN_PROTO_MAX_FDS];
+        unsigned nfds;
+        ssize_t n;
+
+        snw_header_encode(buf, &h);
+        memcpy(buf + SN_HEADER_SIZE, json, len);
+        raw_send(fd, buf, SN_HEADER_SIZE + len, NULL, 0);
+        ck_assert_int_eq(poll(&pf, 1, 10000), 1);
+        n = sn__fdmsg_recv(fd, buf, sizeof(buf), fds, 0, &nfds, 0);
+        ck_assert_int_ge(n, SN_HEADER_SIZE);
+        snw_header_decode(buf, &h);
+        ck_assert_uint_eq(h.id, id);
+        if (h.type == SN_MSG_ERROR && h.status == EOPNOTSUPP)
+                return -1;
+        ck_assert_uint_eq(h.type, 0x8a);
+        return h.status;
+}
+
+/*
+ * CPU amplification in CONTROL listings (socknotifyctl): every request walks every object the
+ * caller may see and builds its JSON, with several syscalls each (the socket's addresses, the
+ * client's /proc comm), also for the items before "offset" and after the page is full.  Any
+ * user asks for the last page of its own registrations with a 60-byte request and the daemon
+ * describes all of them; paging through n items costs O(n^2).
+ */
+START_TEST(test_control_listing_amplification)
+{
+        int a, sp[2];
+        uint32_t pa, id = 10, r0;
+        long t0, skip, page;
+        char req[128];
+
+        start(NULL);
+        a = raw_hello(D.path);
+        if (control_call(a, 3, "{\"verb\":\"ports\"}") < 0) {
+                printf("SKIP: this daemon has no CONTROL request\n");
+                close(a);
+                finish();
+                return;
+        }
+        pa = raw_port_create(a, 4, NULL);
+        for (int i = 0; i < 3000; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), 0);
+                send_enable(a, id, pa, sp[1], SN_REGISTER_EVENT_IN);
+                ck_assert_uint_eq(recv_process(a, id++, &r0, NULL), 0);
+                ck_assert_uint_eq(r0, 0);
+                close(sp[0]);
+                close(sp[1]);
+        }
+        /* What walking them costs: a port filter that matches none of them. */
+        snprintf(req, sizeof(req), "{\"verb\":\"registrations\",\"port\":%u}", pa + 12345);
+        t0 = daemon_cpu_ticks();
+        for (int i = 0; i < 100; i++)
+                ck_assert_int_eq(control_call(a, id++, req), 0);
+        skip = daemon_cpu_ticks() - t0;
+        /* The last ten of them. */
+        snprintf(req, sizeof(req), "{\"verb\":\"registrations\",\"offset\":2990}");
+        t0 = daemon_cpu_ticks();
+        for (int i = 0; i < 100; i++)
+                ck_assert_int_eq(control_call(a, id++, req), 0);
+        page = daemon_cpu_ticks() - t0;
+        printf("CONTROL: 100 pages of 10 registrations at offset 2990: %ld ticks (walk: %ld)\n",
+               page, skip);
+        ck_assert_int_le(page, 4 * skip + sysconf(_SC_CLK_TCK) / 5);
+        close(a);
+        finish();
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("attack");
@@ -663,6 +741,7 @@ int main(void)
         tcase_add_test(tc, test_fds_before_hello);
         tcase_add_test(tc, test_port_ids_tell_others_activity);
         tcase_add_test(tc, test_edge_enable_harvest_amplification);
+        tcase_add_test(tc, test_control_listing_amplification);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
