@@ -76,7 +76,7 @@ void conn_refuse(struct server *srv, int fd, uint32_t status)
         for (int i = 0; i < 8; i++) {
                 ssize_t n = sn__fdmsg_recv(fd, buf, sizeof(buf), fds, 0, &nfds, MSG_DONTWAIT);
 
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 if (n == -EAGAIN || n == 0)
                         break;
         }
@@ -232,7 +232,7 @@ static void stage_reset(struct conn *c)
 
         c->user->nsockets -= st->held;
         c->user->nstaged -= st->nitems;
-        sn__fds_close(st->fds, st->nfds);
+        closer_close_all(st->fds, st->nfds);
         if (st->cap)
                 server_note_freed(c->srv, (size_t)st->cap * SN_WIRE_SIZE_registration);
         free(st->items);
@@ -676,11 +676,11 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
 
         /* The whole call's reply must fit one message: one result per item. */
         if (st->nitems + (uint64_t)n > call_max) {
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 return E2BIG;
         }
         if (c->user->nstaged + (uint64_t)n > srv->limits.max_staged_per_user && !srv->restoring) {
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 c->user->refused++;
                 server_log_refusal(srv, c, c->uid, "max-staged-per-user");
                 return EDQUOT;
@@ -688,7 +688,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         /* Staged descriptors are held too: they count against the user's quota. */
         if (c->user->nsockets + (uint64_t)nfds > srv->limits.max_sockets_per_user &&
             !srv->restoring) {
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 c->user->refused++;
                 server_log_refusal(srv, c, c->uid, "max-sockets-per-user");
                 return EDQUOT;
@@ -698,7 +698,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 uint8_t *ni = realloc(st->items, (size_t)cap * isz);
 
                 if (!ni) {
-                        sn__fds_close(fds, nfds);
+                        closer_close_all(fds, nfds);
                         return ENOMEM;
                 }
                 st->items = ni;
@@ -709,7 +709,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 int *nf = realloc(st->fds, (size_t)cap * sizeof(int));
 
                 if (!nf) {
-                        sn__fds_close(fds, nfds);
+                        closer_close_all(fds, nfds);
                         return ENOMEM;
                 }
                 st->fds = nf;
@@ -761,13 +761,13 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
         if (c->discarding && h->id == c->discard_id) {
                 /* The rest of a call already answered with its failure: read, its descriptors
                  * closed, never applied nor answered again. */
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 if (!(in.flags & SN_PROTO_PROCESS_PART))
                         c->discarding = false;
                 return;
         }
         if (!fds_consistent(items, nitems, nfds)) {
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 if (st->active && st->id == h->id)
                         stage_reset(c);
                 discard_rest(c, h->id, in.flags);
@@ -775,13 +775,13 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                 return;
         }
         if (st->active && st->id != h->id) {
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 discard_rest(c, h->id, in.flags);
                 violation(c, h->id, EBUSY, "interleaved multi-part PROCESS calls");
                 return;
         }
         if (in.flags & ~SN_PROTO_PROCESS_PART) {
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 stage_reset(c);
                 discard_rest(c, h->id, in.flags);
                 reply_simple(c, SN_MSG_PROCESS_REPLY, h->id, EINVAL);
@@ -797,7 +797,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                 }
                 /* After a failure the rest of the call is only read, never held. */
                 if (st->error) {
-                        sn__fds_close(fds, nfds);
+                        closer_close_all(fds, nfds);
                         err = 0;
                 } else {
                         err = stage_append(c, items, nitems, fds, nfds);
@@ -835,7 +835,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
         }
         if (status) {
                 /* Row 7: a failed call changes nothing. */
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 if (st->active)
                         st->nfds = 0, stage_reset(c);
                 conn_reply_process(c, h->id, status, NULL, 0, NULL, 0);
@@ -901,19 +901,22 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                 trace(c, "<-", buf, len);
         r = sn_msg_check(buf, len, &h, &d);
         if (r < 0) {
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 violation(c, len >= SN_HEADER_SIZE ? sn_get_u32(buf + 8) : 0, (uint32_t)-r,
                           r == -EOPNOTSUPP ? "unknown message type" : "malformed message");
                 return;
         }
+        if (nfds)
+                c->passed_fds = true;
         if (h.nfds != nfds || h.status || (nfds && h.type != SN_MSG_PROCESS)) {
-                sn__fds_close(fds, nfds);
+                closer_close_all(fds, nfds);
                 violation(c, h.id, EBADMSG,
                           h.status ? "nonzero status in a request"
                                    : "file descriptors missing or not expected");
                 return;
         }
         if (!c->hello && h.type != SN_MSG_HELLO) {
+                closer_close_all(fds, nfds); /* a PROCESS may carry some */
                 violation(c, h.id, EPROTO, "request before HELLO");
                 conn_kill(c, "request before HELLO");
                 return;
@@ -970,7 +973,7 @@ static void conn_read(struct conn *c)
                 if (n == 0 && nfds) {
                         /* A zero-length datagram, not the end of the stream: the end carries
                          * no descriptors.  What came with it is closed like any bad message. */
-                        sn__fds_close(fds, nfds);
+                        closer_close_all(fds, nfds);
                         violation(c, 0, EBADMSG, "empty message with file descriptors");
                         continue;
                 }
@@ -980,7 +983,7 @@ static void conn_read(struct conn *c)
                 }
                 if (n == -EMSGSIZE || n == -ETOOMANYREFS) {
                         /* SOCK_SEQPACKET keeps boundaries: the next message is still sound. */
-                        sn__fds_close(fds, nfds);
+                        closer_close_all(fds, nfds);
                         violation(c, n == -EMSGSIZE ? sn_get_u32(srv->rbuf + 8) : 0,
                                   (uint32_t)-n,
                                   n == -EMSGSIZE ? "message larger than the limit"

@@ -156,8 +156,8 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
 
 static json_t *port_object(const struct port *p)
 {
-        return json_pack("{s:i, s:s?, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "id", (int)p->id,
-                         "name", p->name, "uid", (json_int_t)p->uid, "handles", (int)p->nhandles,
+        return json_pack("{s:I, s:s?, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "id",
+                         (json_int_t)p->id, "name", p->name, "uid", (json_int_t)p->uid, "handles", (int)p->nhandles,
                          "concurrency", (int)p->concurrency, "running", (int)p->nrunning,
                          "registrations", (int)p->nregs, "queued", (int)p->nqueued,
                          "posted", (int)p->nposted, "waiters", (int)p->nwaiters);
@@ -187,7 +187,7 @@ static json_t *reg_object(const struct reg *g)
         snprintf(trigger, sizeof(trigger), "%s,%s",
                  g->trigger & SN_TRIGGER_EDGE ? "edge" : "level",
                  g->trigger & SN_TRIGGER_ONESHOT ? "oneshot" : "persistent");
-        return json_pack("{s:i, s:I, s:i, s:o, s:o, s:s, s:s, s:b}", "port", (int)g->port->id,
+        return json_pack("{s:I, s:I, s:i, s:o, s:o, s:s, s:s, s:b}", "port", (json_int_t)g->port->id,
                          "key", (json_int_t)g->key, "pid",
                          g->creator ? (int)g->creator->pid : 0, "socket", socket_object(g->fd),
                          "filter", bits(g->filter, fnames, fvalues, 3), "trigger", trigger,
@@ -202,23 +202,32 @@ struct pager {
         bool full;
 };
 
+/* Whether the next visible item goes on this page: 1 build it, 0 skip it (before the offset,
+ * counted without being built), -1 the page is full (stop walking). */
+static int page_next(struct pager *pg)
+{
+        if (pg->full)
+                return -1;
+        if (pg->index < pg->offset) {
+                pg->index++;
+                return 0;
+        }
+        return 1;
+}
+
 static void page_add(struct pager *pg, json_t *item)
 {
         size_t n;
 
         if (!item)
                 return;
-        if (pg->full || pg->index++ < pg->offset) {
-                json_decref(item);
-                return;
-        }
         n = json_dumpb(item, NULL, 0, JSON_COMPACT) + 1;
         if (pg->used + n > pg->budget) {
                 pg->full = true;
-                pg->index--;
                 json_decref(item);
                 return;
         }
+        pg->index++;
         pg->used += n;
         json_array_append_new(pg->items, item);
 }
@@ -233,6 +242,7 @@ static json_t *list(struct conn *c, const char *verb, json_t *req)
         struct sn_list *pos, *tmp, *p2, *t2;
         struct timespec now;
         json_t *ans;
+        int want;
 
         pg.offset = (uint64_t)SN_MAX(json_integer_value(json_object_get(req, "offset")), 0);
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -240,14 +250,22 @@ static json_t *list(struct conn *c, const char *verb, json_t *req)
                 sn_list_foreach_safe(pos, tmp, &srv->conns) {
                         struct conn *k = sn_list_entry(pos, struct conn, link);
 
-                        if (may_see(c, k->uid) && !k->dead)
+                        if (!may_see(c, k->uid) || k->dead)
+                                continue;
+                        if ((want = page_next(&pg)) < 0)
+                                break;
+                        if (want)
                                 page_add(&pg, client_object(k, &now));
                 }
         } else if (!strcmp(verb, "ports")) {
                 sn_list_foreach_safe(pos, tmp, &srv->ports) {
                         struct port *p = sn_list_entry(pos, struct port, srv_link);
 
-                        if (may_see(c, p->uid))
+                        if (!may_see(c, p->uid))
+                                continue;
+                        if ((want = page_next(&pg)) < 0)
+                                break;
+                        if (want)
                                 page_add(&pg, port_object(p));
                 }
         } else {
@@ -261,10 +279,14 @@ static json_t *list(struct conn *c, const char *verb, json_t *req)
 
                                 if (want_pid && (!g->creator || g->creator->pid != want_pid))
                                         continue;
-                                page_add(&pg, reg_object(g));
+                                if ((want = page_next(&pg)) < 0)
+                                        goto done;
+                                if (want)
+                                        page_add(&pg, reg_object(g));
                         }
                 }
         }
+done:
         ans = json_pack("{s:o}", "items", pg.items);
         if (pg.full)
                 json_object_set_new(ans, "next", json_integer((json_int_t)pg.index));

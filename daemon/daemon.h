@@ -267,7 +267,8 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
               uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n);
 /* Whether a caller may take entries now (fewer than concurrency threads running). */
 bool port_may_run(const struct port *port);
-/* Entries were handed to (conn, thread): it now runs on port. */
+/* Entries were handed to (conn, thread): it now runs on port.  A connection has at most
+ * max_waits threads recorded as running; beyond that they are not counted. */
 void port_mark_running(struct port *port, struct conn *conn, uint32_t thread);
 /* Answers a wait with status and no entries, and frees it. */
 void wait_cancel(struct wait *w, uint32_t status);
@@ -336,12 +337,14 @@ struct conn {
         uint32_t nports;
         struct sn_list regs;      /* registrations this connection made */
         struct sn_list runners;   /* struct runner */
+        uint32_t nrunners;        /* at most max_waits (port_mark_running) */
         struct sn_list waits;
         uint32_t nwaits;
         struct stage stage;
         struct sn_list outq;
         size_t outq_bytes;        /* real allocation held by outq, counted against limits */
         uint32_t violations;      /* protocol violations, for the per-connection log limit */
+        bool passed_fds;          /* has sent descriptors: swept when its process is gone */
         bool discarding;          /* dropping the remaining parts of call discard_id */
         uint32_t discard_id;
         struct event hello_timer; /* handshake timeout, armed until HELLO */
@@ -386,6 +389,17 @@ void control_handle(struct conn *conn, uint32_t id, const uint8_t *text, uint32_
 void conn_reply_text(struct conn *conn, uint16_t type, uint32_t id, uint32_t status,
                      const char *text, size_t len);
 
+/* ---- closing clients' descriptors off the loop (closer.c) ----------------------------- */
+
+/* Starts (0 or a negative errno; without it descriptors are closed in place) and stops the
+ * closer thread; stopping closes what is queued first. */
+int closer_start(void);
+void closer_stop(void);
+/* Closes a descriptor a client gave the daemon, on the closer thread.  Ignores -1; returns -1
+ * (for `fd = closer_close(fd)`). */
+int closer_close(int fd);
+void closer_close_all(const int *fds, unsigned n);
+
 /* ---- server (server.c, status.c) ------------------------------------------------------- */
 
 struct server {
@@ -403,6 +417,7 @@ struct server {
         struct event reaper;
         struct event watchdog;  /* WATCHDOG=1 at half of WATCHDOG_USEC */
         struct event status_tick; /* STATUS= when the summary changes */
+        struct event owner_sweep; /* ends connections whose process has exited */
         char last_status[256];
         char *path;
         bool owns_path;
@@ -418,7 +433,8 @@ struct server {
         struct sn_list ports;
         struct sn_list users;
         struct sn_list dead;
-        uint32_t next_port_id;
+        uint32_t next_port_id;       /* ports created; ids are a keyed permutation of it */
+        uint32_t port_id_key[4];
         uint64_t next_conn_serial;
         uint32_t nports, nwaits;
         uint64_t nregs, nqueued;

@@ -296,8 +296,11 @@ int main(int argc, char **argv)
         }
         log_info("socknotifyd %s listening on %s (mode %04o), fd capacity %llu", PACKAGE_VERSION,
                  path, (unsigned)opt.mode, (unsigned long long)cap);
+        if (closer_start() < 0)
+                log_warning("no closer thread: clients' descriptors are closed in the loop");
         r = server_run(srv);
         server_free(srv);
+        closer_stop();
         log_info("stopped");
         return r < 0 ? 1 : 0;
 }

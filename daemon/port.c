@@ -71,6 +71,35 @@ static struct port *port_by_name(struct server *srv, uid_t uid, const char *name
         return NULL;
 }
 
+/*
+ * Port ids are unique while the daemon runs but tell nothing of other users' ports: the n-th
+ * port created gets a keyed permutation of n (a four-round Feistel network on 16-bit halves,
+ * keys drawn at start), not n itself, whose gaps would count everyone's port creations.
+ */
+static bool port_id_taken(const struct server *srv, uint32_t id)
+{
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &srv->ports)
+                if (sn_list_entry(pos, struct port, srv_link)->id == id)
+                        return true;
+        return false;
+}
+
+static uint32_t port_id_of(const struct server *srv, uint32_t n)
+{
+        uint16_t l = (uint16_t)(n >> 16), r = (uint16_t)n;
+
+        for (int i = 0; i < 4; i++) {
+                uint32_t f = (r ^ srv->port_id_key[i]) * 0x9e3779b1u;
+                uint16_t t = r;
+
+                r = (uint16_t)(l ^ (uint16_t)(f >> 16));
+                l = t;
+        }
+        return (uint32_t)l << 16 | r;
+}
+
 int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct port **ret_port)
 {
         struct server *srv = conn->srv;
@@ -126,9 +155,10 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
                 free(p);
                 return -ENOMEM;
         }
-        if (++srv->next_port_id == 0)
-                ++srv->next_port_id;
-        p->id = srv->next_port_id;
+        /* After a re-exec the key is new while the count goes on: skip an id still in use. */
+        do
+                p->id = port_id_of(srv, ++srv->next_port_id);
+        while (!p->id || port_id_taken(srv, p->id));
         sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
         p->user->nports++;
@@ -268,11 +298,14 @@ void port_close_handle(struct handle *h, uint32_t status)
                 port_free(p, status);
                 return;
         }
-        /* Others still hold the port: only this connection's waits end. */
-        sn_list_foreach_safe(pos, tmp, &p->waiters) {
-                struct wait *w = sn_list_entry(pos, struct wait, port_link);
+        /* Others still hold the port: only this connection's waits end.  Walked on the
+         * connection's list, not the port's: a cancellation's send may kill the connection,
+         * which takes its other waits off the port (the next element of a walk there) but
+         * never off the connection, and wait_cancel() frees only the wait it answers. */
+        sn_list_foreach_safe(pos, tmp, &conn->waits) {
+                struct wait *w = sn_list_entry(pos, struct wait, conn_link);
 
-                if (w->conn == conn)
+                if (w->port == p && !w->detached)
                         wait_cancel(w, status);
         }
         sn_list_foreach_safe(pos, tmp, &p->runners) {
@@ -326,11 +359,19 @@ void port_mark_running(struct port *port, struct conn *conn, uint32_t thread)
         struct runner *r;
         struct sn_list *pos, *tmp;
 
-        sn_list_foreach_safe(pos, tmp, &port->runners) {
-                r = sn_list_entry(pos, struct runner, port_link);
-                if (r->conn == conn && r->thread == thread)
+        /* Looked up on the connection, whose list is bounded below; the port's list grows
+         * with every connection holding the port. */
+        sn_list_foreach_safe(pos, tmp, &conn->runners) {
+                r = sn_list_entry(pos, struct runner, conn_link);
+                if (r->port == port && r->thread == thread)
                         return;
         }
+        /* Thread ids are the client's numbers and concurrency can be 2^32-1: a connection
+         * running more threads than it may park calls (max-waits) has the rest not recorded,
+         * as when out of memory, so what it makes the daemon hold and scan stays bounded.
+         * Only its own ports (per user) run more threads than asked. */
+        if (conn->nrunners >= conn->srv->limits.max_waits)
+                return;
         r = calloc(1, sizeof(*r));
         if (!r)
                 return; /* it then simply does not count: never blocks anyone */
@@ -339,6 +380,7 @@ void port_mark_running(struct port *port, struct conn *conn, uint32_t thread)
         r->thread = thread;
         sn_list_add_tail(&port->runners, &r->port_link);
         sn_list_add_tail(&conn->runners, &r->conn_link);
+        conn->nrunners++;
         port->nrunning++;
 }
 
@@ -346,6 +388,7 @@ void runner_free(struct runner *r)
 {
         sn_list_del(&r->port_link);
         sn_list_del(&r->conn_link);
+        r->conn->nrunners--;
         r->port->nrunning--;
         free(r);
 }

@@ -121,7 +121,7 @@ static void save_conn(struct wbuf *b, const struct conn *c)
         put_u32(b, (uint32_t)c->pid);
         put_u32(b, (uint32_t)c->uid);
         put_u32(b, (uint32_t)c->gid);
-        put_u8(b, c->hello);
+        put_u8(b, (uint8_t)(c->hello | c->passed_fds << 1));
         put_u32(b, c->violations);
         put_u8(b, st->active);
         if (st->active) {
@@ -416,12 +416,14 @@ static void load_conn(struct loader *l, uint32_t index)
         int fd = get_fd(b);
         struct conn *c = NULL;
         bool hello;
+        uint8_t flags;
         uint32_t violations;
 
         cred.pid = (pid_t)get_u32(b);
         cred.uid = (uid_t)get_u32(b);
         cred.gid = (gid_t)get_u32(b);
-        hello = get_u8(b);
+        flags = get_u8(b);
+        hello = flags & 1;
         violations = get_u32(b);
         if (index && l->srv && !b->bad && serial <= l->conns[index - 1]->serial)
                 fail(b, "connections out of order");
@@ -432,8 +434,10 @@ static void load_conn(struct loader *l, uint32_t index)
                 else
                         l->conns[l->nconns++] = c;
         }
-        if (c)
+        if (c) {
                 c->violations = violations;
+                c->passed_fds = flags & 2;
+        }
         if (get_u8(b)) {
                 uint32_t id = get_u32(b), port = get_u32(b), error = get_u32(b);
                 uint32_t nitems = get_count(b, SN_WIRE_SIZE_registration);

@@ -119,7 +119,7 @@ static void reg_out_close(struct reg *g)
             epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->out_fd, NULL) < 0)
                 log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
         g->out_in_epoll = false;
-        g->out_fd = sn_close(g->out_fd);
+        g->out_fd = closer_close(g->out_fd);
         if (g->creator)
                 g->creator->user->nsockets--;
 }
@@ -342,18 +342,18 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         uint32_t err;
 
         if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) }) < 0) {
-                sn_close(fd);
+                closer_close(fd);
                 return ENOTSOCK;
         }
         /* A client's own connection to this daemon (or another client's): holding it would keep
          * that connection open forever, since its end would never see the daemon's EOF. */
         if (type == SOCK_SEQPACKET && server_is_own_connection(srv, fd)) {
-                sn_close(fd);
+                closer_close(fd);
                 return EINVAL;
         }
         g = calloc(1, sizeof(*g));
         if (!g) {
-                sn_close(fd);
+                closer_close(fd);
                 return ENOMEM;
         }
         g->port = port;
@@ -371,13 +371,13 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         sn_list_init(&g->conn_link);
         g->pkt.kind = SN_PROTO_KIND_SOCKET;
         if (server_slot_take(srv, g) < 0) {
-                sn_close(fd);
+                closer_close(fd);
                 free(g);
                 return ENOMEM;
         }
         if (registry_insert(&srv->registry, g) < 0) {
                 server_slot_release(srv, g);
-                sn_close(fd);
+                closer_close(fd);
                 free(g);
                 return ENOMEM;
         }
@@ -401,8 +401,8 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
         struct reg *g = malloc(sizeof(*g));
 
         if (!g) {
-                sn_close(tmpl->fd);
-                sn_close(tmpl->out_fd);
+                closer_close(tmpl->fd);
+                closer_close(tmpl->out_fd);
                 return NULL;
         }
         *g = *tmpl;
@@ -415,16 +415,16 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
         sn_list_init(&g->port_link);
         g->pkt.kind = SN_PROTO_KIND_SOCKET;
         if (server_slot_put(srv, g, slot) < 0) {
-                sn_close(g->fd);
-                sn_close(g->out_fd);
+                closer_close(g->fd);
+                closer_close(g->out_fd);
                 free(g);
                 return NULL;
         }
         if (registry_find(&srv->registry, g->dev, g->ino) ||
             registry_insert(&srv->registry, g) < 0) {
                 server_slot_release(srv, g);
-                sn_close(g->fd);
-                sn_close(g->out_fd);
+                closer_close(g->fd);
+                closer_close(g->out_fd);
                 free(g);
                 return NULL;
         }
@@ -449,19 +449,24 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
 
         srv->counters.registrations_applied++;
         if (it->op == SN_OP_NONE) {
-                sn_close(fd); /* row 14: no change */
+                closer_close(fd); /* row 14: no change */
                 return 0;
         }
         if (it->op != SN_OP_ENABLE && it->op != SN_OP_DISABLE && it->op != SN_OP_REMOVE) {
-                sn_close(fd);
+                closer_close(fd);
                 return EINVAL; /* row 13 */
         }
         if (fd >= 0) {
                 struct stat st;
 
-                /* The identity of a passed socket is read here, never taken from the client. */
-                if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-                        sn_close(fd);
+                int type;
+
+                /* The identity of a passed socket is read here, never taken from the client.
+                 * SO_TYPE first: it fails at once on anything but a socket, where fstat() of a
+                 * FUSE file could wait for its server. */
+                if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) }) < 0 ||
+                    fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                        closer_close(fd);
                         return ENOTSOCK;
                 }
                 dev = st.st_dev;
@@ -485,7 +490,7 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                                 err = EEXIST; /* row 64, rule 10 */
                                 break;
                         }
-                        sn_close(fd);
+                        closer_close(fd);
                         /* Rule 4: overwrite filter and triggers, keep the original key. */
                         return reg_configure(g, it->filter, trigger);
                 }
@@ -529,7 +534,7 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                 port_queue_reg(port, g, SN_EVENT_REMOVE);
                 break;
         }
-        sn_close(fd);
+        closer_close(fd);
         return err;
 }
 
@@ -561,7 +566,7 @@ void reg_free(struct reg *g)
         }
         port->nregs--;
         srv->nregs--;
-        sn_close(g->fd);
+        closer_close(g->fd);
         free(g);
 }
 

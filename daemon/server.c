@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -377,6 +378,26 @@ static void status_tick_cb(evutil_socket_t fd, short what, void *arg)
         }
 }
 
+/*
+ * A connection belongs to the process that opened it (SO_PEERCRED pid).  Normally its end is
+ * seen as EOF; but a client can pass its own end (or a socket whose queue holds it) to the
+ * daemon, which then never sees EOF.  So connections that ever sent descriptors are ended once
+ * their process no longer exists.  kill(pid, 0) only asks: EPERM means it exists.
+ */
+static void owner_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct server *srv = arg;
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &srv->conns) {
+                struct conn *c = sn_list_entry(pos, struct conn, link);
+
+                if (c->passed_fds && !c->dead && c->pid > 0 && kill(c->pid, 0) < 0 &&
+                    errno == ESRCH)
+                        conn_kill(c, "its process has exited");
+        }
+}
+
 static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
 {
         struct server *srv = arg;
@@ -455,6 +476,35 @@ static int listen_on_path(struct server *srv, uint32_t mode, const char *group)
 
 static const int ignored_signals[] = { SIGUSR1, SIGALRM };
 
+/*
+ * A SOCK_SEQPACKET message larger than its sender's buffer less 32 bytes cannot be sent at all
+ * (EMSGSIZE), and a new Unix socket's buffer is net.core.wmem_default: a max_message above it
+ * would make the daemon's larger replies, and clients' larger requests, fail and end their
+ * connection.  Such a max_message is lowered to what a socket carries (and announced so).
+ */
+static void clamp_max_message(struct limits *l)
+{
+        int sp[2], sndbuf = 0;
+        socklen_t len = sizeof(sndbuf);
+        uint32_t carry;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return;
+        if (getsockopt(sp[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) < 0)
+                sndbuf = 0;
+        close(sp[0]);
+        close(sp[1]);
+        if (sndbuf < 4096 + 32)
+                return; /* never below the smallest max_message */
+        carry = ((uint32_t)sndbuf - 32) & ~(uint32_t)7;
+        if (l->max_message > carry) {
+                log_warning("--max-message=%u exceeds what a socket carries "
+                            "(net.core.wmem_default %d); using %u",
+                            (unsigned)l->max_message, sndbuf, (unsigned)carry);
+                l->max_message = carry;
+        }
+}
+
 int server_new(const struct server_options *opt, struct server **ret_srv)
 {
         struct event_config *cfg;
@@ -486,11 +536,18 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
                 }
         }
         srv->trace = opt->trace;
+        clamp_max_message(&srv->limits);
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);
         sn_list_init(&srv->users);
         sn_list_init(&srv->dead);
         clock_gettime(CLOCK_MONOTONIC, &srv->started);
+        if (getrandom(srv->port_id_key, sizeof(srv->port_id_key), 0) !=
+            (ssize_t)sizeof(srv->port_id_key)) {
+                /* Still unique ids; only their order is then guessable. */
+                srv->port_id_key[0] = (uint32_t)getpid() * 2654435761u;
+                srv->port_id_key[1] = (uint32_t)srv->started.tv_nsec;
+        }
         srv->path = strdup(opt->path);
         srv->evcap = 1024;
         srv->evbuf = calloc(srv->evcap, sizeof(*srv->evbuf));
@@ -562,6 +619,8 @@ int server_run(struct server *srv)
 
         event_assign(&srv->status_tick, srv->base, -1, EV_PERSIST, status_tick_cb, srv);
         event_add(&srv->status_tick, &status_every);
+        event_assign(&srv->owner_sweep, srv->base, -1, EV_PERSIST, owner_sweep_cb, srv);
+        event_add(&srv->owner_sweep, &status_every);
         if (sd_watchdog_enabled(0, &usec) > 0 && usec) {
                 struct timeval half = { (time_t)(usec / 2 / 1000000),
                                         (suseconds_t)(usec / 2 % 1000000) };
@@ -599,6 +658,8 @@ void server_free(struct server *srv)
                         event_del(&srv->watchdog);
                 if (event_initialized(&srv->status_tick))
                         event_del(&srv->status_tick);
+                if (event_initialized(&srv->owner_sweep))
+                        event_del(&srv->owner_sweep);
                 if (event_initialized(&srv->listen_pause))
                         event_del(&srv->listen_pause);
                 for (size_t i = 0; i < SN_ARRAY_SIZE(srv->sig_ignored); i++)

@@ -193,7 +193,9 @@ START_TEST(test_verbs)
         char *row = strchr(out, '\n');
         ck_assert_ptr_nonnull(row);
         *row++ = 0;
-        ck_assert_int_eq(column_of(out, "ID"), 0);
+        /* ID is right-aligned over its numbers, NAME left-aligned over the names. */
+        ck_assert_int_eq(column_of(out, "ID"), (int)strspn(out, " "));
+        ck_assert_int_eq((int)strspn(row, " 0123456789"), column_of(out, "NAME"));
         ck_assert_int_eq(column_of(row, "web"), column_of(out, "NAME"));
         ck_assert_int_eq(ctl(out, sizeof(out), "registrations"), 0);
         ck_assert_ptr_nonnull(strstr(out, "tcp (listening)"));
