@@ -167,8 +167,8 @@ static bool drain(struct client *c)
         for (;;) {
                 ssize_t n = recv(c->fd, rxbuf, MAX_MESSAGE_OUT, MSG_DONTWAIT);
 
-                if (n < 0 || (n == 0 && !got))
-                        break; /* a 0 here is EOF or an empty datagram: both end the drain */
+                if (n <= 0)
+                        break; /* 0: end of stream (the daemon never sends empty messages) */
                 got = true;
         }
         return got;
