@@ -4,8 +4,8 @@
  * The real daemon core (libsndaemon: server, connections, ports, registrations, status) runs in
  * this process on a temporary socket path, created once.  One input is the life of one client
  * connection (and, when the input asks, of a second "victim" connection of the same user): the
- * harness makes a SOCK_SEQPACKET socketpair, hands one end to conn_accept() as the listener
- * would, sends the input's messages from the other end with real descriptors attached
+ * harness connects a SOCK_SEQPACKET socket to the daemon's listening socket and lets the
+ * daemon's listener accept it, sends the input's messages with real descriptors attached
  * (SCM_RIGHTS), turns the daemon's libevent loop without blocking until it is quiet, reads the
  * replies, and finally closes its ends.  After every input the daemon must be back where it
  * started; anything else aborts (libFuzzer reports it as a crash):
@@ -23,9 +23,10 @@
  *                         the payload's last itemlen bytes are repeated reps more times.
  *                         Unless bit 3 (RAW) is set, the header is fixed up: size = length,
  *                         nfds = descriptors attached, count += reps.  nfds descriptors are
- *                         attached; descriptor i is made as kind[i % 8] says (make_fd()).
- *       1       RUN       u8 ms: run the loop for ms % 32 milliseconds (timers fire); at most
- *                         200 ms per input
+ *                         attached; descriptor i < 8 is made as kind[i] says (make_fd()),
+ *                         the others are duplicates of descriptor i % 8.
+ *       1       RUN       u8 ms: when calls are parked, run the loop for ms % 32 milliseconds
+ *                         (their timers fire); at most 64 ms per input
  *       2       SHUT      u8 how: 0 shutdown(SHUT_RD), 1 shutdown(SHUT_WR), other: close the
  *                         client end now
  *       3       NOREAD    stop (or resume) reading the connection's replies
@@ -59,6 +60,7 @@
 #include "common/fdmsg.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
+#include "daemon/settings.h"
 #include "tests/fuzz/fuzz.h"
 
 #define FAIL(...)                                                                                  \
@@ -74,17 +76,19 @@ enum { OP_MESSAGE, OP_RUN, OP_SHUT, OP_NOREAD, OP_POKE };
 #define CTL_RAW 0x08
 #define MAX_MESSAGE_OUT (256u << 10) /* larger than max_message, to test EMSGSIZE */
 #define NPEERS 16
-#define RUN_BUDGET_MS 200
+#define RUN_BUDGET_MS 64
 
 /* One client connection of the current input. */
 struct client {
-        int fd;        /* our end, -1 when closed */
+        int fd;          /* our end, -1 when closed */
         uint64_t serial; /* the daemon's conn serial, 0 when refused */
+        bool opened;     /* connected in this input (not again after a close) */
         bool noread;
 };
 
 static struct server *srv;
 static char dir[64];
+static char sock_path[108]; /* sizeof(sun_path) */
 static bool no_self;
 static uint8_t *msgbuf, *rxbuf;
 
@@ -93,28 +97,28 @@ static struct client cl[2];
 static int peers[NPEERS];
 static unsigned run_ms;
 
+/* socknotifyd's defaults, the per-user ones as on a system with 1024 descriptors. */
 static struct limits fuzz_limits(void)
 {
-        /* socknotifyd's defaults (daemon/main.c), the quota as on a 1024-descriptor system. */
-        struct limits l = {
-                .max_message = 131072,
-                .max_fds = 253,
-                .max_ports = 64,
-                .max_registrations = 65536,
-                .max_posted = 65536,
-                .max_waits = 1024,
-                .max_connections = 4096,
-                .max_output = 8u << 20,
-                .max_sockets_per_user = 512,
-        };
+        struct settings none;
+        struct limits l;
+        int level;
+
+        settings_init(&none);
+        settings_resolve(&none, &none, 1024, &l, &level);
         return l;
+}
+
+static void remove_socket(void)
+{
+        unlink(sock_path);
+        rmdir(dir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
         struct server_options opt = { .mode = 0600, .listen_fd = -1 };
         const char *v;
-        char path[128];
         int r;
 
         sn_log_init(getenv("SN_FUZZ_LOG") ? LOG_DEBUG : LOG_CRIT);
@@ -125,8 +129,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
                 perror("mkdtemp");
                 abort();
         }
-        snprintf(path, sizeof(path), "%s/socknotify.sock", dir);
-        opt.path = path;
+        snprintf(sock_path, sizeof(sock_path), "%s/socknotify.sock", dir);
+        opt.path = sock_path;
         opt.limits = fuzz_limits();
         r = server_new(&opt, &srv);
         if (r < 0) {
@@ -137,9 +141,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         rxbuf = malloc(MAX_MESSAGE_OUT);
         if (!msgbuf || !rxbuf)
                 abort();
-        /* The socket file is not needed: connections are handed to conn_accept() directly. */
-        unlink(path);
-        rmdir(dir);
+        atexit(remove_socket);
         return 0;
 }
 
@@ -199,19 +201,29 @@ static void pump(void)
         }
 }
 
+/* Connects a client to the daemon's listening socket, as a real client does (the peer address
+ * of the client end is what the daemon recognizes its own connections by), and lets the
+ * daemon's listener accept it. */
 static void client_open(struct client *c)
 {
-        uint64_t before;
-        int sv[2];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        uint64_t before = srv->next_conn_serial;
 
-        if (c->fd >= 0 || c->serial)
-                return; /* opened once per input */
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
-                abort();
-        c->fd = sv[0];
+        if (c->opened)
+                return; /* once per input */
+        c->opened = true;
         c->noread = false;
-        before = srv->next_conn_serial;
-        conn_accept(srv, sv[1]); /* takes sv[1], even when it refuses the connection */
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+        c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->fd < 0)
+                abort();
+        if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                close(c->fd);
+                c->fd = -1;
+                return;
+        }
+        for (int i = 0; i < 16 && srv->next_conn_serial == before; i++)
+                event_base_loop(srv->base, EVLOOP_NONBLOCK);
         c->serial = srv->next_conn_serial != before ? srv->next_conn_serial : 0;
 }
 
@@ -297,11 +309,22 @@ static void send_message(struct client *c, struct client *other, const uint8_t *
 {
         int fds[SN_PROTO_MAX_FDS];
         bool borrowed[SN_PROTO_MAX_FDS];
+        int first[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
         unsigned n = 0;
 
         for (unsigned i = 0; i < nfds; i++) {
-                int fd = make_fd(nkinds ? kinds[i % nkinds] : 0, c, other, fds, n, &borrowed[n]);
+                int fd;
 
+                /* Past the eighth, descriptors are duplicates of the first eight (the same
+                 * sockets again): making hundreds of sockets per message would slow fuzzing
+                 * down to a crawl, and a message of 253 descriptors is still tested. */
+                if (i >= 8) {
+                        fd = first[i % 8] >= 0 ? fcntl(first[i % 8], F_DUPFD_CLOEXEC, 0) : -1;
+                        borrowed[n] = false;
+                } else {
+                        fd = make_fd(kinds[i], c, other, fds, n, &borrowed[n]);
+                        first[i] = fd;
+                }
                 if (fd >= 0)
                         fds[n++] = fd;
         }
@@ -376,6 +399,8 @@ static void run_loop_for(unsigned ms)
 {
         struct timeval tv = { 0, (suseconds_t)ms * 1000 };
 
+        if (!srv->nwaits)
+                return; /* only wait timers matter here; nothing else fires this soon */
         if (run_ms + ms > RUN_BUDGET_MS)
                 ms = RUN_BUDGET_MS - run_ms;
         run_ms += ms;
