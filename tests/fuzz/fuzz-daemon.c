@@ -12,7 +12,8 @@
  *  - no connection left (a client that is gone must not be kept alive), none waiting to be
  *    reaped;
  *  - no port, registration, parked wait, queued packet, per-user record or registry entry;
- *  - the process holds exactly as many descriptors as before the input.
+ *  - the process holds exactly as many descriptors, and the loop exactly as many registered
+ *    events (a timer or watch left behind would fire on freed state), as before the input.
  * Memory errors are left to ASan/UBSan, leaks to LeakSanitizer.
  *
  * Input format: a sequence of records, each starting with a control byte
@@ -436,8 +437,9 @@ static void poke(uint8_t arg)
         pump();
 }
 
-static void check_clean(unsigned fds_before)
+static void check_clean(unsigned fds_before, int events_before)
 {
+        int events_after = event_base_get_num_events(srv->base, EVENT_BASE_COUNT_ADDED);
         unsigned fds_after;
 
         if (srv->nconns || !sn_list_empty(&srv->conns))
@@ -455,6 +457,9 @@ static void check_clean(unsigned fds_before)
                 FAIL("%llu packet(s) left queued", (unsigned long long)srv->nqueued);
         if (!sn_list_empty(&srv->users))
                 FAIL("per-user records left (a quota count did not go back to 0)");
+        if (events_after != events_before)
+                FAIL("%d event(s) left registered in the loop (%d before the input)",
+                     events_after, events_before);
         fds_after = count_fds();
         if (fds_after != fds_before)
                 FAIL("the process holds %d descriptor(s) more than before the input",
@@ -466,10 +471,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *p = data;
         size_t left = size;
         unsigned fds_before;
+        int events_before;
 
         if (!srv)
                 LLVMFuzzerInitialize(NULL, NULL);
         fds_before = count_fds();
+        events_before = event_base_get_num_events(srv->base, EVENT_BASE_COUNT_ADDED);
         /* No port survives an input (checked below): ids may restart, inputs replay exactly. */
         srv->next_port_id = 0;
         memset(&srv->counters, 0, sizeof(srv->counters));
@@ -531,6 +538,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         client_close(&cl[1]);
         for (int i = 0; i < 64 && (srv->nconns || !sn_list_empty(&srv->dead)); i++)
                 event_base_loop(srv->base, EVLOOP_NONBLOCK);
-        check_clean(fds_before);
+        check_clean(fds_before, events_before);
         return 0;
 }
