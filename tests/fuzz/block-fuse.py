@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # block-fuse.py - shows that a client can block socknotifyd by passing it a descriptor of a file
 # on a FUSE filesystem whose server does not answer.
 #

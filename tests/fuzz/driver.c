@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * driver.c - regression driver for the fuzz targets, used when they are built without
  * libFuzzer.

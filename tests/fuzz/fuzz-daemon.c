@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * fuzz-daemon.c - libFuzzer target for socknotifyd's request handling, in process.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * fuzz-decoder.c - libFuzzer target for the wire codec (proto/codec.c and the decoders that
  * proto/messages.def generates in proto/codec.h).

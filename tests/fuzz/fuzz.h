@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * fuzz.h - the libFuzzer entry points every target in tests/fuzz defines.
  *

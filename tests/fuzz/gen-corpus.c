@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
 /*
  * gen-corpus.c - writes the seed corpora of the fuzz targets.
  *

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
 # run-regressions.sh - make check's fuzz regression test.
 #
 # Runs every crash reproducer in tests/fuzz/regressions/ through the fuzz target it was found
