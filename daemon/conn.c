@@ -685,6 +685,18 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 server_log_refusal(srv, c, c->uid, "max-staged-per-user");
                 return EDQUOT;
         }
+        /* Held until the last part: a client's own connection to the daemon (rejected by
+         * reg_create) must not be held here either, or its end never sees EOF. */
+        for (uint32_t i = 0; i < nfds; i++) {
+                int type = 0;
+
+                if (getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type,
+                               &(socklen_t){ sizeof(type) }) == 0 &&
+                    type == SOCK_SEQPACKET && server_is_own_connection(srv, fds[i])) {
+                        closer_close_all(fds, nfds);
+                        return EINVAL;
+                }
+        }
         /* Staged descriptors are held too: they count against the user's quota. */
         if (c->user->nsockets + (uint64_t)nfds > srv->limits.max_sockets_per_user &&
             !srv->restoring) {
