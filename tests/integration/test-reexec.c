@@ -142,6 +142,14 @@ START_TEST(test_reexec_keeps_everything)
         /* Another client is parked in a wait without limit, on its own port. */
         ck_assert_int_eq(sn_conn_open(D.path, &wc), 0);
         ck_assert_int_eq(sn_port_create(wc, 0, &wp), 0);
+        /* It waits for a socket of its port: readiness that arrives after the re-exec must
+         * reach a call parked before it. */
+        int wcl, wsv;
+        tcp_pair(&wcl, &wsv);
+        sn_registration_t wr = { .fd = wsv, .key = 77, .op = SN_OP_ENABLE,
+                                 .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(wp, &wr, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(wr.result, 0);
         w = (struct waiter){ .port = wp };
         ck_assert_int_eq(pthread_create(&th, NULL, wait_thread, &w), 0);
         /* A raw client is in the middle of a multi-part call. */
@@ -193,10 +201,13 @@ START_TEST(test_reexec_keeps_everything)
         expect_nothing(p, 50);
         /* The parked wait just goes on, and completes normally. */
         ck_assert_int_eq(w.n, 0);
-        ck_assert_int_eq(sn_port_post(wp, 77, 0, 0), 0);
+        ck_assert_int_eq(send(wcl, "w", 1, 0), 1);
         pthread_join(th, NULL);
         ck_assert_int_eq(w.n, 1);
         ck_assert_uint_eq(w.e.key, 77);
+        ck_assert_uint_eq(w.e.events, SN_EVENT_IN);
+        sn_socket_close(wc, wsv);
+        close(wcl);
         /* The multi-part call is finished after the re-exec: one result per item of both. */
         {
                 uint8_t buf[256];
@@ -222,8 +233,9 @@ START_TEST(test_reexec_keeps_everything)
         reexec(c, D.pid);
         ck_assert_int_eq(sn_port_post(p, 5, 0, 0), 0);
         expect_entry(p, 5, 0);
-        /* The same descriptors, less the removed socket's copy, closed with its packet. */
-        ck_assert_int_eq(test_daemon_fds(&D), fds_before - 1);
+        /* The same descriptors, less the copies of the removed socket (closed with its packet) and
+         * of the waiter's socket (sn_socket_close). */
+        ck_assert_int_eq(test_daemon_wait_fds(&D, fds_before - 2, 2000), fds_before - 2);
 
         close(raw);
         for (int i = 0; i < NSOCK; i++) {

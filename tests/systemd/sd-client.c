@@ -13,20 +13,41 @@
  *                          FILE exists and tries a second round trip on the same connection and
  *                          port; prints "after: ok" or "after: <call> -> <ERRNO NAME> (<text>)"
  *                          and exits 0 for ok, 3 when the call failed
+ *   sd-client wait FILE    as hold, but before "ready" it also registers one end of a socket
+ *                          pair (LEVEL, IN) and parks a dequeue in a second thread; when FILE
+ *                          exists it writes to the other end: the dequeue parked before must
+ *                          return that socket's IN ("after: ok"), then the second round trip
  *
  * Any failure of the first round trip prints the step and the error and exits 1.  Every wait
  * is bounded: the dequeue by 20 s, the FILE wait by 120 s (exit 4).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <socknotify.h>
+
+struct parked {
+        sn_port_t *port;
+        sn_entry_t e;
+        int n;
+};
+
+static void *park(void *arg)
+{
+        struct parked *w = arg;
+
+        w->n = sn_port_dequeue(w->port, &w->e, 1, 60000);
+        return NULL;
+}
 
 #define WAIT_MS 20000u
 
@@ -75,8 +96,16 @@ int main(int argc, char **argv)
         double t0 = now_ms();
         int r;
 
-        if (argc < 2 || (strcmp(argv[1], "serve") && (strcmp(argv[1], "hold") || argc != 3))) {
-                fprintf(stderr, "usage: sd-client serve | sd-client hold FILE\n");
+        bool waiting = argc == 3 && !strcmp(argv[1], "wait");
+        struct parked w = { 0 };
+        sn_port_t *wport = NULL;
+        pthread_t th;
+        int sp[2] = { -1, -1 };
+
+        if (argc < 2 ||
+            (strcmp(argv[1], "serve") && ((strcmp(argv[1], "hold") && !waiting) || argc != 3))) {
+                fprintf(stderr, "usage: sd-client serve | sd-client hold FILE | "
+                                "sd-client wait FILE\n");
                 return 2;
         }
         r = sn_conn_open(NULL, &conn);
@@ -92,7 +121,29 @@ int main(int argc, char **argv)
         }
         printf("served in %.1f ms\n", now_ms() - t0);
         fflush(stdout);
-        if (!strcmp(argv[1], "hold")) {
+        if (waiting) {
+                sn_registration_t reg = { .key = 42, .op = SN_OP_ENABLE,
+                                          .filter = SN_REGISTER_EVENT_IN,
+                                          .trigger = SN_TRIGGER_LEVEL };
+
+                call = "register";
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+                        return 1;
+                reg.fd = sp[1];
+                /* A port of its own: this thread runs on the first one (concurrency 1). */
+                r = sn_port_create(conn, 1, &wport);
+                if (r >= 0)
+                        r = sn_port_process(wport, &reg, 1, NULL, 0, 0);
+                if (r < 0 || reg.result < 0) {
+                        printf("failed: %s -> %s\n", call, errname(r < 0 ? r : reg.result));
+                        return 1;
+                }
+                w.port = wport;
+                if (pthread_create(&th, NULL, park, &w))
+                        return 1;
+                usleep(200000); /* the dequeue is parked in the daemon */
+        }
+        if (!strcmp(argv[1], "hold") || waiting) {
                 printf("ready\n");
                 fflush(stdout);
                 for (int i = 0; access(argv[2], F_OK) < 0; i++) {
@@ -101,6 +152,20 @@ int main(int argc, char **argv)
                                 return 4;
                         }
                         usleep(100000);
+                }
+                if (waiting) {
+                        if (write(sp[0], "x", 1) != 1)
+                                return 1;
+                        pthread_join(th, NULL);
+                        if (w.n != 1 || w.e.key != 42 || !(w.e.events & SN_EVENT_IN)) {
+                                printf("after: the parked dequeue -> %s\n",
+                                       w.n < 0 ? errname(w.n) : "wrong entry");
+                                return 3;
+                        }
+                        printf("parked dequeue: ok\n");
+                        sn_socket_close(conn, sp[1]);
+                        close(sp[0]);
+                        sn_port_close(wport);
                 }
                 r = round_trip(port, key + 1, &call);
                 if (r < 0) {
