@@ -242,6 +242,9 @@ static json_t *control(sn_conn_t *c, json_t *req)
                         s ? ": " : "", s ? s : "");
                 if (r == -EPERM)
                         fprintf(stderr, "  Run it as root or as the user the daemon runs as.\n");
+                json_decref(why);
+                free(ans);
+                sn_conn_close(c);
                 exit(EXIT_REFUSED);
         }
         doc = parse(ans);
@@ -274,10 +277,12 @@ static json_t *list_all(sn_conn_t *c, const char *verb, json_int_t port, json_in
         }
 }
 
+/* Prints doc and drops it. */
 static void print_json(json_t *doc)
 {
         json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
         putchar('\n');
+        json_decref(doc);
 }
 
 /* ---- verbs -------------------------------------------------------------------------------- */
@@ -331,7 +336,6 @@ static int verb_status(sn_conn_t *c)
 
         if (opt_json) {
                 print_json(doc);
-                json_decref(doc);
                 return 0;
         }
         human_age(up, age, sizeof(age));
@@ -459,12 +463,12 @@ static int verb_ports(sn_conn_t *c)
 {
         json_t *items = list_all(c, "ports", 0, 0);
 
-        if (opt_json)
+        if (opt_json) {
                 print_json(json_pack("{s:o}", "items", items));
-        else
-                ports_table(items);
-        if (!opt_json)
-                json_decref(items);
+                return 0;
+        }
+        ports_table(items);
+        json_decref(items);
         return 0;
 }
 
@@ -511,7 +515,7 @@ static int verb_simple(sn_conn_t *c, json_t *req)
         json_t *ans = control(c, req);
 
         if (opt_json) {
-                print_json(ans);
+                print_json(json_incref(ans));
         } else {
                 const char *key;
                 json_t *v;
