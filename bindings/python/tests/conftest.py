@@ -62,6 +62,14 @@ class Daemon:
         """Descriptors the daemon holds (to see its copies of sockets come and go)."""
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
 
+    def wait_fds(self, want: int, timeout: float = 2.0) -> int:
+        """The daemon's descriptor count once it equals want, or after timeout: the daemon
+        closes clients' descriptors on a separate thread, just after its answer."""
+        end = time.monotonic() + timeout
+        while (n := self.fds()) != want and time.monotonic() < end:
+            time.sleep(0.01)
+        return n
+
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.terminate()

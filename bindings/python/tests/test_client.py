@@ -302,7 +302,7 @@ def test_daemon_copy_holds_peer_until_socket_close(daemon, port):
         # SOCKET_CLOSE names the descriptor number the registration was made with.
         assert not conn.drop_registration(fd, identity=(st.st_dev, st.st_ino), fd=fd + 1)
         assert conn.drop_registration(fd, identity=(st.st_dev, st.st_ino), fd=fd)
-        assert daemon.fds() == before
+        assert daemon.wait_fds(before) == before
         cli.settimeout(5)
         assert cli.recv(10) == b""
         assert not conn.drop_registration(fd, identity=(st.st_dev, st.st_ino), fd=fd)
