@@ -14,6 +14,8 @@
 
 #include "common/fdmsg.h"
 #include "proto/codec.h"
+#include "socknotify.h"
+#include "tests/helpers/daemon.h"
 #include "tests/helpers/raw.h"
 
 int raw_connect(const char *path)
@@ -101,4 +103,23 @@ uint32_t raw_port_create(int fd, uint32_t id, const char *name)
         ck_assert_uint_eq(h.status, 0);
         snw_port_create_reply_decode(sn_msg_body(buf), &rep);
         return rep.port;
+}
+
+void test_daemon_finish(struct test_daemon *d, int baseline)
+{
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_entry_t e;
+
+        /* Everything the test closed is gone first (the daemon notices closes in its loop). */
+        ck_assert_int_eq(test_daemon_wait_fds(d, baseline, 3000), baseline);
+        ck_assert_int_eq(sn_conn_open(d->path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        ck_assert_int_eq(sn_port_post(p, 9, 1, 2), 0);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.key, 9);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_wait_fds(d, baseline, 3000), baseline);
+        ck_assert_int_eq(test_daemon_stop(d), 0);
 }

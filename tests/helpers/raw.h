@@ -24,3 +24,8 @@ void expect_reply(int fd, uint16_t type, uint32_t id, uint32_t status);
 void status_works(int fd, uint32_t id);
 /* Creates a port (optionally named); returns its id. */
 uint32_t raw_port_create(int fd, uint32_t id, const char *name);
+
+struct test_daemon;
+/* The daemon serves a fresh client, is back to baseline descriptors, and stops with status 0
+ * (under the sanitizer build: no leak).  Fails the running test otherwise. */
+void test_daemon_finish(struct test_daemon *d, int baseline);

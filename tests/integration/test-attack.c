@@ -43,20 +43,7 @@ static void start(const char *const *args)
 /* The daemon serves a fresh client, is back to its baseline and stops cleanly. */
 static void finish(void)
 {
-        sn_conn_t *c;
-        sn_port_t *p;
-        sn_entry_t e;
-
-        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 3000), baseline);
-        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
-        ck_assert_int_eq(sn_port_post(p, 9, 1, 2), 0);
-        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 1000), 1);
-        ck_assert_uint_eq(e.key, 9);
-        sn_port_close(p);
-        sn_conn_close(c);
-        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 3000), baseline);
-        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        test_daemon_finish(&D, baseline);
 }
 
 /* Sends a PROCESS call without items for thread. */
