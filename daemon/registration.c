@@ -332,19 +332,15 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
         return 0;
 }
 
+/* type: the socket's SO_TYPE, read by the caller (reg_apply). */
 static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev, uint64_t ino,
                            const struct snw_registration *it, uint16_t filter, uint8_t trigger,
-                           int fd)
+                           int fd, int type)
 {
         struct server *srv = port->srv;
         struct reg *g;
-        int type = 0;
         uint32_t err;
 
-        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) }) < 0) {
-                closer_close(fd);
-                return ENOTSOCK;
-        }
         /* A client's own connection to this daemon (or another client's): holding it would keep
          * that connection open forever, since its end would never see the daemon's EOF. */
         if (type == SOCK_SEQPACKET && server_is_own_connection(srv, fd)) {
@@ -446,6 +442,7 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
         uint8_t trigger = 0;
         struct reg *g;
         uint32_t err;
+        int type = 0;
 
         srv->counters.registrations_applied++;
         if (it->op == SN_OP_NONE) {
@@ -458,8 +455,6 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
         }
         if (fd >= 0) {
                 struct stat st;
-
-                int type;
 
                 /* The identity of a passed socket is read here, never taken from the client.
                  * SO_TYPE first: it fails at once on anything but a socket, where fstat() of a
@@ -509,7 +504,7 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                         err = EDQUOT;
                         break;
                 }
-                return reg_create(port, conn, dev, ino, it, it->filter, trigger, fd);
+                return reg_create(port, conn, dev, ino, it, it->filter, trigger, fd, type);
         case SN_OP_DISABLE:
                 if (!g || g->port != port || g->state == REG_REMOVING) {
                         err = ENOENT; /* rules 8, 13 */
