@@ -26,7 +26,9 @@ SN_EXPORT const char *sn_strerror(int err)
         case -ESHUTDOWN:
                 return "socknotifyd is shutting down";
         case -ECONNRESET:
-                return "the connection to socknotifyd was lost";
+                return "session lost: the connection to socknotifyd ended (the daemon stopped "
+                       "or crashed), and its ports and registrations with it; open a new "
+                       "connection";
         case -EDQUOT:
                 return "a socknotifyd limit was reached";
         case -ETIMEDOUT:

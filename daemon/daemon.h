@@ -453,6 +453,7 @@ struct server {
         struct epoll_event *evbuf;
         uint32_t evcap;
         uint64_t fd_capacity;
+        uint32_t fdstore_max;    /* the service manager's descriptor store takes this many */
         size_t freed_since_trim; /* bytes of client-made state freed since malloc_trim() */
 };
 
@@ -484,6 +485,21 @@ int server_reexec_for(struct server *srv, struct conn *conn, uint32_t id, const 
 int reexec_save(struct server *srv, int fd);
 int reexec_load(struct server *srv, int fd);
 int reexec_listen(int fd, int *ret_listen_fd, char *path, size_t pathsz, bool *ret_owns_path);
+/*
+ * The service manager's descriptor store (fdstore.c).  fdstore_capacity: how many descriptors
+ * it takes (FDSTORE, with NOTIFY_SOCKET set), 0 when there is none.  fdstore_handover: on a
+ * stop, hands every descriptor and the state to the store; 0 when all of it was taken (the
+ * caller must then exit without closing or answering anything), or a negative errno (logged,
+ * the store emptied again: stop as usual).  fdstore_take: at start, takes what LISTEN_FDS
+ * passes: returns 1 with *ret_state_fd a state to restore (every descriptor it names already
+ * at its old number), 1 or 0 with *ret_listen_fd an activated listening socket or 0, or a
+ * negative errno (logged; the store is emptied, the caller exits).  fdstore_forget: empties
+ * the store of everything fdstore_handover put in it (epoll_numbers: the ports' numbers).
+ */
+uint32_t fdstore_capacity(void);
+int fdstore_handover(struct server *srv, uint32_t capacity);
+int fdstore_take(int *ret_listen_fd, int *ret_state_fd);
+void fdstore_forget(const int *epoll_numbers, uint32_t n);
 /* Sets or clears FD_CLOEXEC on every descriptor the state names. */
 void reexec_set_cloexec(struct server *srv, bool on);
 /* Reads the configuration file again and applies it to new requests (SIGHUP).  Returns 0, or

@@ -80,33 +80,33 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, int base, uint32
 
 /*
  * Socket activation: adopts the one listening socket passed with LISTEN_FDS/LISTEN_PID (the
- * variables are unset afterwards, so children do not see them).  Returns the descriptor, 0 when
- * none was passed, or -1 (logged) when what was passed is not one listening Unix
- * SOCK_SEQPACKET socket.  Writes the socket's path (for logs and the status document) to path.
+ * variables are unset afterwards, so children do not see them), or, when the service manager
+ * hands back what a previous daemon kept in its descriptor store, that daemon's state
+ * (*ret_state_fd, every descriptor it names already in place; see fdstore.c).  Returns the
+ * listening descriptor, 0 when none was passed (or a state was), or -1 (logged) when what was
+ * passed is not one listening Unix SOCK_SEQPACKET socket.  Writes the socket's path (for logs
+ * and the status document) to path.
  */
-static int adopt_listen_fd(char *path, size_t size)
+static int adopt_listen_fd(char *path, size_t size, int *ret_state_fd)
 {
         struct sockaddr_un sa;
         socklen_t len = sizeof(sa);
-        int n = sd_listen_fds(1);
+        int fd, n = fdstore_take(&fd, ret_state_fd);
 
-        if (n <= 0)
-                return n < 0 ? (log_error("LISTEN_FDS: %s", strerror(-n)), -1) : 0;
-        if (n != 1) {
-                log_error("socket activation passed %d sockets; socknotifyd takes exactly one", n);
+        if (n < 0)
                 return -1;
-        }
-        if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+        if (*ret_state_fd >= 0 || n == 0)
+                return 0;
+        if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
                 log_error("the activated socket is not a listening Unix SOCK_SEQPACKET socket");
                 return -1;
         }
         memset(&sa, 0, sizeof(sa));
-        if (getsockname(SD_LISTEN_FDS_START, (struct sockaddr *)&sa, &len) == 0 &&
-            sa.sun_path[0])
+        if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_path[0])
                 snprintf(path, size, "%.*s", (int)sizeof(sa.sun_path), sa.sun_path);
         else
                 snprintf(path, size, "(activated socket)");
-        return SD_LISTEN_FDS_START;
+        return fd;
 }
 
 /* Raises the soft RLIMIT_NOFILE to the hard limit; returns the resulting soft limit. */
@@ -245,9 +245,13 @@ int main(int argc, char **argv)
         uint64_t cap = raise_nofile();
         settings_resolve(&opt.cmdline, &file, cap, &opt.limits, &level);
         sn_log_init(level);
-        r = restore_fd >= 0 ? 0 : adopt_listen_fd(path, sizeof(path));
+        int state_fd = -1;
+
+        r = restore_fd >= 0 ? 0 : adopt_listen_fd(path, sizeof(path), &state_fd);
         if (r < 0)
                 return 1;
+        if (state_fd >= 0)
+                restore_fd = state_fd; /* a restart: the previous daemon's state, as a re-exec */
         if (restore_fd >= 0) {
                 /* A re-exec: the listening socket and every client are already ours. */
                 r = reexec_listen(restore_fd, &opt.listen_fd, path, sizeof(path), &owns_path);
@@ -272,6 +276,7 @@ int main(int argc, char **argv)
         if (r < 0)
                 return 1;
         srv->fd_capacity = cap;
+        srv->fdstore_max = fdstore_capacity();
         if (restore_fd >= 0) {
                 struct timespec t0, t1;
 
@@ -288,8 +293,8 @@ int main(int argc, char **argv)
                         return 1;
                 }
                 clock_gettime(CLOCK_MONOTONIC, &t1);
-                log_info("re-exec: restored %u connection(s), %u port(s), %llu registration(s) "
-                         "in %ld us",
+                log_info("%s: restored %u connection(s), %u port(s), %llu registration(s) "
+                         "in %ld us", state_fd >= 0 ? "fd store" : "re-exec",
                          srv->nconns, srv->nports, (unsigned long long)srv->nregs,
                          (long)((t1.tv_sec - t0.tv_sec) * 1000000 +
                                 (t1.tv_nsec - t0.tv_nsec) / 1000));

@@ -403,6 +403,16 @@ static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
         struct server *srv = arg;
 
         sd_notify(0, "STOPPING=1");
+        if (srv->fdstore_max) {
+                /* Everything stays open in the service manager for the next start. */
+                reaper_cb(-1, 0, srv);
+                if (fdstore_handover(srv, srv->fdstore_max) == 0) {
+                        log_info("stopped (signal %d): %u connection(s) left in the descriptor "
+                                 "store", (int)sig, srv->nconns);
+                        closer_stop();
+                        _exit(0);
+                }
+        }
         log_info("signal %d: shutting down, %u connection(s) open", (int)sig, srv->nconns);
         while (!sn_list_empty(&srv->conns))
                 conn_free(sn_list_first(&srv->conns, struct conn, link), ESHUTDOWN);

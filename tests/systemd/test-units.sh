@@ -22,10 +22,11 @@
 #      client carries on), SIGUSR1 and SIGALRM are logged as ignored: each time the same
 #      MainPID, no restart, still serving;
 #   4  `systemctl stop`: the daemon exits 0 and leaves only the socket unit's socket file;
-#      `systemctl restart`: a new daemon serves new clients, while a client connected to the
-#      old one gets an error on its next call (today ECONNRESET; issue 13 will keep the
-#      session instead: this check pins today's behaviour so the change is noticed); stopping
-#      the socket unit removes the file;
+#      `systemctl restart`: the daemon hands every connection and what it holds to systemd's
+#      descriptor store and the new daemon takes them back, so a client's parked dequeue and
+#      its next call succeed with no error; `systemctl stop` empties the store (systemd 252):
+#      a client's parked dequeue fails with ECONNRESET; stopping the socket unit
+#      removes the file;
 #   5  the user units under `systemd --user` of an unprivileged user: activation at
 #      $XDG_RUNTIME_DIR/socknotify.sock (0600, the user's), found by the client's default path,
 #      the daemon running as that user.
@@ -328,17 +329,31 @@ expect "only the socket unit's socket is left in /run/socknotify" \
 expect "and it is the same socket (inode), still listening" \
         "$(inside stat -c %i $sock)/$(prop socknotifyd.socket SubState)" "$inode/listening"
 check "a client activates the service again" serve
-check "a client holds a connection and a port" hold h2
+check "a client holds a connection, a port, a registration and a parked dequeue" hold h2 wait
 pid=$(prop socknotifyd.service MainPID)
+t=$(now)
 check "systemctl restart socknotifyd.service" inside systemctl restart socknotifyd.service
+echo "TIME: systemctl restart with a client (stop, hand over, start, restore): $(ms_since "$t") ms"
 newpid=$(prop socknotifyd.service MainPID)
 expect "active again with a new MainPID" \
         "$(prop socknotifyd.service ActiveState)/$([ "$newpid" != "$pid" ] && echo new)" active/new
+check "the old daemon handed its holdings to the descriptor store" \
+        jwait "socknotifyd\[$pid\]: fd store: kept 1 connection\(s\), 2 port\(s\), 1 registration"
+check "the new daemon took them back" \
+        jwait "socknotifyd\[$newpid\]: fd store: restored 1 connection\(s\), 2 port\(s\), 1 reg"
 release h2
-after=$(grep '^after:' "$tmp/h2.out")
-echo "#    the client connected before the restart, on its next call: ${after:-nothing}"
-check "today it gets ECONNRESET (issue 13 will keep its session)" \
-        grep -q '^after: sn_port_post -> ECONNRESET' "$tmp/h2.out"
+echo "#    the client connected before the restart: $(grep -h '^after\|^parked' "$tmp/h2.out" |
+        tr '\n' ' ')"
+check "its dequeue parked across the restart returned the socket's IN" \
+        grep -q '^parked dequeue: ok' "$tmp/h2.out"
+check "and its next call on the same connection and port succeeded (no error at all)" \
+        grep -q '^after: ok' "$tmp/h2.out"
+check "a client holds a connection across a stop" hold h3 wait
+check "systemctl stop socknotifyd.service (systemd 252 empties the store on a stop)" \
+        inside systemctl stop socknotifyd.service
+release h3
+check "its parked dequeue failed: the session is lost (ECONNRESET)" \
+        grep -q '^after: the parked dequeue -> ECONNRESET' "$tmp/h3.out"
 check "a new client is served by the new daemon" serve
 check "systemctl stop socknotifyd.socket socknotifyd.service" \
         inside systemctl stop socknotifyd.socket socknotifyd.service
