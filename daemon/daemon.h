@@ -494,12 +494,12 @@ int reexec_listen(int fd, int *ret_listen_fd, char *path, size_t pathsz, bool *r
  * passes: returns 1 with *ret_state_fd a state to restore (every descriptor it names already
  * at its old number), 1 or 0 with *ret_listen_fd an activated listening socket or 0, or a
  * negative errno (logged; the store is emptied, the caller exits).  fdstore_forget: empties
- * the store of everything fdstore_handover put in it (epoll_numbers: the ports' numbers).
+ * the store of what fdstore_handover put in it (nboxes: how many boxes).
  */
 uint32_t fdstore_capacity(void);
 int fdstore_handover(struct server *srv, uint32_t capacity);
 int fdstore_take(int *ret_listen_fd, int *ret_state_fd);
-void fdstore_forget(const int *epoll_numbers, uint32_t n);
+void fdstore_forget(uint32_t nboxes);
 /* Sets or clears FD_CLOEXEC on every descriptor the state names. */
 void reexec_set_cloexec(struct server *srv, bool on);
 /* Reads the configuration file again and applies it to new requests (SIGHUP).  Returns 0, or

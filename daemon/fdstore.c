@@ -13,28 +13,25 @@
  * exits at once, without any of the usual teardown: that teardown would answer parked calls,
  * take sockets out of the kept epoll instances and unlink the socket path.
  *
- * The next daemon receives the descriptors with LISTEN_FDS, in an order and at numbers of the
- * manager's choosing.  The state names descriptors by their numbers in the old process, and a
- * port's epoll instance knows its sockets by (file, number) too, so each descriptor is put back
- * at its old number before the state is read; from there on a restore is a re-exec's restore.
- * Which received descriptor had which number: one message of the protocol names all the
- * descriptors it carries alike (FDNAME=), so names cannot tell sockets apart in a batch.  A
- * second memfd, the map, lists every old number with the identity (st_dev, st_ino) of the
- * socket or file at it, unique while it is open.  Epoll instances all share one anonymous
- * inode, so each goes in its own message named "snep.OLDNUMBER".  Names:
+ * The descriptors do not go into the store one by one.  systemd 252 compares every descriptor
+ * stored with every one it holds (to drop duplicates), which is quadratic: 5,000 sockets took
+ * it longer than 5 s.  Instead they travel as SCM_RIGHTS messages (253 each) into a Unix
+ * stream socket pair, the "box", whose receiving end alone goes into the store: descriptors in
+ * flight in a socket's queue stay open as long as the socket does.  A box holds what its send
+ * buffer takes; when it is full the next one is started.  The store then holds a handful of
+ * entries, named:
  *
- *   snfd          sockets (connections, held sockets, the listening socket), batches of 253
- *   snep.N        the epoll instance of one port, which had number N
- *   snmap         the map: "SNFDMAP\0", u32 version, u32 count, count x {u32 number, u32 0,
- *                 u64 dev, u64 ino}, little-endian
- *   snstate       the state (docs/reexec-state.md), sent last: without it nothing is used
+ *   snbox.K       box K (0, 1, ...), its descriptors in the map's order; its sending end is
+ *                 closed, so reading it ends with EOF
+ *   snmap         the map: "SNFDMAP\0", u32 version (2), u32 count, count x u32: the number
+ *                 each descriptor had, in the order of the boxes; little-endian
+ *   snstate       the state (docs/reexec-state.md), stored last: without it nothing is used
  *
- * The manager keeps only one copy of a descriptor it already holds (same open file), so a
- * socket the daemon had at two numbers (a registration's EDGE duplicate) comes back once and
- * is put at both.  After a restore everything is removed from the store again
- * (FDSTOREREMOVE=1); descriptors left in the store without a state (a stop that did not
- * finish) are closed and removed at start.  A daemon that holds more descriptors than the
- * store takes stops as before, closing every connection, and says so in its log.
+ * The state names descriptors by their numbers in the old process, and a port's epoll instance
+ * knows its sockets by (file, number) too, so the next daemon puts each descriptor back at its
+ * old number before it reads the state; from there on a restore is a re-exec's restore.  After
+ * that everything is removed from the store (FDSTOREREMOVE=1); entries left in the store
+ * without a state (a stop that did not finish) are closed and removed at start.
  */
 #include "config.h"
 
@@ -44,20 +41,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
+#include "common/fdmsg.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/daemon.h"
 
 #define MAP_MAGIC "SNFDMAP\0"
-#define MAP_VERSION 1u
-#define MAP_ENTRY 24u
+#define MAP_VERSION 2u
 #define BATCH 253u
-#define BARRIER_USEC (5u * 1000000u)
+#define MAX_BOXES 4096u
+#define BOX_SNDBUF (64 << 20) /* asked for; the kernel caps it at twice wmem_max */
+#define BARRIER_USEC (10u * 1000000u)
 
 uint32_t fdstore_capacity(void)
 {
@@ -77,52 +77,50 @@ uint32_t fdstore_capacity(void)
 /* ---- handing over ------------------------------------------------------------------------- */
 
 struct held {
-        int *fds; /* sockets and memfds, one entry per number */
+        int *fds; /* every descriptor the state names, in the order they are boxed */
         uint32_t n, cap;
-        int *eps; /* epoll instances */
-        uint32_t neps, epcap;
         bool oom;
 };
 
-static void hold(int **v, uint32_t *n, uint32_t *cap, bool *oom, int fd)
+static void hold(struct held *h, int fd)
 {
-        if (fd < 0 || *oom)
+        if (fd < 0 || h->oom)
                 return;
-        if (*n == *cap) {
-                uint32_t c = *cap ? *cap * 2 : 256;
-                int *p = realloc(*v, c * sizeof(*p));
+        if (h->n == h->cap) {
+                uint32_t c = h->cap ? h->cap * 2 : 256;
+                int *p = realloc(h->fds, c * sizeof(*p));
 
                 if (!p) {
-                        *oom = true;
+                        h->oom = true;
                         return;
                 }
-                *v = p;
-                *cap = c;
+                h->fds = p;
+                h->cap = c;
         }
-        (*v)[(*n)++] = fd;
+        h->fds[h->n++] = fd;
 }
 
 static void collect(struct server *srv, struct held *h)
 {
         struct sn_list *pos, *tmp, *p2, *t2;
 
-        hold(&h->fds, &h->n, &h->cap, &h->oom, srv->listen_fd);
+        hold(h, srv->listen_fd);
         sn_list_foreach_safe(pos, tmp, &srv->conns) {
                 struct conn *c = sn_list_entry(pos, struct conn, link);
 
-                hold(&h->fds, &h->n, &h->cap, &h->oom, c->fd);
+                hold(h, c->fd);
                 for (uint32_t i = 0; i < c->stage.nfds; i++)
-                        hold(&h->fds, &h->n, &h->cap, &h->oom, c->stage.fds[i]);
+                        hold(h, c->stage.fds[i]);
         }
         sn_list_foreach_safe(pos, tmp, &srv->ports) {
                 struct port *p = sn_list_entry(pos, struct port, srv_link);
 
-                hold(&h->eps, &h->neps, &h->epcap, &h->oom, p->epfd);
+                hold(h, p->epfd);
                 sn_list_foreach_safe(p2, t2, &p->regs) {
                         const struct reg *g = sn_list_entry(p2, struct reg, port_link);
 
-                        hold(&h->fds, &h->n, &h->cap, &h->oom, g->fd);
-                        hold(&h->fds, &h->n, &h->cap, &h->oom, g->out_fd);
+                        hold(h, g->fd);
+                        hold(h, g->out_fd);
                 }
         }
 }
@@ -144,68 +142,104 @@ static int write_all(int fd, const void *buf, size_t len)
         return 0;
 }
 
-/* The map memfd for the numbers in h->fds, or a negative errno. */
+/* The map memfd for h, or a negative errno. */
 static int write_map(const struct held *h)
 {
-        size_t len = 16 + (size_t)h->n * MAP_ENTRY;
+        size_t len = 16 + (size_t)h->n * 4;
         uint8_t *buf = calloc(1, len);
-        int fd, r = 0;
+        int fd, r;
 
         if (!buf)
                 return -ENOMEM;
         memcpy(buf, MAP_MAGIC, 8);
         sn_put_u32(buf + 8, MAP_VERSION);
         sn_put_u32(buf + 12, h->n);
-        for (uint32_t i = 0; i < h->n && !r; i++) {
-                uint8_t *e = buf + 16 + (size_t)i * MAP_ENTRY;
-                struct stat st;
-
-                if (fstat(h->fds[i], &st) < 0) {
-                        r = -errno;
-                        break;
-                }
-                sn_put_u32(e, (uint32_t)h->fds[i]);
-                sn_put_u64(e + 8, (uint64_t)st.st_dev);
-                sn_put_u64(e + 16, (uint64_t)st.st_ino);
-        }
-        fd = r ? -1 : memfd_create("socknotifyd-fdmap", MFD_CLOEXEC);
-        if (!r && fd < 0)
-                r = -errno;
-        if (!r)
-                r = write_all(fd, buf, len);
+        for (uint32_t i = 0; i < h->n; i++)
+                sn_put_u32(buf + 16 + (size_t)i * 4, (uint32_t)h->fds[i]);
+        fd = memfd_create("socknotifyd-fdmap", MFD_CLOEXEC);
+        r = fd < 0 ? -errno : write_all(fd, buf, len);
         free(buf);
-        if (r) {
-                if (fd >= 0)
-                        close(fd);
-                return r;
-        }
-        return fd;
+        if (r < 0 && fd >= 0)
+                close(fd);
+        return r < 0 ? r : fd;
 }
 
-static int store(const char *name, const int *fds, unsigned n)
+static int store(const char *name, int fd)
 {
         char line[96];
         int r;
 
         snprintf(line, sizeof(line), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", name);
-        r = sd_pid_notify_with_fds(0, 0, line, fds, n);
+        r = sd_pid_notify_with_fds(0, 0, line, &fd, 1);
         return r > 0 ? 0 : r < 0 ? r : -ENOTCONN;
+}
+
+/*
+ * Boxes h's descriptors (see the top of the file); the receiving ends go to boxes, *ret_n of
+ * them.  Returns 0 or a negative errno (the boxes made are still returned, to be closed).
+ */
+static int box_all(const struct held *h, int *boxes, uint32_t *ret_n)
+{
+        /* Tests make boxes small to see several (SOCKNOTIFY_FDSTORE_BOX_MESSAGES). */
+        const char *env = getenv("SOCKNOTIFY_FDSTORE_BOX_MESSAGES");
+        uint32_t per_box = env ? (uint32_t)strtoul(env, NULL, 10) : 0, in_box = 0;
+        int sv[2] = { -1, -1 }, r = 0;
+        uint32_t i = 0, nboxes = 0;
+        uint8_t byte = 0;
+
+        while (i < h->n && !r) {
+                unsigned n = SN_MIN(BATCH, h->n - i);
+
+                if (sv[0] < 0) {
+                        int size = BOX_SNDBUF;
+
+                        if (nboxes == MAX_BOXES) {
+                                r = -ENOSPC;
+                                break;
+                        }
+                        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+                                r = -errno;
+                                break;
+                        }
+                        setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+                        boxes[nboxes++] = sv[1];
+                        in_box = 0;
+                }
+                r = per_box && in_box == per_box ? -EAGAIN :
+                    sn__fdmsg_send(sv[0], &byte, 1, h->fds + i, n, MSG_DONTWAIT);
+                if (r == -EAGAIN && in_box) {
+                        /* This box is full: the next batch starts the next one. */
+                        close(sv[0]);
+                        sv[0] = -1;
+                        in_box = 0;
+                        r = 0;
+                        continue;
+                }
+                in_box++;
+                i += n;
+        }
+        if (sv[0] >= 0)
+                close(sv[0]);
+        *ret_n = nboxes;
+        return r;
 }
 
 int fdstore_handover(struct server *srv, uint32_t capacity)
 {
         struct held h = { 0 };
-        int map = -1, state = -1, r;
+        int map = -1, state = -1, r, *boxes = NULL;
+        uint32_t nboxes = 0;
         char name[32];
-        uint32_t total;
 
         collect(srv, &h);
         r = h.oom ? -ENOMEM : 0;
-        total = h.n + h.neps + 2;
-        if (!r && total > capacity) {
-                log_warning("fd store: %u descriptor(s) to keep but the store takes %u "
-                            "(FileDescriptorStoreMax=); stopping without it",
-                            total, capacity);
+        if (!r) {
+                boxes = calloc(MAX_BOXES, sizeof(*boxes));
+                r = boxes ? box_all(&h, boxes, &nboxes) : -ENOMEM;
+        }
+        if (!r && nboxes + 2 > capacity) {
+                log_warning("fd store: %u entries to keep but the store takes %u "
+                            "(FileDescriptorStoreMax=)", nboxes + 2, capacity);
                 r = -ENOSPC;
         }
         if (!r) {
@@ -216,70 +250,59 @@ int fdstore_handover(struct server *srv, uint32_t capacity)
                 state = memfd_create("socknotifyd-state", MFD_CLOEXEC);
                 r = state < 0 ? -errno : reexec_save(srv, state);
         }
-        for (uint32_t i = 0; !r && i < h.neps; i++) {
-                snprintf(name, sizeof(name), "snep.%d", h.eps[i]);
-                r = store(name, &h.eps[i], 1);
+        for (uint32_t k = 0; !r && k < nboxes; k++) {
+                snprintf(name, sizeof(name), "snbox.%u", k);
+                r = store(name, boxes[k]);
         }
-        for (uint32_t i = 0; !r && i < h.n; i += BATCH)
-                r = store("snfd", h.fds + i, SN_MIN(BATCH, h.n - i));
         if (!r)
-                r = store("snmap", &map, 1);
+                r = store("snmap", map);
         /* Last: a state in the store means everything it names is there too. */
         if (!r)
-                r = store("snstate", &state, 1);
+                r = store("snstate", state);
         /* Wait until the manager has taken all of it, before exiting closes our copies. */
         if (!r) {
                 r = sd_notify_barrier(0, BARRIER_USEC);
                 r = r < 0 ? r : 0;
         }
-        if (r < 0 && r != -ENOSPC) {
+        if (r < 0) {
                 log_error("fd store: handing over failed: %s; stopping without it",
                           strerror(-r));
-                fdstore_forget(h.eps, h.neps);
-        }
-        if (!r)
+                fdstore_forget(nboxes);
+        } else {
                 log_info("fd store: kept %u connection(s), %u port(s), %llu registration(s) "
-                         "(%u descriptor(s)) for the next start (a restart)",
-                         srv->nconns, srv->nports, (unsigned long long)srv->nregs, total);
+                         "(%u descriptor(s) in %u box(es)) for the next start (a restart)",
+                         srv->nconns, srv->nports, (unsigned long long)srv->nregs, h.n, nboxes);
+        }
+        for (uint32_t k = 0; k < nboxes; k++)
+                close(boxes[k]);
         if (map >= 0)
                 close(map);
         if (state >= 0)
                 close(state);
+        free(boxes);
         free(h.fds);
-        free(h.eps);
         return r;
 }
 
-static void forget_epoll(int number)
+void fdstore_forget(uint32_t nboxes)
 {
         char line[96];
 
-        snprintf(line, sizeof(line), "FDSTOREREMOVE=1\nFDNAME=snep.%d", number);
-        sd_notify(0, line);
-}
-
-void fdstore_forget(const int *epoll_numbers, uint32_t n)
-{
-        static const char *const names[] = { "snstate", "snmap", "snfd" };
-        char line[96];
-
-        for (size_t i = 0; i < SN_ARRAY_SIZE(names); i++) {
-                snprintf(line, sizeof(line), "FDSTOREREMOVE=1\nFDNAME=%s", names[i]);
+        sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=snstate");
+        sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=snmap");
+        for (uint32_t k = 0; k < nboxes; k++) {
+                snprintf(line, sizeof(line), "FDSTOREREMOVE=1\nFDNAME=snbox.%u", k);
                 sd_notify(0, line);
         }
-        for (uint32_t i = 0; i < n; i++)
-                forget_epoll(epoll_numbers[i]);
 }
 
 /* ---- taking back -------------------------------------------------------------------------- */
 
 struct got {
-        int fd;       /* at a high number while relocating */
-        uint64_t dev, ino;
-        int ep_old;   /* snep.N: N; else -1 */
-        bool sn;      /* one of ours (name starting "sn") */
+        int fd;
+        int box;      /* snbox.K: K; else -1 */
+        bool sn;      /* one of ours */
         bool state, map;
-        bool used;
 };
 
 static void free_names(char **names)
@@ -289,93 +312,100 @@ static void free_names(char **names)
         free(names);
 }
 
-static bool is_ours(const char *name)
-{
-        return !strcmp(name, "snfd") || !strcmp(name, "snmap") || !strcmp(name, "snstate") ||
-               !strncmp(name, "snep.", 5);
-}
-
-static int parse_epoll_name(const char *name)
+static int parse_box_name(const char *name)
 {
         char *end;
         long v;
 
-        if (strncmp(name, "snep.", 5))
+        if (strncmp(name, "snbox.", 6) || !name[6])
                 return -1;
         errno = 0;
-        v = strtol(name + 5, &end, 10);
-        return errno || *end || v < 3 || v > INT32_MAX ? -1 : (int)v;
+        v = strtol(name + 6, &end, 10);
+        return errno || *end || v < 0 || v >= (long)MAX_BOXES ? -1 : (int)v;
 }
 
-static uint8_t *read_map(int fd, uint32_t *ret_n)
+/* The old numbers of the map at fd (*ret_n of them), or NULL when it is not a map. */
+static uint32_t *read_map(int fd, uint32_t *ret_n)
 {
         struct stat st;
         uint8_t *p;
-        uint32_t n;
+        uint32_t n, *old = NULL;
 
         if (fstat(fd, &st) < 0 || st.st_size < 16 || st.st_size > (1 << 28))
                 return NULL;
         p = malloc((size_t)st.st_size);
         if (!p)
                 return NULL;
-        if (pread(fd, p, (size_t)st.st_size, 0) != st.st_size || memcmp(p, MAP_MAGIC, 8) ||
-            sn_get_u32(p + 8) != MAP_VERSION ||
-            (n = sn_get_u32(p + 12)) != ((size_t)st.st_size - 16) / MAP_ENTRY ||
-            (size_t)st.st_size != 16 + (size_t)n * MAP_ENTRY) {
-                free(p);
-                return NULL;
+        if (pread(fd, p, (size_t)st.st_size, 0) == st.st_size && !memcmp(p, MAP_MAGIC, 8) &&
+            sn_get_u32(p + 8) == MAP_VERSION && (n = sn_get_u32(p + 12)) &&
+            (size_t)st.st_size == 16 + (size_t)n * 4 && (old = calloc(n, sizeof(*old)))) {
+                for (uint32_t i = 0; i < n; i++) {
+                        old[i] = sn_get_u32(p + 16 + (size_t)i * 4);
+                        if (old[i] < 3 || old[i] >= INT32_MAX) {
+                                free(old);
+                                old = NULL;
+                                break;
+                        }
+                }
+                *ret_n = n;
         }
-        *ret_n = n;
-        return p;
+        free(p);
+        return old;
 }
 
 /*
- * Puts every old number of the map back, each at the descriptor with the same identity, and
- * each epoll instance at the number its name gives.  Returns 0 or a negative errno (logged).
+ * Takes the descriptors out of one box, in order, and puts each at its old number
+ * (old[*next], ...).  Every descriptor received is first moved to hi or above, out of the way
+ * of the numbers still to fill.  Returns 0 at the box's end or a negative errno (logged).
  */
-static int relocate(struct got *g, int n, const uint8_t *map, uint32_t nmap)
+static int unbox(int box, const uint32_t *old, uint32_t nmap, uint32_t *next, int hi)
 {
-        for (uint32_t i = 0; i < nmap; i++) {
-                const uint8_t *e = map + 16 + (size_t)i * MAP_ENTRY;
-                uint32_t old = sn_get_u32(e);
-                uint64_t dev = sn_get_u64(e + 8), ino = sn_get_u64(e + 16);
-                int k;
+        for (;;) {
+                int fds[BATCH];
+                unsigned nfds = 0;
+                uint8_t byte;
+                ssize_t n = sn__fdmsg_recv(box, &byte, 1, fds, BATCH, &nfds, MSG_DONTWAIT);
+                int r = 0;
 
-                for (k = 0; k < n; k++)
-                        if (!g[k].state && !g[k].map && g[k].ep_old < 0 && g[k].dev == dev &&
-                            g[k].ino == ino)
-                                break;
-                if (k == n) {
-                        log_error("fd store: descriptor %u of the state is missing", old);
-                        return -ENOENT;
+                if (n == 0 && nfds == 0)
+                        return 0;
+                if (n < 0) {
+                        sn__fds_close(fds, nfds);
+                        log_error("fd store: reading a box: %s", strerror((int)-n));
+                        return (int)n;
                 }
-                if (old < 3 || old > INT32_MAX || dup2(g[k].fd, (int)old) < 0) {
-                        log_error("fd store: cannot put back descriptor %u: %s", old,
-                                  old < 3 ? "bad number" : strerror(errno));
-                        return -EBADF;
+                for (unsigned i = 0; i < nfds; i++) {
+                        int fd = r ? -1 : fcntl(fds[i], F_DUPFD_CLOEXEC, hi);
+
+                        if (!r && fd < 0)
+                                r = -errno;
+                        close(fds[i]);
+                        fds[i] = fd;
                 }
-                g[k].used = true;
+                for (unsigned i = 0; i < nfds; i++) {
+                        if (!r && *next >= nmap)
+                                r = -EBADMSG;
+                        if (!r && dup2(fds[i], (int)old[*next]) < 0)
+                                r = -errno;
+                        if (!r)
+                                (*next)++;
+                        if (fds[i] >= 0)
+                                close(fds[i]);
+                }
+                if (r) {
+                        log_error("fd store: putting descriptors back: %s", strerror(-r));
+                        return r;
+                }
         }
-        for (int k = 0; k < n; k++)
-                if (g[k].ep_old >= 0) {
-                        if (dup2(g[k].fd, g[k].ep_old) < 0) {
-                                log_error("fd store: cannot put back epoll %d: %s",
-                                          g[k].ep_old, strerror(errno));
-                                return -EBADF;
-                        }
-                        g[k].used = true;
-                }
-        return 0;
 }
 
 int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
 {
         char **names = NULL;
         struct got *g = NULL;
-        int n, hi = 3, nlisten = 0, listen_fd = 0, state = -1, r = 0;
-        uint8_t *map = NULL;
-        uint32_t nmap = 0;
-        bool have_state = false, have_ours = false;
+        int n, nlisten = 0, listen_fd = 0, state = -1, map_fd = -1, r = 0;
+        uint32_t *old = NULL, nmap = 0, next = 0, nboxes = 0;
+        bool have_ours = false;
 
         *ret_listen_fd = 0;
         *ret_state_fd = -1;
@@ -395,86 +425,87 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                 const char *name = names && names[k] ? names[k] : "";
 
                 g[k].fd = SD_LISTEN_FDS_START + k;
-                g[k].ep_old = parse_epoll_name(name);
-                g[k].sn = is_ours(name);
+                g[k].box = parse_box_name(name);
                 g[k].state = !strcmp(name, "snstate");
                 g[k].map = !strcmp(name, "snmap");
-                have_state |= g[k].state;
+                g[k].sn = g[k].box >= 0 || g[k].state || g[k].map;
                 have_ours |= g[k].sn;
+                if (g[k].box >= 0)
+                        nboxes = SN_MAX(nboxes, (uint32_t)g[k].box + 1);
+                if (g[k].state && state < 0)
+                        state = g[k].fd;
+                if (g[k].map && map_fd < 0)
+                        map_fd = g[k].fd;
                 if (!g[k].sn) {
                         nlisten++;
                         listen_fd = g[k].fd;
                 }
         }
-        /* Out of the way of every old number first, then each at its old number. */
-        if (have_state) {
-                hi = SD_LISTEN_FDS_START + n;
-                for (int k = 0; k < n; k++)
-                        if (g[k].ep_old >= hi)
-                                hi = g[k].ep_old + 1;
-                for (int k = 0; k < n; k++)
-                        if (g[k].map && !map)
-                                map = read_map(g[k].fd, &nmap);
-                for (uint32_t i = 0; map && i < nmap; i++)
-                        hi = SN_MAX(hi, (int)SN_MIN(sn_get_u32(map + 16 + (size_t)i * MAP_ENTRY),
-                                                    (uint32_t)INT32_MAX - 1) + 1);
-                if (!map) {
+        if (state >= 0) {
+                int hi = SD_LISTEN_FDS_START + n;
+
+                old = map_fd >= 0 ? read_map(map_fd, &nmap) : NULL;
+                if (!old) {
                         log_error("fd store: a state without a usable descriptor map");
                         r = -EBADMSG;
                 }
+                for (uint32_t i = 0; old && i < nmap; i++)
+                        hi = SN_MAX(hi, (int)old[i] + 1);
+                /* Out of the way of every old number first. */
                 for (int k = 0; !r && k < n; k++) {
-                        struct stat st;
                         int fd = fcntl(g[k].fd, F_DUPFD_CLOEXEC, hi);
 
                         if (fd < 0) {
                                 r = -errno;
-                                log_error("fd store: moving descriptors: %s", strerror(-r));
+                                log_error("fd store: moving descriptors above %d: %s", hi,
+                                          strerror(-r));
                                 break;
                         }
                         close(g[k].fd);
+                        if (g[k].fd == state)
+                                state = fd;
                         g[k].fd = fd;
-                        if (fstat(fd, &st) == 0) {
-                                g[k].dev = (uint64_t)st.st_dev;
-                                g[k].ino = (uint64_t)st.st_ino;
+                }
+                for (uint32_t b = 0; !r && b < nboxes; b++) {
+                        int k;
+
+                        for (k = 0; k < n && g[k].box != (int)b; k++)
+                                ;
+                        if (k == n) {
+                                log_error("fd store: box %u is missing", b);
+                                r = -ENOENT;
+                                break;
                         }
+                        r = unbox(g[k].fd, old, nmap, &next, hi);
+                }
+                if (!r && next != nmap) {
+                        log_error("fd store: %u descriptor(s) of %u came back", next, nmap);
+                        r = -ENOENT;
                 }
                 if (!r)
-                        r = relocate(g, n, map, nmap);
-        }
-        if (have_state && !r) {
-                for (int k = 0; k < n; k++)
-                        if (g[k].state && state < 0) {
-                                state = g[k].fd;
-                                g[k].fd = -1;
-                        }
-                log_info("fd store: taking back what the previous daemon kept (%d "
-                         "descriptor(s))", n);
-        } else if (have_ours && !have_state) {
-                log_warning("fd store: discarding %d descriptor(s) left without a state (a "
-                            "stop that did not finish)", n - nlisten);
+                        log_info("fd store: took back %u descriptor(s) from %u box(es)", nmap,
+                                 nboxes);
+        } else if (have_ours) {
+                log_warning("fd store: discarding %d entries left without a state (a stop "
+                            "that did not finish)", n - nlisten);
         }
         /* Ours from here on (or discarded): the store keeps no copy.  A state that then fails
          * to load is not tried again by the next start. */
-        if (have_ours) {
-                fdstore_forget(NULL, 0);
-                for (int k = 0; k < n; k++)
-                        if (g[k].ep_old >= 0)
-                                forget_epoll(g[k].ep_old);
-        }
-        /* What was not put back at an old number is closed; the listening socket the manager
-         * passed stays unless a state is taken (the state names its own). */
+        if (have_ours)
+                fdstore_forget(nboxes);
+        /* Close what was received, but the state, and the activated listening socket when no
+         * state is taken (a state names its own). */
         for (int k = 0; k < n; k++) {
-                bool keep = !have_state && !g[k].sn && nlisten == 1;
+                bool keep = (g[k].fd == state && !r) || (state < 0 && !g[k].sn && nlisten == 1);
 
-                if (g[k].fd >= 0 && !keep)
+                if (!keep)
                         close(g[k].fd);
         }
-        free(map);
+        free(old);
         free(g);
         free_names(names);
         if (r < 0) {
-                /* The store is emptied above: the next start is a fresh one.  The numbers
-                 * already put back are closed when this process exits. */
+                /* The numbers already put back are closed when this process exits. */
                 log_error("fd store: the kept state cannot be taken back; exiting, so that "
                           "the next start begins afresh (its clients lose their sessions)");
                 return r;
