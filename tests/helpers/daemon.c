@@ -57,7 +57,26 @@ static bool can_connect(const char *path)
         return ok;
 }
 
-void test_daemon_start(struct test_daemon *d, const char *const *args)
+/* In the child: passes fds (n, names joined by ':') as socket activation does, at 3, 4, ... */
+static void pass_fds(const int *fds, unsigned n, const char *names)
+{
+        char v[32];
+        int moved[256];
+
+        for (unsigned i = 0; i < n && i < 256; i++)
+                moved[i] = fcntl(fds[i], F_DUPFD, 512);
+        for (unsigned i = 0; i < n && i < 256; i++)
+                if (moved[i] < 0 || dup2(moved[i], 3 + (int)i) < 0)
+                        _exit(126);
+        snprintf(v, sizeof(v), "%u", n);
+        setenv("LISTEN_FDS", v, 1);
+        setenv("LISTEN_FDNAMES", names, 1);
+        snprintf(v, sizeof(v), "%d", (int)getpid());
+        setenv("LISTEN_PID", v, 1);
+}
+
+static void spawn(struct test_daemon *d, const char *const *args, const int *fds, unsigned nfds,
+                  const char *names)
 {
         const char *builddir = getenv("SN_BUILDDIR");
         const char *wrapper = getenv("SN_TEST_DAEMON_WRAPPER");
@@ -65,11 +84,7 @@ void test_daemon_start(struct test_daemon *d, const char *const *args)
         pid_t parent = getpid();
         long long deadline;
 
-        snprintf(d->dir, sizeof(d->dir), "/tmp/sn-test-XXXXXX");
-        ck_assert_ptr_nonnull(mkdtemp(d->dir));
-        snprintf(d->path, sizeof(d->path), "%s/socknotify.sock", d->dir);
         snprintf(bin, sizeof(bin), "%s/daemon/socknotifyd", builddir ? builddir : SN_BUILDDIR);
-
         d->pid = fork();
         ck_assert_int_ge(d->pid, 0);
         if (d->pid == 0) {
@@ -80,6 +95,10 @@ void test_daemon_start(struct test_daemon *d, const char *const *args)
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)
                         _exit(127);
+                if (nfds)
+                        pass_fds(fds, nfds, names);
+                /* Nothing else of the test's goes along (the daemon's descriptors are counted). */
+                close_range(3 + nfds, ~0u, 0);
                 for (char *t = w ? strtok(w, " ") : NULL; t && n < 32; t = strtok(NULL, " "))
                         argv[n++] = t;
                 argv[n++] = bin;
@@ -102,6 +121,21 @@ void test_daemon_start(struct test_daemon *d, const char *const *args)
         }
         /* The probe connection above must be gone before descriptors are counted. */
         test_daemon_wait_fds(d, -1, 0);
+}
+
+void test_daemon_start(struct test_daemon *d, const char *const *args)
+{
+        snprintf(d->dir, sizeof(d->dir), "/tmp/sn-test-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(d->dir));
+        snprintf(d->path, sizeof(d->path), "%s/socknotify.sock", d->dir);
+        spawn(d, args, NULL, 0, NULL);
+}
+
+void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, const int *fds,
+                                unsigned nfds, const char *names)
+{
+        ck_assert_uint_le(nfds, 256);
+        spawn(d, args, fds, nfds, names);
 }
 
 int test_daemon_stop(struct test_daemon *d)

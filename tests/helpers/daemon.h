@@ -21,6 +21,10 @@ struct test_daemon {
  * "valgrind --error-exitcode=99 --leak-check=full") is put in front of the command.  Aborts the
  * test on failure. */
 void test_daemon_start(struct test_daemon *d, const char *const *args);
+/* Starts it again on the same path (after it stopped), passing fds (nfds at most 256; names
+ * joined by ':') with LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID as systemd does. */
+void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, const int *fds,
+                                unsigned nfds, const char *names);
 /* SIGTERM, wait, remove the directory; returns the daemon's exit status (-1 if killed). */
 int test_daemon_stop(struct test_daemon *d);
 /* Waits for a daemon that was told to stop; returns its exit status as test_daemon_stop(). */

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * test-fdstore.c - a restart through the service manager's descriptor store, without root and
+ * without systemd: this test plays the service manager.  It gives the daemon a NOTIFY_SOCKET of
+ * its own and FDSTORE, keeps what the daemon stores on SIGTERM (FDSTORE=1 with FDNAME=, and it
+ * answers BARRIER=1 as systemd does), and starts the next daemon with those descriptors in
+ * LISTEN_FDS/LISTEN_FDNAMES.  The live test under a real systemd is tests/systemd/test-units.sh;
+ * this one also runs under valgrind and the sanitizers.
+ *
+ * Checked: clients keep their connection, ports and registrations with no error; a queued
+ * notification, posted packets and a dequeue parked across the restart all arrive exactly once;
+ * 300 registrations spread over several boxes (SOCKNOTIFY_FDSTORE_BOX_MESSAGES=1) all report;
+ * the new daemon holds as many descriptors as the old one and empties the store.  Entries left
+ * without a state are discarded and removed, and the daemon serves afresh.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/macro.h"
+#include "socknotify.h"
+#include "tests/helpers/daemon.h"
+
+#define MAXSTORED 256
+
+/* ---- the service manager's side ------------------------------------------------------------ */
+
+struct manager {
+        int sock;
+        char path[108];
+        pthread_t thread;
+        pthread_mutex_t lock;
+        int fds[MAXSTORED];
+        char names[MAXSTORED][64];
+        unsigned n;
+        unsigned removed; /* FDSTOREREMOVE=1 messages */
+        unsigned barriers;
+        unsigned bad; /* FDSTORE=1 without FDPOLL=0 or without a name */
+};
+
+static const char *field(const char *text, const char *key, char *out, size_t outsz)
+{
+        size_t k = strlen(key);
+
+        for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (!strncmp(p, key, k)) {
+                        size_t n = strcspn(p + k, "\n");
+
+                        snprintf(out, outsz, "%.*s", (int)n, p + k);
+                        return out;
+                }
+        return NULL;
+}
+
+static void *manager_loop(void *arg)
+{
+        struct manager *m = arg;
+
+        for (;;) {
+                char text[4096], name[64], cbuf[CMSG_SPACE(sizeof(int) * 16)];
+                struct iovec iov = { text, sizeof(text) - 1 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                                     .msg_controllen = sizeof(cbuf) };
+                int fds[16];
+                unsigned nfds = 0;
+                ssize_t n = recvmsg(m->sock, &mh, MSG_CMSG_CLOEXEC);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return NULL;
+                text[n] = 0;
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                                unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+                                memcpy(fds + nfds, CMSG_DATA(c), k * sizeof(int));
+                                nfds += k;
+                        }
+                pthread_mutex_lock(&m->lock);
+                if (!strcmp(text, "EXIT")) {
+                        pthread_mutex_unlock(&m->lock);
+                        return NULL;
+                }
+                if (strstr(text, "BARRIER=1")) {
+                        m->barriers++; /* closing the descriptor is the answer */
+                } else if (strstr(text, "FDSTORE=1")) {
+                        if (!strstr(text, "FDPOLL=0") ||
+                            !field(text, "FDNAME=", name, sizeof(name))) {
+                                m->bad++;
+                                snprintf(name, sizeof(name), "?");
+                        }
+                        for (unsigned i = 0; i < nfds && m->n < MAXSTORED; i++) {
+                                m->fds[m->n] = fds[i];
+                                snprintf(m->names[m->n++], sizeof(m->names[0]), "%s", name);
+                        }
+                        nfds = 0;
+                } else if (strstr(text, "FDSTOREREMOVE=1")) {
+                        m->removed++;
+                }
+                pthread_mutex_unlock(&m->lock);
+                for (unsigned i = 0; i < nfds; i++)
+                        close(fds[i]);
+        }
+}
+
+static void manager_start(struct manager *m, const char *dir)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int one = 1;
+
+        memset(m, 0, sizeof(*m));
+        pthread_mutex_init(&m->lock, NULL);
+        snprintf(m->path, sizeof(m->path), "%s/notify", dir);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
+        m->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(m->sock, 0);
+        ck_assert_int_eq(bind(m->sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        setsockopt(m->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+        ck_assert_int_eq(pthread_create(&m->thread, NULL, manager_loop, m), 0);
+        setenv("NOTIFY_SOCKET", m->path, 1);
+}
+
+static void manager_stop(struct manager *m)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
+        sendto(s, "EXIT", 4, 0, (struct sockaddr *)&sa, sizeof(sa));
+        close(s);
+        pthread_join(m->thread, NULL);
+        for (unsigned i = 0; i < m->n; i++)
+                close(m->fds[i]);
+        close(m->sock);
+        unlink(m->path);
+        unsetenv("NOTIFY_SOCKET");
+}
+
+/* The names of what is stored, joined by ':' (for LISTEN_FDNAMES). */
+static void joined_names(struct manager *m, char *out, size_t outsz)
+{
+        size_t off = 0;
+
+        out[0] = 0;
+        for (unsigned i = 0; i < m->n && off < outsz; i++)
+                off += (size_t)snprintf(out + off, outsz - off, "%s%s", i ? ":" : "",
+                                        m->names[i]);
+}
+
+static unsigned count_named(struct manager *m, const char *prefix)
+{
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < m->n; i++)
+                k += !strncmp(m->names[i], prefix, strlen(prefix));
+        return k;
+}
+
+/* ---- the clients' side --------------------------------------------------------------------- */
+
+struct waiter {
+        sn_port_t *port;
+        sn_entry_t e;
+        int n;
+};
+
+static void *wait_thread(void *arg)
+{
+        struct waiter *w = arg;
+
+        w->n = sn_port_dequeue(w->port, &w->e, 1, 30000);
+        return NULL;
+}
+
+static void expect_entry(sn_port_t *p, uint64_t key, uint32_t events)
+{
+        sn_entry_t e;
+
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+        ck_assert_uint_eq(e.key, key);
+        ck_assert_uint_eq(e.events, events);
+}
+
+enum { NMANY = 300 };
+
+START_TEST(test_restart_keeps_everything)
+{
+        static int mcl[NMANY], msv[NMANY];
+        static sn_registration_t many[NMANY];
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c, *wc;
+        sn_port_t *p, *wp;
+        int cl, sv, wcl, wsv, fds_before, st = 0;
+        struct waiter w;
+        pthread_t th;
+        char names[MAXSTORED * 16], b;
+        bool seen[NMANY] = { false };
+
+        setenv("FDSTORE", "64", 1);
+        setenv("SOCKNOTIFY_FDSTORE_BOX_MESSAGES", "1", 1);
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir);
+        test_daemon_start(&d, NULL);
+
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, "kept", 0, &p), 0);
+        tcp_pair(&cl, &sv);
+        sn_registration_t r = { .fd = sv, .key = 7, .op = SN_OP_ENABLE,
+                                .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(p, &r, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(r.result, 0);
+        for (int i = 0; i < NMANY; i++) {
+                int pr[2];
+
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pr), 0);
+                mcl[i] = pr[0];
+                msv[i] = pr[1];
+                many[i] = (sn_registration_t){ .fd = msv[i], .key = 1000 + (uint64_t)i,
+                                               .op = SN_OP_ENABLE,
+                                               .filter = SN_REGISTER_EVENT_IN,
+                                               .trigger = SN_TRIGGER_EDGE };
+        }
+        ck_assert_int_eq(sn_port_process(p, many, NMANY, NULL, 0, 0), 0);
+        for (int i = 0; i < NMANY; i++)
+                ck_assert_int_eq(many[i].result, 0);
+        /* Queued at the stop: an IN, then two posted packets. */
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_int_eq(sn_port_post(p, 1, 10, 0xaa), 0);
+        ck_assert_int_eq(sn_port_post(p, 2, 20, 0xbb), 0);
+        /* Another client waits, parked in the daemon, across the restart. */
+        ck_assert_int_eq(sn_conn_open(d.path, &wc), 0);
+        ck_assert_int_eq(sn_port_create(wc, 0, &wp), 0);
+        tcp_pair(&wcl, &wsv);
+        sn_registration_t wr = { .fd = wsv, .key = 77, .op = SN_OP_ENABLE,
+                                 .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(wp, &wr, 1, NULL, 0, 0), 0);
+        w = (struct waiter){ .port = wp };
+        ck_assert_int_eq(pthread_create(&th, NULL, wait_thread, &w), 0);
+        usleep(100 * 1000);
+        fds_before = test_daemon_fds(&d);
+
+        /* The stop: everything goes to the store, the daemon exits 0 without closing. */
+        ck_assert_int_eq(kill(d.pid, SIGTERM), 0);
+        ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        pthread_mutex_lock(&m.lock);
+        ck_assert_uint_eq(count_named(&m, "snstate"), 1);
+        ck_assert_uint_eq(count_named(&m, "snmap"), 1);
+        ck_assert_uint_ge(count_named(&m, "snbox."), 2); /* 300+ descriptors, 253 per box */
+        ck_assert_uint_eq(m.n, count_named(&m, "snbox.") + 2);
+        ck_assert_uint_ge(m.barriers, 1);
+        ck_assert_uint_eq(m.bad, 0);
+        ck_assert_str_eq(m.names[m.n - 1], "snstate"); /* stored last */
+        joined_names(&m, names, sizeof(names));
+        pthread_mutex_unlock(&m.lock);
+        /* Meanwhile the parked call is still waiting: nothing was answered. */
+        ck_assert_int_eq(pthread_tryjoin_np(th, NULL), EBUSY);
+
+        /* The next daemon (no store for its own stop). */
+        unsetenv("FDSTORE");
+        pthread_mutex_lock(&m.lock);
+        test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
+        pthread_mutex_unlock(&m.lock);
+        ck_assert_int_eq(test_daemon_wait_fds(&d, fds_before, 5000), fds_before);
+
+        /* Exactly what was owed, once: the posted packets in their order, and the IN. */
+        {
+                uint64_t next_posted = 1;
+                int in = 0;
+
+                for (int i = 0; i < 3; i++) {
+                        sn_entry_t e;
+
+                        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 1000), 1);
+                        if (e.key == 7) {
+                                ck_assert_uint_eq(e.events, SN_EVENT_IN);
+                                in++;
+                        } else {
+                                ck_assert_uint_eq(e.key, next_posted);
+                                ck_assert_uint_eq(e.events, next_posted * 10);
+                                ck_assert_uint_eq(e.overlapped, next_posted == 1 ? 0xaa : 0xbb);
+                                next_posted++;
+                        }
+                }
+                ck_assert_int_eq(in, 1);
+                ck_assert_uint_eq(next_posted, 3);
+                ck_assert_int_eq(recv(sv, &b, 1, 0), 1); /* level-triggered: drained now */
+        }
+        /* The parked call gets what arrives after the restart. */
+        ck_assert_int_eq(send(wcl, "w", 1, 0), 1);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert_int_eq(w.n, 1);
+        ck_assert_uint_eq(w.e.key, 77);
+        /* All 300 registrations report, each once. */
+        for (int i = 0; i < NMANY; i++)
+                ck_assert_int_eq(send(mcl[i], "m", 1, 0), 1);
+        for (int got = 0; got < NMANY;) {
+                sn_entry_t e[64];
+                int n = sn_port_dequeue(p, e, 64, 5000);
+
+                ck_assert_int_gt(n, 0);
+                for (int i = 0; i < n; i++) {
+                        ck_assert(e[i].key >= 1000 && e[i].key < 1000 + NMANY);
+                        ck_assert(!seen[e[i].key - 1000]);
+                        seen[e[i].key - 1000] = true;
+                        got++;
+                }
+        }
+        /* The store was emptied: snstate, snmap and every box removed. */
+        for (int i = 0; i < 100; i++) {
+                pthread_mutex_lock(&m.lock);
+                bool done = m.removed >= count_named(&m, "snbox.") + 2;
+                pthread_mutex_unlock(&m.lock);
+                if (done)
+                        break;
+                usleep(20000);
+        }
+        ck_assert_uint_ge(m.removed, count_named(&m, "snbox.") + 2);
+
+        sn_conn_close(wc);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        close(cl);
+        close(sv);
+        close(wcl);
+        close(wsv);
+        for (int i = 0; i < NMANY; i++) {
+                close(mcl[i]);
+                close(msv[i]);
+        }
+        unsetenv("SOCKNOTIFY_FDSTORE_BOX_MESSAGES");
+}
+END_TEST
+
+START_TEST(test_leftovers_without_state_are_discarded)
+{
+        struct test_daemon d;
+        struct manager m;
+        int sp[2], box[2];
+        sn_conn_t *c;
+        sn_port_t *p;
+
+        snprintf(d.dir, sizeof(d.dir), "/tmp/sn-test-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(d.dir));
+        snprintf(d.path, sizeof(d.path), "%s/socknotify.sock", d.dir);
+        manager_start(&m, d.dir);
+        /* A box with a socket in it, as a stop that was killed before its state went out. */
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, box), 0);
+        {
+                char byte = 0, cbuf[CMSG_SPACE(sizeof(int))];
+                struct iovec iov = { &byte, 1 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                                     .msg_controllen = sizeof(cbuf) };
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &sp[1], sizeof(int));
+                ck_assert_int_eq(sendmsg(box[0], &mh, 0), 1);
+        }
+        close(box[0]);
+        close(sp[1]);
+        test_daemon_start_with_fds(&d, NULL, &box[1], 1, "snbox.0");
+        close(box[1]);
+        /* The daemon closed the box: the socket in it is closed too (the peer sees EOF). */
+        ck_assert(peer_closed(sp[0], 5000));
+        for (int i = 0; i < 100 && !m.removed; i++)
+                usleep(20000);
+        ck_assert_uint_ge(m.removed, 1);
+        /* And it serves afresh. */
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        ck_assert_int_eq(sn_port_post(p, 5, 1, 0), 0);
+        expect_entry(p, 5, 1);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        close(sp[0]);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("fdstore");
+        TCase *tc = tcase_create("restart");
+
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_restart_keeps_everything);
+        tcase_add_test(tc, test_leftovers_without_state_are_discarded);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
