@@ -244,6 +244,7 @@ void conn_free(struct conn *c, uint32_t status)
 {
         if (!c)
                 return;
+        live_conn_gone(c);
         /* The connection's own waits need no answer once it is dead. */
         if (c->dead)
                 while (!sn_list_empty(&c->waits))
@@ -337,6 +338,9 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
 
         if (c->dead)
                 return;
+        /* What the reply reports must be in the descriptor store before the client learns it. */
+        if (srv->live)
+                live_flush(srv);
         srv->counters.messages_out++;
         if (srv->trace)
                 trace(c, "->", buf, len);
@@ -406,6 +410,11 @@ static void reply_simple(struct conn *c, uint16_t type, uint32_t id, uint32_t st
         /* Bodies of these replies are all zero when the call failed. */
         memset(p, 0, sn_msg_size(type, 0, 0) - SN_HEADER_SIZE);
         conn_send(c, buf, sn_msg_size(type, 0, 0));
+}
+
+void conn_reply_error(struct conn *c, uint32_t id, uint32_t status)
+{
+        reply_simple(c, SN_MSG_ERROR, id, status);
 }
 
 static void violation(struct conn *c, uint32_t id, uint32_t status, const char *what)
@@ -486,6 +495,7 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
         }
         c->hello = true;
         evtimer_del(&c->hello_timer);
+        live_conn(c);
         p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, h->id, 0, 0, 0, 0);
         snw_hello_reply_encode(p, &out);
         conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
@@ -933,6 +943,7 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                 conn_kill(c, "request before HELLO");
                 return;
         }
+        live_conn_request(c, h.id, true);
         switch (h.type) {
         case SN_MSG_HELLO:
                 handle_hello(c, &h, buf);
@@ -968,6 +979,7 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                 violation(c, h.id, EPROTO, "a reply type sent as a request");
                 break;
         }
+        live_conn_request(c, 0, false);
 }
 
 static void conn_read(struct conn *c)

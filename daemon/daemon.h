@@ -39,6 +39,13 @@
 
 struct server;
 struct ucred;
+struct box;
+
+/* Where a descriptor sits in the live store's boxes (live.c); box NULL: in none. */
+struct box_ref {
+        struct box *box;
+        uint16_t slot;
+};
 struct conn;
 struct port;
 struct reg;
@@ -81,6 +88,7 @@ struct packet {
         uint32_t events;
         uint32_t kind;  /* SN_PROTO_KIND_* */
         uint64_t epoch; /* port->epoch when harvested */
+        uint32_t jr;    /* posted: its journal record (live.c), 0 for none */
 };
 
 enum reg_state {
@@ -116,6 +124,8 @@ struct reg {
         uint8_t out_state;         /* EDGE: hang-up/error bits at that look (EDGE_ST_*) */
         bool hup_seen;             /* EDGE: HANGUP reported or held at ENABLE */
         bool queued;               /* pkt is on port->queue */
+        uint32_t jr;               /* journal record (live.c), 0 for none */
+        struct box_ref box;        /* its socket in the live store's boxes */
         struct packet pkt;
 };
 
@@ -173,6 +183,7 @@ struct wait {
         uint32_t timeout_ms;      /* as asked; SN_PROTO_INFINITE: none */
         struct timespec deadline; /* CLOCK_MONOTONIC, when timeout_ms is finite */
         size_t charge;            /* bytes counted against the user's output budget */
+        uint32_t jr;              /* journal record (live.c), 0 for none */
         uint32_t nresults;
         uint32_t results[]; /* per-registration results of the call, sent with the answer */
 };
@@ -183,6 +194,7 @@ struct handle {
         struct sn_list port_link; /* in port->handles */
         struct conn *conn;
         struct port *port;
+        uint32_t jr;              /* journal record (live.c), 0 for none */
 };
 
 /* A client thread that took entries from a port and has not come back to wait. */
@@ -218,6 +230,8 @@ struct port {
         uint32_t nregs;
         uint64_t epoch;
         struct sn_list skips;   /* struct reg whose first EDGE report must be trimmed */
+        uint32_t jr;            /* journal record (live.c), 0 for none */
+        uint32_t jr_name[3];    /* and those of a long name's rest */
 };
 
 /* Creates a port and conn's handle to it; name NULL or empty for a private port.  Returns 0,
@@ -350,6 +364,8 @@ struct conn {
         struct event hello_timer; /* handshake timeout, armed until HELLO */
         struct timespec started;  /* CLOCK_MONOTONIC at accept (or restore) */
         struct sn_list dead_link; /* in server->dead */
+        uint32_t jr;              /* journal record (live.c), 0 for none */
+        struct box_ref box;       /* its socket in the live store's boxes */
 };
 
 void conn_accept(struct server *srv, int fd);
@@ -454,6 +470,7 @@ struct server {
         uint32_t evcap;
         uint64_t fd_capacity;
         uint32_t fdstore_max;    /* the service manager's descriptor store takes this many */
+        struct live *live;       /* what survives a crash (live.c), NULL without a store */
         size_t freed_since_trim; /* bytes of client-made state freed since malloc_trim() */
 };
 
@@ -500,6 +517,50 @@ uint32_t fdstore_capacity(void);
 int fdstore_handover(struct server *srv, uint32_t capacity);
 int fdstore_take(int *ret_listen_fd, int *ret_state_fd);
 void fdstore_forget(uint32_t nboxes);
+/* After fdstore_take: whether the previous daemon crashed leaving a journal and descriptors
+ * (then *journal and *fds are the caller's, for live_restore()); the generation for our own
+ * journal; and removing the previous daemon's entries once ours are stored. */
+bool fdstore_crashed(const uint8_t **journal, size_t *size, int **fds, uint32_t *nfds);
+uint32_t fdstore_next_gen(void);
+void fdstore_forget_previous(void);
+/*
+ * What survives a crash (live.c): a journal of every session's objects and the descriptors in
+ * "boxes", both kept in the descriptor store as the daemon runs.  live_start: begins it with
+ * generation gen for everything the server holds now (0 or a negative errno, logged; then the
+ * daemon runs without it).  live_stop: ends it; forget_all also takes it out of the store
+ * (before a re-exec, which starts its own).  The hooks below record what they name and do
+ * nothing without a live store; *_gone before the object is freed.  live_flush: sends the
+ * descriptors added since the last flush and rebuilds boxes with dropped ones; runs at the end
+ * of every turn of the loop that changed something, and before any reply is sent.
+ * live_restore: rebuilds the sessions of a journal (size bytes) and its boxes' descriptors
+ * (all taken), counting what it did in *out.
+ */
+struct live_restored {
+        uint32_t conns, ports, regs, posted, waits;
+        uint32_t interrupted; /* calls failed with EIO: in progress at the crash */
+        uint32_t dropped;     /* registrations whose socket, port or creator was not found */
+        uint32_t unused;      /* descriptors no record named (dropped just before the crash) */
+};
+int live_start(struct server *srv, uint32_t gen);
+void live_stop(struct server *srv, bool forget_all);
+void live_flush(struct server *srv);
+int live_restore(struct server *srv, const uint8_t *journal, size_t size, const int *fds,
+                 uint32_t nfds, struct live_restored *out);
+void live_conn(struct conn *c);
+void live_conn_gone(struct conn *c);
+void live_conn_request(struct conn *c, uint32_t id, bool begin);
+void live_port(struct port *p);
+void live_port_gone(struct port *p);
+void live_handle(struct handle *h);
+void live_handle_gone(struct handle *h);
+void live_reg(struct reg *g);
+void live_reg_gone(struct reg *g);
+void live_posted(struct port *p, struct packet *pkt);
+void live_posted_gone(struct server *srv, struct packet *pkt);
+void live_wait(struct wait *w);
+void live_wait_gone(struct wait *w);
+/* Sends ERROR with status for request id (live.c, after a crash). */
+void conn_reply_error(struct conn *c, uint32_t id, uint32_t status);
 /* Sets or clears FD_CLOEXEC on every descriptor the state names. */
 void reexec_set_cloexec(struct server *srv, bool on);
 /* Reads the configuration file again and applies it to new requests (SIGHUP).  Returns 0, or

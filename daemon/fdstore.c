@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -303,7 +304,122 @@ struct got {
         int box;      /* snbox.K: K; else -1 */
         bool sn;      /* one of ours */
         bool state, map;
+        bool live;    /* snjournal.G or snlive.G.I: kept while the previous daemon ran */
+        bool journal;
 };
+
+/* What the previous daemon kept as it ran (live.c): its journal and the descriptors of its
+ * boxes, for a restore after a crash, and the names to remove once ours are stored. */
+static struct {
+        uint8_t *journal;
+        size_t size;
+        int *fds;
+        uint32_t nfds, cap;
+        char **names;
+        uint32_t nnames;
+        uint32_t gen;
+        bool crashed;
+} prev;
+
+static int prev_take_box(int box)
+{
+        for (;;) {
+                int fds[BATCH];
+                unsigned nfds = 0;
+                uint8_t byte;
+                ssize_t n = sn__fdmsg_recv(box, &byte, 1, fds, BATCH, &nfds, MSG_DONTWAIT);
+
+                if (n <= 0 && !nfds)
+                        return n == 0 || n == -EAGAIN ? 0 : (int)n;
+                if (prev.nfds + nfds > prev.cap) {
+                        uint32_t cap = SN_MAX(prev.cap * 2, prev.nfds + nfds + 256);
+                        int *p = realloc(prev.fds, cap * sizeof(*p));
+
+                        if (!p) {
+                                sn__fds_close(fds, nfds);
+                                return -ENOMEM;
+                        }
+                        prev.fds = p;
+                        prev.cap = cap;
+                }
+                memcpy(prev.fds + prev.nfds, fds, nfds * sizeof(int));
+                prev.nfds += nfds;
+        }
+}
+
+static uint8_t *read_whole(int fd, size_t *ret_size)
+{
+        struct stat st;
+        uint8_t *p;
+
+        if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (1ll << 32))
+                return NULL;
+        p = malloc((size_t)st.st_size);
+        if (p && pread(fd, p, (size_t)st.st_size, 0) != st.st_size) {
+                free(p);
+                return NULL;
+        }
+        *ret_size = (size_t)st.st_size;
+        return p;
+}
+
+bool fdstore_crashed(const uint8_t **journal, size_t *size, int **fds, uint32_t *nfds)
+{
+        if (!prev.crashed)
+                return false;
+        *journal = prev.journal;
+        *size = prev.size;
+        *fds = prev.fds;
+        *nfds = prev.nfds;
+        prev.fds = NULL;
+        prev.nfds = prev.cap = 0;
+        prev.crashed = false;
+        return true;
+}
+
+uint32_t fdstore_next_gen(void)
+{
+        uint32_t t = (uint32_t)time(NULL);
+
+        return prev.gen && prev.gen + 1 > t ? prev.gen + 1 : SN_MAX(t, prev.gen + 1);
+}
+
+void fdstore_forget_previous(void)
+{
+        char line[96];
+
+        for (uint32_t i = 0; i < prev.nnames; i++) {
+                snprintf(line, sizeof(line), "FDSTOREREMOVE=1\nFDNAME=%s", prev.names[i]);
+                sd_notify(0, line);
+                free(prev.names[i]);
+        }
+        free(prev.names);
+        prev.names = NULL;
+        prev.nnames = 0;
+        free(prev.journal);
+        prev.journal = NULL;
+        sn__fds_close(prev.fds, prev.nfds);
+        free(prev.fds);
+        prev.fds = NULL;
+        prev.nfds = prev.cap = 0;
+}
+
+static void prev_name(const char *name)
+{
+        char **v = realloc(prev.names, (prev.nnames + 1) * sizeof(*v));
+
+        if (v && (v[prev.nnames] = strdup(name)))
+                prev.nnames++;
+        if (v)
+                prev.names = v;
+}
+
+static uint32_t parse_gen(const char *name)
+{
+        const char *p = strchr(name, '.');
+
+        return p ? (uint32_t)strtoul(p + 1, NULL, 10) : 0;
+}
 
 static void free_names(char **names)
 {
@@ -428,8 +544,15 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                 g[k].box = parse_box_name(name);
                 g[k].state = !strcmp(name, "snstate");
                 g[k].map = !strcmp(name, "snmap");
-                g[k].sn = g[k].box >= 0 || g[k].state || g[k].map;
-                have_ours |= g[k].sn;
+                g[k].journal = !strncmp(name, "snjournal.", 10);
+                g[k].live = g[k].journal || !strncmp(name, "snlive.", 7);
+                g[k].sn = g[k].box >= 0 || g[k].state || g[k].map || g[k].live;
+                have_ours |= g[k].box >= 0 || g[k].state || g[k].map;
+                if (g[k].live) {
+                        prev_name(name);
+                        if (g[k].journal)
+                                prev.gen = SN_MAX(prev.gen, parse_gen(name));
+                }
                 if (g[k].box >= 0)
                         nboxes = SN_MAX(nboxes, (uint32_t)g[k].box + 1);
                 if (g[k].state && state < 0)
@@ -486,8 +609,19 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                         log_info("fd store: took back %u descriptor(s) from %u box(es)", nmap,
                                  nboxes);
         } else if (have_ours) {
-                log_warning("fd store: discarding %d entries left without a state (a stop "
-                            "that did not finish)", n - nlisten);
+                log_warning("fd store: discarding entries left without a state (a stop that "
+                            "did not finish)");
+        }
+        if (state < 0 && !r) {
+                /* No orderly stop: what the previous daemon kept as it ran is a crash's. */
+                for (int k = 0; k < n; k++) {
+                        if (g[k].journal && !prev.journal) {
+                                prev.journal = read_whole(g[k].fd, &prev.size);
+                                prev.crashed = prev.journal != NULL;
+                        } else if (g[k].live && !g[k].journal && prev_take_box(g[k].fd) < 0) {
+                                log_error("fd store: reading a box of the previous daemon: %m");
+                        }
+                }
         }
         /* Ours from here on (or discarded): the store keeps no copy.  A state that then fails
          * to load is not tried again by the next start. */

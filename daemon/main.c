@@ -109,6 +109,37 @@ static int adopt_listen_fd(char *path, size_t size, int *ret_state_fd)
         return fd;
 }
 
+/* The sessions of a daemon that died without handing anything over, from what it kept in the
+ * descriptor store as it ran (live.c). */
+static void restore_after_crash(struct server *srv)
+{
+        const uint8_t *journal;
+        size_t size;
+        int *fds;
+        uint32_t nfds;
+        struct live_restored out;
+        struct timespec t0, t1;
+        int r;
+
+        if (!fdstore_crashed(&journal, &size, &fds, &nfds))
+                return;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        r = live_restore(srv, journal, size, fds, nfds, &out);
+        free(fds);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (r < 0) {
+                log_error("fd store: the previous daemon's journal is not usable (%s); its "
+                          "clients lose their sessions", strerror(-r));
+                return;
+        }
+        log_info("fd store: after a crash, restored %u connection(s), %u port(s), %u "
+                 "registration(s), %u posted packet(s), %u parked call(s) in %ld us; %u call(s) "
+                 "in progress failed with EIO, %u registration(s) and %u descriptor(s) dropped",
+                 out.conns, out.ports, out.regs, out.posted, out.waits,
+                 (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000),
+                 out.interrupted, out.dropped, out.unused);
+}
+
 /* Raises the soft RLIMIT_NOFILE to the hard limit; returns the resulting soft limit. */
 static uint64_t raise_nofile(void)
 {
@@ -299,6 +330,12 @@ int main(int argc, char **argv)
                          (long)((t1.tv_sec - t0.tv_sec) * 1000000 +
                                 (t1.tv_nsec - t0.tv_nsec) / 1000));
         }
+        if (restore_fd < 0)
+                restore_after_crash(srv);
+        if (srv->fdstore_max)
+                live_start(srv, fdstore_next_gen());
+        /* Ours are stored (or there is no store): the previous daemon's entries can go. */
+        fdstore_forget_previous();
         log_info("socknotifyd %s listening on %s (mode %04o), fd capacity %llu", PACKAGE_VERSION,
                  path, (unsigned)opt.mode, (unsigned long long)cap);
         if (closer_start() < 0)

@@ -55,6 +55,7 @@ int port_handle_add(struct conn *conn, struct port *p)
         sn_list_add_tail(&p->handles, &h->port_link);
         conn->nports++;
         p->nhandles++;
+        live_handle(h);
         return 0;
 }
 
@@ -162,6 +163,14 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
         p->user->nports++;
+        live_port(p);
+        /* The handle was journaled before the port had its id. */
+        if (srv->live) {
+                struct handle *h = sn_list_first(&p->handles, struct handle, port_link);
+
+                live_handle_gone(h);
+                live_handle(h);
+        }
         *ret_port = p;
         return 0;
 }
@@ -211,6 +220,7 @@ int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint
 
         if (!pkt)
                 return -ENOMEM;
+        pkt->jr = 0;
         pkt->key = key;
         pkt->overlapped = overlapped;
         pkt->events = bytes;
@@ -260,6 +270,7 @@ void port_free(struct port *p, uint32_t status)
                 sn_list_del(&h->port_link);
                 sn_list_del(&h->conn_link);
                 h->conn->nports--;
+                live_handle_gone(h);
                 free(h);
         }
         event_del(&p->ev);
@@ -272,6 +283,7 @@ void port_free(struct port *p, uint32_t status)
                         sn_list_del(&pkt->link);
                         p->nqueued--;
                         srv->nqueued--;
+                        live_posted_gone(srv, pkt);
                         free(pkt);
                 }
         }
@@ -280,6 +292,7 @@ void port_free(struct port *p, uint32_t status)
         p->nposted = 0;
         while (!sn_list_empty(&p->regs))
                 reg_free(sn_list_first(&p->regs, struct reg, port_link));
+        live_port_gone(p);
         sn_list_del(&p->srv_link);
         srv->nports--;
         p->user->nports--;
@@ -318,6 +331,7 @@ void port_close_handle(struct handle *h, uint32_t status)
         sn_list_del(&h->conn_link);
         conn->nports--;
         p->nhandles--;
+        live_handle_gone(h);
         free(h);
         port_dispatch(p);
 }
@@ -458,12 +472,14 @@ int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32
                 pkt->events = in.bytes;
                 pkt->kind = SN_PROTO_KIND_POSTED;
                 pkt->epoch = port->epoch;
+                pkt->jr = 0;
                 sn_list_add_tail(&batch, &pkt->link);
         }
         while (!sn_list_empty(&batch)) {
                 struct sn_list *l = batch.next;
                 sn_list_del(l);
                 sn_list_add_tail(&port->queue, l);
+                live_posted(port, sn_list_entry(l, struct packet, link));
         }
         port->nposted += n;
         u->nposted += n;
@@ -565,6 +581,7 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
                         port->nposted--;
                         port->user->nposted--;
                         srv->counters.posted_delivered++;
+                        live_posted_gone(srv, pkt);
                         free(pkt);
                         n++;
                         continue;
@@ -664,6 +681,7 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         if (!w)
                 return -ENOMEM;
         w->detached = false;
+        w->jr = 0;
         w->charge = size;
         w->conn = conn;
         w->port = port;
@@ -700,6 +718,7 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         conn->srv->nwaits++;
         conn->user->nwaits++;
         conn->user->output += w->charge;
+        live_wait(w);
         return 0;
 }
 
@@ -722,6 +741,7 @@ void wait_free(struct wait *w)
         if (!w)
                 return;
         c = w->conn;
+        live_wait_gone(w);
         wait_detach(w);
         sn_list_del(&w->conn_link);
         c->nwaits--;

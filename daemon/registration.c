@@ -325,10 +325,12 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
                 g->state = REG_DISABLED;
                 return (uint32_t)-r;
         }
-        if (holding) {
+        /* A restore after a crash reports what holds: at least once, never lost. */
+        if (holding && !g->port->srv->restoring) {
                 g->edge_skip = (uint8_t)holding;
                 sn_list_add_tail(&g->port->skips, &g->skip_link);
         }
+        live_reg(g);
         return 0;
 }
 
@@ -404,6 +406,8 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
         *g = *tmpl;
         g->port = port;
         g->creator = creator;
+        g->jr = 0;
+        g->box = (struct box_ref){ 0 };
         g->queued = false;
         sn_list_init(&g->pkt.link);
         sn_list_init(&g->skip_link);
@@ -493,12 +497,13 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                         err = ESTALE; /* the client must pass the socket itself */
                         break;
                 }
-                if (port->nregs >= srv->limits.max_registrations) {
+                if (port->nregs >= srv->limits.max_registrations && !srv->restoring) {
                         server_log_refusal(srv, conn, conn->uid, "max-registrations");
                         err = EDQUOT;
                         break;
                 }
-                if (conn->user->nsockets >= srv->limits.max_sockets_per_user) {
+                if (conn->user->nsockets >= srv->limits.max_sockets_per_user &&
+                    !srv->restoring) {
                         conn->user->refused++;
                         server_log_refusal(srv, conn, conn->uid, "max-sockets-per-user");
                         err = EDQUOT;
@@ -513,6 +518,7 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                 reg_epoll_remove(g);
                 g->state = REG_DISABLED;
                 reg_skip_clear(g);
+                live_reg(g);
                 err = 0; /* rule 3: a packet already queued stays deliverable */
                 break;
         default: /* SN_OP_REMOVE */
@@ -526,6 +532,7 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                 reg_epoll_remove(g);
                 reg_skip_clear(g);
                 g->state = REG_REMOVING;
+                live_reg(g);
                 port_queue_reg(port, g, SN_EVENT_REMOVE);
                 break;
         }
@@ -542,6 +549,7 @@ void reg_free(struct reg *g)
                 return;
         port = g->port;
         srv = port->srv;
+        live_reg_gone(g);
         if (g->queued) {
                 sn_list_del(&g->pkt.link);
                 g->queued = false;

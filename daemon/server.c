@@ -316,8 +316,12 @@ int server_reexec(struct server *srv)
                  "written and checked in %ld us",
                  srv->exe, srv->nconns, srv->nports, (unsigned long long)srv->nregs,
                  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
+        /* The new image keeps its own journal and boxes from the state. */
+        live_stop(srv, true);
         execv(srv->exe, argv);
         r = -errno;
+        if (srv->fdstore_max)
+                live_start(srv, fdstore_next_gen());
         log_error("re-exec: execv %s: %s; still serving", srv->exe, strerror(-r));
         free(argv);
         reexec_set_cloexec(srv, true);
@@ -413,6 +417,8 @@ static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
                         _exit(0);
                 }
         }
+        /* Nothing of this daemon is to survive it: clients are told it stops. */
+        live_stop(srv, true);
         log_info("signal %d: shutting down, %u connection(s) open", (int)sig, srv->nconns);
         while (!sn_list_empty(&srv->conns))
                 conn_free(sn_list_first(&srv->conns, struct conn, link), ESHUTDOWN);
@@ -649,6 +655,7 @@ void server_free(struct server *srv)
 {
         if (!srv)
                 return;
+        live_stop(srv, false);
         while (!sn_list_empty(&srv->conns))
                 conn_free(sn_list_first(&srv->conns, struct conn, link), ESHUTDOWN);
         if (srv->base) {

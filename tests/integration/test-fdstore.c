@@ -107,8 +107,20 @@ static void *manager_loop(void *arg)
                                 snprintf(m->names[m->n++], sizeof(m->names[0]), "%s", name);
                         }
                         nfds = 0;
-                } else if (strstr(text, "FDSTOREREMOVE=1")) {
+                } else if (strstr(text, "FDSTOREREMOVE=1") &&
+                           field(text, "FDNAME=", name, sizeof(name))) {
+                        /* As systemd does: every entry of that name goes. */
                         m->removed++;
+                        for (unsigned i = 0; i < m->n;)
+                                if (!strcmp(m->names[i], name)) {
+                                        close(m->fds[i]);
+                                        m->fds[i] = m->fds[m->n - 1];
+                                        memcpy(m->names[i], m->names[m->n - 1],
+                                               sizeof(m->names[0]));
+                                        m->n--;
+                                } else {
+                                        i++;
+                                }
                 }
                 pthread_mutex_unlock(&m->lock);
                 for (unsigned i = 0; i < nfds; i++)
@@ -263,7 +275,11 @@ START_TEST(test_restart_keeps_everything)
         ck_assert_uint_eq(count_named(&m, "snstate"), 1);
         ck_assert_uint_eq(count_named(&m, "snmap"), 1);
         ck_assert_uint_ge(count_named(&m, "snbox."), 2); /* 300+ descriptors, 253 per box */
-        ck_assert_uint_eq(m.n, count_named(&m, "snbox.") + 2);
+        /* Beside them, what survives a crash: the journal and the boxes kept as it ran. */
+        ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
+        ck_assert_uint_ge(count_named(&m, "snlive."), 1);
+        ck_assert_uint_eq(m.n, count_named(&m, "snbox.") + 2 + count_named(&m, "snjournal.") +
+                                       count_named(&m, "snlive."));
         ck_assert_uint_ge(m.barriers, 1);
         ck_assert_uint_eq(m.bad, 0);
         ck_assert_str_eq(m.names[m.n - 1], "snstate"); /* stored last */
@@ -272,8 +288,7 @@ START_TEST(test_restart_keeps_everything)
         /* Meanwhile the parked call is still waiting: nothing was answered. */
         ck_assert_int_eq(pthread_tryjoin_np(th, NULL), EBUSY);
 
-        /* The next daemon (no store for its own stop). */
-        unsetenv("FDSTORE");
+        /* The next daemon, with the same store (it keeps its own journal and boxes). */
         pthread_mutex_lock(&m.lock);
         test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
         pthread_mutex_unlock(&m.lock);
@@ -322,16 +337,21 @@ START_TEST(test_restart_keeps_everything)
                         got++;
                 }
         }
-        /* The store was emptied: snstate, snmap and every box removed. */
+        /* The store holds only the new daemon's journal and boxes now. */
         for (int i = 0; i < 100; i++) {
                 pthread_mutex_lock(&m.lock);
-                bool done = m.removed >= count_named(&m, "snbox.") + 2;
+                bool done = !count_named(&m, "snbox.") && !count_named(&m, "snstate") &&
+                            !count_named(&m, "snmap") && count_named(&m, "snjournal.") == 1;
                 pthread_mutex_unlock(&m.lock);
                 if (done)
                         break;
                 usleep(20000);
         }
-        ck_assert_uint_ge(m.removed, count_named(&m, "snbox.") + 2);
+        pthread_mutex_lock(&m.lock);
+        ck_assert_uint_eq(count_named(&m, "snbox.") + count_named(&m, "snstate") +
+                                  count_named(&m, "snmap"), 0);
+        ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
+        pthread_mutex_unlock(&m.lock);
 
         sn_conn_close(wc);
         sn_conn_close(c);
@@ -347,6 +367,157 @@ START_TEST(test_restart_keeps_everything)
                 close(msv[i]);
         }
         unsetenv("SOCKNOTIFY_FDSTORE_BOX_MESSAGES");
+        unsetenv("FDSTORE");
+}
+END_TEST
+
+/* Waits until the store holds exactly what the daemon's live store should (no rebuild under
+ * way): one journal, and boxes. */
+static void settle(struct manager *m)
+{
+        usleep(200 * 1000);
+        pthread_mutex_lock(&m->lock);
+        ck_assert_uint_eq(count_named(m, "snjournal."), 1);
+        pthread_mutex_unlock(&m->lock);
+}
+
+START_TEST(test_crash_loses_nothing)
+{
+        enum { LEVEL, ONESHOT, EDGE, DISABLED, REMOVED, NSOCK };
+        static const uint8_t triggers[NSOCK] = {
+                SN_TRIGGER_LEVEL, SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT, SN_TRIGGER_EDGE,
+                SN_TRIGGER_LEVEL, SN_TRIGGER_LEVEL,
+        };
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c, *wc;
+        sn_port_t *p, *wp;
+        int cl[NSOCK], sv[NSOCK], wcl, wsv, st = 0, fds_before;
+        sn_registration_t r[NSOCK];
+        struct waiter w;
+        pthread_t th;
+        char names[MAXSTORED * 16], mdir[] = "/tmp/sn-manager-XXXXXX";
+        bool seen[NSOCK] = { false };
+        int posted = 0, removed = 0, again = 0;
+
+        setenv("FDSTORE", "64", 1);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, "crash", 0, &p), 0);
+        for (int i = 0; i < NSOCK; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                r[i] = (sn_registration_t){ .fd = sv[i], .key = 100 + (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = triggers[i] };
+        }
+        ck_assert_int_eq(sn_port_process(p, r, NSOCK, NULL, 0, 0), 0);
+        for (int i = 0; i < NSOCK; i++)
+                ck_assert_int_eq(r[i].result, 0);
+        /* Before the crash: the one-shot fires and is taken (its data stays unread). */
+        ck_assert_int_eq(send(cl[ONESHOT], "o", 1, 0), 1);
+        expect_entry(p, 100 + ONESHOT, SN_EVENT_IN);
+        r[DISABLED].op = SN_OP_DISABLE;
+        r[REMOVED].op = SN_OP_REMOVE;
+        ck_assert_int_eq(sn_port_process(p, &r[DISABLED], 2, NULL, 0, 0), 0);
+        ck_assert_int_eq(send(cl[DISABLED], "d", 1, 0), 1);
+        /* Owed at the crash: data on LEVEL and EDGE, the REMOVE, two posted packets. */
+        ck_assert_int_eq(send(cl[LEVEL], "l", 1, 0), 1);
+        ck_assert_int_eq(send(cl[EDGE], "e", 1, 0), 1);
+        ck_assert_int_eq(sn_port_post(p, 1, 10, 0xaa), 0);
+        ck_assert_int_eq(sn_port_post(p, 2, 20, 0xbb), 0);
+        /* Another client is parked across the crash. */
+        ck_assert_int_eq(sn_conn_open(d.path, &wc), 0);
+        ck_assert_int_eq(sn_port_create(wc, 0, &wp), 0);
+        tcp_pair(&wcl, &wsv);
+        sn_registration_t wr = { .fd = wsv, .key = 77, .op = SN_OP_ENABLE,
+                                 .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(wp, &wr, 1, NULL, 0, 0), 0);
+        w = (struct waiter){ .port = wp };
+        ck_assert_int_eq(pthread_create(&th, NULL, wait_thread, &w), 0);
+        usleep(100 * 1000);
+        settle(&m);
+        fds_before = test_daemon_fds(&d);
+
+        /* The crash: nothing is handed over. */
+        ck_assert_int_eq(kill(d.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+        ck_assert(WIFSIGNALED(st));
+        usleep(100 * 1000);
+        ck_assert_int_eq(pthread_tryjoin_np(th, NULL), EBUSY); /* still waiting, no error */
+        pthread_mutex_lock(&m.lock);
+        ck_assert_uint_eq(count_named(&m, "snstate"), 0);
+        joined_names(&m, names, sizeof(names));
+        test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
+        pthread_mutex_unlock(&m.lock);
+        ck_assert_int_eq(test_daemon_wait_fds(&d, fds_before, 5000), fds_before);
+
+        /* Owed: LEVEL's IN, EDGE's IN (its data is unread), the REMOVE, the posted packets in
+         * order; the one-shot may report once more (its data is unread); nothing else. */
+        for (;;) {
+                sn_entry_t e;
+                int n = sn_port_dequeue(p, &e, 1, 300);
+
+                if (n == -ETIMEDOUT)
+                        break;
+                ck_assert_int_eq(n, 1);
+                if (e.key == 1 || e.key == 2) {
+                        ck_assert_uint_eq(e.key, (uint64_t)posted + 1);
+                        ck_assert_uint_eq(e.events, e.key * 10);
+                        posted++;
+                        continue;
+                }
+                ck_assert(e.key >= 100 && e.key < 100 + NSOCK);
+                if (e.key == 100 + REMOVED) {
+                        ck_assert_uint_eq(e.events & SN_EVENT_REMOVE, SN_EVENT_REMOVE);
+                        removed++;
+                        continue;
+                }
+                ck_assert_msg(e.key != 100 + DISABLED, "a disabled registration reported");
+                ck_assert_uint_eq(e.events, SN_EVENT_IN);
+                if (seen[e.key - 100])
+                        ck_assert_uint_eq(e.key, 100 + LEVEL); /* level: while it holds */
+                if (e.key == 100 + ONESHOT)
+                        again++;
+                seen[e.key - 100] = true;
+                if (e.key == 100 + LEVEL) {
+                        char b;
+
+                        ck_assert_int_eq(recv(sv[LEVEL], &b, 1, 0), 1);
+                }
+        }
+        ck_assert_int_eq(posted, 2);
+        ck_assert_int_eq(removed, 1);
+        ck_assert(seen[LEVEL] && seen[EDGE]);
+        ck_assert_int_le(again, 1);
+        /* The parked call is answered by what arrives now, on its unchanged connection. */
+        ck_assert_int_eq(send(wcl, "w", 1, 0), 1);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert_int_eq(w.n, 1);
+        ck_assert_uint_eq(w.e.key, 77);
+        /* The one-shot is re-armed as usual and works. */
+        r[ONESHOT].op = SN_OP_ENABLE;
+        ck_assert_int_eq(sn_port_process(p, &r[ONESHOT], 1, NULL, 0, 0), 0);
+        expect_entry(p, 100 + ONESHOT, SN_EVENT_IN);
+        /* New registrations after the restore are kept too: one journal of the new daemon. */
+        pthread_mutex_lock(&m.lock);
+        ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
+        pthread_mutex_unlock(&m.lock);
+        unsetenv("FDSTORE");
+        sn_conn_close(wc);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        for (int i = 0; i < NSOCK; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        close(wcl);
+        close(wsv);
+        printf("crash: %d posted, %d remove, one-shot reported again %d time(s)\n", posted,
+               removed, again);
 }
 END_TEST
 
@@ -406,6 +577,7 @@ int main(void)
 
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_restart_keeps_everything);
+        tcase_add_test(tc, test_crash_loses_nothing);
         tcase_add_test(tc, test_leftovers_without_state_are_discarded);
         suite_add_tcase(s, tc);
         return test_run_suite(s);

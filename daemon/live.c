@@ -1,0 +1,1006 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * live.c - what survives the daemon's death: while it runs under a service manager with a
+ * descriptor store, the daemon keeps in that store, at every moment, enough to rebuild every
+ * client's session after a crash, a kill -9, a watchdog or out-of-memory kill.
+ *
+ * Two things are kept, both written as the daemon goes, never in one piece at the end:
+ *
+ *   the journal  a memfd (store name "snjournal.G"), shared-mapped, of fixed 128-byte records:
+ *                one per connection (its socket's identity, the request being handled), port
+ *                (id, owner, concurrency, name), handle, registration (socket identity, port,
+ *                creator, key, filter, trigger, state), posted packet and parked call (with its
+ *                per-registration results).  A record is written with plain stores into the
+ *                mapping; the kernel keeps the pages when the process dies, so nothing is lost
+ *                and nothing costs a system call.  Record 0 is the header.
+ *   the boxes    every client connection and every held socket, sent with SCM_RIGHTS into a
+ *                Unix stream socket pair whose receiving end is in the store ("snlive.G.I"),
+ *                at most 64 per box.  A descriptor in flight stays open while its box does.
+ *                Adding one is one sendmsg() into the open box, batched per turn of the loop
+ *                and always before the reply that reports it; a box is stored once, when it
+ *                gets its first descriptors.  A dropped socket must close at once (rule L1):
+ *                its box is rebuilt without it (the survivors into a new box, stored, the old
+ *                one removed, which closes the dropped socket), at the end of the same turn.
+ *
+ * G is a generation, one more at each start, so that a new daemon can build its own journal and
+ * boxes before it removes its predecessor's.  After a crash fdstore.c hands the previous
+ * generation's journal and descriptors to live_restore(), which rebuilds the sessions:
+ * connections by the identity of their sockets (clients keep their connection and see no
+ * error), ports with new epoll instances, handles, registrations in their state (a socket's
+ * readiness is read again from the kernel: a level-triggered condition is reported again, and
+ * an edge or one-shot registration may report once more than it would have, never less),
+ * posted packets in their order, parked calls with the time they had left.  Queued socket
+ * notifications are not journaled: they are read again from the kernel.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "common/fdmsg.h"
+#include "common/log.h"
+#include "common/macro.h"
+#include "daemon/daemon.h"
+#include "socknotify.h"
+
+#define JR_MAGIC "SNJRNL1\0"
+#define JR_VERSION 1u
+#define JR_RECORD 128u
+#define JR_INITIAL 1024u
+#define BOX_MAX 64u
+#define DATA_SIZE 64u
+
+enum jr_type {
+        JR_FREE = 0,
+        JR_CONN,
+        JR_PORT,
+        JR_NAME, /* part of a port's name beyond what its record holds */
+        JR_HANDLE,
+        JR_REG,
+        JR_POSTED,
+        JR_WAIT,
+};
+
+/* Host byte order: the journal is read only by the daemon of the same machine. */
+struct jr_header {
+        char magic[8];
+        uint32_t version, record_size;
+        uint32_t capacity;
+        uint32_t gen;
+        uint32_t next_port_id;
+        uint32_t port_id_key[4];
+        uint64_t next_conn_serial;
+        uint64_t next_posted;
+};
+
+struct jr_record {
+        uint8_t type;
+        uint8_t u8a, u8b, u8c;
+        uint32_t u32a, u32b, u32c, u32d, u32e;
+        uint64_t serial;   /* the connection (CONN, HANDLE, REG's creator, WAIT) */
+        uint64_t dev, ino; /* a socket's identity */
+        uint64_t u64a, u64b;
+        uint8_t data[DATA_SIZE]; /* names, results */
+};
+_Static_assert(sizeof(struct jr_record) == JR_RECORD, "journal record size");
+_Static_assert(sizeof(struct jr_header) <= JR_RECORD, "journal header size");
+
+/*
+ * Fields by type:
+ *   CONN    serial, dev, ino; u8a 1 while a request is handled, u32a its id
+ *   PORT    u32a id, u32b uid, u32c concurrency, u32d name length (0: unnamed), data: the
+ *           name's first bytes
+ *   NAME    u32a port id, u32b offset, u32c length, data: those bytes
+ *   HANDLE  serial, u32a port id
+ *   REG     serial (creator), dev, ino, u64a key, u32a port id, u32b client_fd, u32c filter,
+ *           u8a trigger, u8b state (enum reg_state)
+ *   POSTED  u32a port id, u32b bytes, u64a key, u64b overlapped, u32c/u32d sequence (low, high)
+ *   WAIT    serial, u32a port id, u32b request id, u32c thread, u32d max entries, u32e
+ *           timeout_ms as asked, u64a deadline (CLOCK_MONOTONIC ns; 0: none), u64b: number of
+ *           results (low 32 bits) and of non-zero results (high 32 bits, UINT32_MAX: more than
+ *           data holds), data: up to 8 (index, error) pairs of u32
+ */
+#define WAIT_PAIRS (DATA_SIZE / 8)
+
+struct box {
+        struct sn_list link; /* in live->boxes */
+        uint32_t id;
+        int send_fd;          /* our end; -1 once the box is full */
+        int recv_fd;          /* the stored end, held until it is stored */
+        bool stored;
+        uint32_t n, nsent, ndead;
+        struct {
+                int fd;               /* -1: dropped */
+                struct box_ref *ref;  /* the owner's reference, moved when rebuilt */
+        } m[BOX_MAX];
+};
+struct live {
+        struct server *srv;
+        int jfd;
+        uint8_t *map;
+        uint32_t capacity;
+        uint32_t *free_idx; /* stack of free record numbers */
+        uint32_t nfree;
+        uint32_t gen;
+        uint32_t next_box;
+        struct sn_list boxes;
+        struct box *open;
+        bool dirty;
+        struct event flush_ev;
+        bool failed; /* logged once */
+};
+
+static struct jr_header *header(struct live *l)
+{
+        return (struct jr_header *)l->map;
+}
+
+static struct jr_record *rec(struct live *l, uint32_t i)
+{
+        return (struct jr_record *)(l->map + (size_t)i * JR_RECORD);
+}
+
+static void fail(struct live *l, const char *what, int err)
+{
+        if (!l->failed)
+                log_error("fd store: %s: %s; a crash now would lose sessions", what,
+                          strerror(err));
+        l->failed = true;
+}
+
+/* ---- journal records ---------------------------------------------------------------------- */
+
+static int grow(struct live *l)
+{
+        uint32_t cap = l->capacity * 2;
+        uint32_t *f = realloc(l->free_idx, cap * sizeof(*f));
+        void *m;
+
+        if (!f)
+                return -ENOMEM;
+        l->free_idx = f;
+        if (ftruncate(l->jfd, (off_t)cap * JR_RECORD) < 0)
+                return -errno;
+        m = mremap(l->map, (size_t)l->capacity * JR_RECORD, (size_t)cap * JR_RECORD,
+                   MREMAP_MAYMOVE);
+        if (m == MAP_FAILED)
+                return -errno;
+        l->map = m;
+        for (uint32_t i = cap - 1; i >= l->capacity; i--)
+                l->free_idx[l->nfree++] = i;
+        l->capacity = cap;
+        header(l)->capacity = cap;
+        return 0;
+}
+
+/* A new zeroed record of type; 0 when none could be had (logged). */
+static uint32_t jr_new(struct live *l, uint8_t type)
+{
+        uint32_t i;
+        int r;
+
+        if (!l->nfree && (r = grow(l)) < 0) {
+                fail(l, "growing the journal", -r);
+                return 0;
+        }
+        i = l->free_idx[--l->nfree];
+        memset(rec(l, i), 0, JR_RECORD);
+        rec(l, i)->type = type;
+        return i;
+}
+
+static void jr_free(struct live *l, uint32_t *idx)
+{
+        if (!*idx)
+                return;
+        rec(l, *idx)->type = JR_FREE;
+        l->free_idx[l->nfree++] = *idx;
+        *idx = 0;
+}
+
+/* ---- boxes -------------------------------------------------------------------------------- */
+
+static void box_name(const struct live *l, const struct box *b, char *out, size_t n)
+{
+        snprintf(out, n, "snlive.%u.%u", l->gen, b->id);
+}
+
+static void forget(const char *name)
+{
+        char line[96];
+
+        snprintf(line, sizeof(line), "FDSTOREREMOVE=1\nFDNAME=%s", name);
+        sd_notify(0, line);
+}
+
+static int store(const char *name, int fd)
+{
+        char line[96];
+        int r;
+
+        snprintf(line, sizeof(line), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", name);
+        r = sd_pid_notify_with_fds(0, 0, line, &fd, 1);
+        return r > 0 ? 0 : r < 0 ? r : -ENOTCONN;
+}
+
+static void schedule(struct live *l)
+{
+        if (!l->dirty) {
+                l->dirty = true;
+                event_active(&l->flush_ev, 0, 0);
+        }
+}
+
+static struct box *box_new(struct live *l)
+{
+        struct box *b = calloc(1, sizeof(*b));
+        int sv[2];
+
+        if (!b)
+                return NULL;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+                free(b);
+                return NULL;
+        }
+        b->id = l->next_box++;
+        b->send_fd = sv[0];
+        b->recv_fd = sv[1];
+        sn_list_add_tail(&l->boxes, &b->link);
+        return b;
+}
+
+static void box_free(struct live *l, struct box *b)
+{
+        char name[64];
+
+        if (b->stored) {
+                box_name(l, b, name, sizeof(name));
+                forget(name);
+        }
+        if (l->open == b)
+                l->open = NULL;
+        sn_close(b->send_fd);
+        sn_close(b->recv_fd);
+        for (uint32_t i = 0; i < b->n; i++)
+                if (b->m[i].ref)
+                        b->m[i].ref->box = NULL;
+        sn_list_del(&b->link);
+        free(b);
+}
+
+/* Sends the members not sent yet; stores the box the first time.  0 or a negative errno. */
+static int box_send(struct live *l, struct box *b)
+{
+        int fds[BOX_MAX];
+        unsigned n = 0;
+        uint8_t byte = 0;
+        char name[64];
+        int r;
+
+        for (uint32_t i = b->nsent; i < b->n; i++)
+                if (b->m[i].fd >= 0)
+                        fds[n++] = b->m[i].fd;
+        if (n) {
+                if (b->send_fd < 0)
+                        return -EBADF;
+                r = sn__fdmsg_send(b->send_fd, &byte, 1, fds, n, MSG_DONTWAIT);
+                if (r < 0)
+                        return r;
+        }
+        b->nsent = b->n;
+        /* Only the open box gets more: the others need no sending end. */
+        if (b != l->open)
+                b->send_fd = sn_close(b->send_fd);
+        if (!b->stored && b->recv_fd >= 0) {
+                box_name(l, b, name, sizeof(name));
+                r = store(name, b->recv_fd);
+                if (r < 0)
+                        return r;
+                b->stored = true;
+                b->recv_fd = sn_close(b->recv_fd);
+        }
+        return 0;
+}
+
+/* The box without its dropped members: the survivors go into a new box, which is stored, and
+ * the old one is removed from the store (which closes the dropped sockets). */
+static int box_rebuild(struct live *l, struct box *old)
+{
+        struct box *b;
+        uint32_t live = 0;
+        int r;
+
+        for (uint32_t i = 0; i < old->n; i++)
+                live += old->m[i].fd >= 0;
+        if (!live) {
+                box_free(l, old);
+                return 0;
+        }
+        b = box_new(l);
+        if (!b)
+                return -ENOMEM;
+        if (l->open == old)
+                l->open = b;
+        for (uint32_t i = 0; i < old->n; i++)
+                if (old->m[i].fd >= 0) {
+                        b->m[b->n] = old->m[i];
+                        b->m[b->n].ref->box = b;
+                        b->m[b->n].ref->slot = (uint16_t)b->n;
+                        old->m[i].ref = NULL;
+                        b->n++;
+                }
+        r = box_send(l, b);
+        if (r < 0)
+                return r;
+        box_free(l, old);
+        return 0;
+}
+
+void live_flush(struct server *srv)
+{
+        struct live *l = srv->live;
+        struct sn_list *pos, *tmp;
+        int r;
+
+        if (!l || !l->dirty)
+                return;
+        l->dirty = false;
+        sn_list_foreach_safe(pos, tmp, &l->boxes) {
+                struct box *b = sn_list_entry(pos, struct box, link);
+
+                r = b->ndead ? box_rebuild(l, b) : b->nsent < b->n ? box_send(l, b) : 0;
+                if (r < 0)
+                        fail(l, "keeping sockets in the store", -r);
+        }
+}
+
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+        live_flush(arg);
+}
+
+static void box_add(struct live *l, struct box_ref *ref, int fd)
+{
+        struct box *b = l->open;
+
+        if (!b || b->n == BOX_MAX) {
+                if (b && b->nsent == b->n)
+                        b->send_fd = sn_close(b->send_fd); /* full and sent */
+                b = l->open = box_new(l);
+                if (!b) {
+                        fail(l, "making a box", ENOMEM);
+                        return;
+                }
+        }
+        b->m[b->n].fd = fd;
+        b->m[b->n].ref = ref;
+        ref->box = b;
+        ref->slot = (uint16_t)b->n;
+        b->n++;
+        schedule(l);
+}
+
+static void box_drop(struct live *l, struct box_ref *ref)
+{
+        struct box *b = ref->box;
+
+        if (!b)
+                return;
+        b->m[ref->slot].fd = -1;
+        b->m[ref->slot].ref = NULL;
+        ref->box = NULL;
+        if (ref->slot < b->nsent) {
+                /* In the box's queue: the box is rebuilt without it. */
+                b->ndead++;
+                schedule(l);
+        }
+}
+
+/* ---- hooks -------------------------------------------------------------------------------- */
+
+void live_conn(struct conn *c)
+{
+        struct live *l = c->srv->live;
+        struct jr_record *r;
+        struct stat st;
+        uint32_t i;
+
+        if (!l || c->jr || fstat(c->fd, &st) < 0 || !(i = jr_new(l, JR_CONN)))
+                return;
+        c->jr = i;
+        r = rec(l, i);
+        r->serial = c->serial;
+        header(l)->next_conn_serial = c->srv->next_conn_serial;
+        r->dev = (uint64_t)st.st_dev;
+        r->ino = (uint64_t)st.st_ino;
+        box_add(l, &c->box, c->fd);
+}
+
+void live_conn_gone(struct conn *c)
+{
+        struct live *l = c->srv->live;
+
+        if (!l)
+                return;
+        box_drop(l, &c->box);
+        jr_free(l, &c->jr);
+}
+
+void live_conn_request(struct conn *c, uint32_t id, bool begin)
+{
+        struct live *l = c->srv->live;
+
+        if (l && c->jr) {
+                rec(l, c->jr)->u8a = begin;
+                rec(l, c->jr)->u32a = id;
+        }
+}
+
+void live_port(struct port *p)
+{
+        struct live *l = p->srv->live;
+        struct jr_record *r;
+        size_t len = p->name ? strlen(p->name) : 0, first;
+        uint32_t i;
+
+        if (!l || p->jr || !(i = jr_new(l, JR_PORT)))
+                return;
+        p->jr = i;
+        r = rec(l, i);
+        r->u32a = p->id;
+        r->u32b = (uint32_t)p->uid;
+        r->u32c = p->concurrency;
+        r->u32d = (uint32_t)len;
+        first = SN_MIN(len, sizeof(r->data));
+        memcpy(r->data, p->name ? p->name : "", first);
+        for (size_t off = first, k = 0; off < len && k < SN_ARRAY_SIZE(p->jr_name); k++) {
+                size_t n = SN_MIN(len - off, sizeof(r->data));
+                uint32_t j = jr_new(l, JR_NAME);
+
+                if (!j)
+                        return;
+                p->jr_name[k] = j;
+                r = rec(l, j);
+                r->u32a = p->id;
+                r->u32b = (uint32_t)off;
+                r->u32c = (uint32_t)n;
+                memcpy(r->data, p->name + off, n);
+                off += n;
+        }
+        header(l)->next_port_id = p->srv->next_port_id;
+}
+
+void live_port_gone(struct port *p)
+{
+        struct live *l = p->srv->live;
+
+        if (!l)
+                return;
+        jr_free(l, &p->jr);
+        for (size_t k = 0; k < SN_ARRAY_SIZE(p->jr_name); k++)
+                jr_free(l, &p->jr_name[k]);
+}
+
+void live_handle(struct handle *h)
+{
+        struct live *l = h->conn->srv->live;
+        uint32_t i;
+
+        if (!l || h->jr || !(i = jr_new(l, JR_HANDLE)))
+                return;
+        h->jr = i;
+        rec(l, i)->serial = h->conn->serial;
+        rec(l, i)->u32a = h->port->id;
+}
+
+void live_handle_gone(struct handle *h)
+{
+        struct live *l = h->conn->srv->live;
+
+        if (l)
+                jr_free(l, &h->jr);
+}
+
+void live_reg(struct reg *g)
+{
+        struct live *l = g->port->srv->live;
+        struct jr_record *r;
+
+        if (!l)
+                return;
+        if (!g->jr) {
+                if (!(g->jr = jr_new(l, JR_REG)))
+                        return;
+                box_add(l, &g->box, g->fd);
+        }
+        r = rec(l, g->jr);
+        r->serial = g->creator ? g->creator->serial : 0;
+        r->dev = g->dev;
+        r->ino = g->ino;
+        r->u64a = g->key;
+        r->u32a = g->port->id;
+        r->u32b = g->client_fd;
+        r->u32c = g->filter;
+        r->u8a = g->trigger;
+        r->u8b = g->state;
+}
+
+void live_reg_gone(struct reg *g)
+{
+        struct live *l = g->port->srv->live;
+
+        if (!l)
+                return;
+        box_drop(l, &g->box);
+        jr_free(l, &g->jr);
+}
+
+void live_posted(struct port *p, struct packet *pkt)
+{
+        struct live *l = p->srv->live;
+        struct jr_record *r;
+        uint64_t seq;
+
+        if (!l || !(pkt->jr = jr_new(l, JR_POSTED)))
+                return;
+        seq = header(l)->next_posted++;
+        r = rec(l, pkt->jr);
+        r->u32a = p->id;
+        r->u32b = pkt->events;
+        r->u64a = pkt->key;
+        r->u64b = pkt->overlapped;
+        r->u32c = (uint32_t)seq;
+        r->u32d = (uint32_t)(seq >> 32);
+}
+
+void live_posted_gone(struct server *srv, struct packet *pkt)
+{
+        if (srv->live)
+                jr_free(srv->live, &pkt->jr);
+}
+
+void live_wait(struct wait *w)
+{
+        struct live *l = w->conn->srv->live;
+        struct jr_record *r;
+        uint32_t nz = 0;
+
+        if (!l || w->jr || !(w->jr = jr_new(l, JR_WAIT)))
+                return;
+        r = rec(l, w->jr);
+        r->serial = w->conn->serial;
+        r->u32a = w->port->id;
+        r->u32b = w->id;
+        r->u32c = w->thread;
+        r->u32d = w->max_entries;
+        r->u32e = w->timeout_ms;
+        r->u64a = w->timeout_ms == SN_PROTO_INFINITE
+                          ? 0
+                          : (uint64_t)w->deadline.tv_sec * 1000000000u +
+                                    (uint64_t)w->deadline.tv_nsec;
+        for (uint32_t i = 0; i < w->nresults; i++) {
+                if (!w->results[i])
+                        continue;
+                if (nz == WAIT_PAIRS) {
+                        nz = UINT32_MAX;
+                        break;
+                }
+                memcpy(r->data + nz * 8, &i, 4);
+                memcpy(r->data + nz * 8 + 4, &w->results[i], 4);
+                nz++;
+        }
+        r->u64b = w->nresults | (uint64_t)nz << 32;
+}
+
+void live_wait_gone(struct wait *w)
+{
+        struct live *l = w->conn->srv->live;
+
+        if (l)
+                jr_free(l, &w->jr);
+}
+
+/* ---- start, stop ------------------------------------------------------------------------- */
+
+static void journal_everything(struct server *srv)
+{
+        struct sn_list *pos, *tmp, *p2, *t2;
+
+        sn_list_foreach_safe(pos, tmp, &srv->conns) {
+                struct conn *c = sn_list_entry(pos, struct conn, link);
+
+                if (c->hello && !c->dead)
+                        live_conn(c);
+        }
+        sn_list_foreach_safe(pos, tmp, &srv->ports) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                live_port(p);
+                sn_list_foreach_safe(p2, t2, &p->handles)
+                        live_handle(sn_list_entry(p2, struct handle, port_link));
+                sn_list_foreach_safe(p2, t2, &p->regs)
+                        live_reg(sn_list_entry(p2, struct reg, port_link));
+                sn_list_foreach_safe(p2, t2, &p->queue) {
+                        struct packet *pkt = sn_list_entry(p2, struct packet, link);
+
+                        if (pkt->kind == SN_PROTO_KIND_POSTED)
+                                live_posted(p, pkt);
+                }
+                sn_list_foreach_safe(p2, t2, &p->waiters)
+                        live_wait(sn_list_entry(p2, struct wait, port_link));
+        }
+}
+
+int live_start(struct server *srv, uint32_t gen)
+{
+        struct live *l = calloc(1, sizeof(*l));
+        char name[64];
+        int r;
+
+        if (!l)
+                return -ENOMEM;
+        l->srv = srv;
+        l->gen = gen;
+        l->capacity = JR_INITIAL;
+        sn_list_init(&l->boxes);
+        l->free_idx = calloc(l->capacity, sizeof(*l->free_idx));
+        l->jfd = memfd_create("socknotifyd-journal", MFD_CLOEXEC);
+        r = !l->free_idx ? -ENOMEM : l->jfd < 0 ? -errno : 0;
+        if (!r && ftruncate(l->jfd, (off_t)l->capacity * JR_RECORD) < 0)
+                r = -errno;
+        if (!r) {
+                l->map = mmap(NULL, (size_t)l->capacity * JR_RECORD, PROT_READ | PROT_WRITE,
+                              MAP_SHARED, l->jfd, 0);
+                if (l->map == MAP_FAILED) {
+                        l->map = NULL;
+                        r = -errno;
+                }
+        }
+        if (!r) {
+                struct jr_header *h = header(l);
+
+                memcpy(h->magic, JR_MAGIC, 8);
+                h->version = JR_VERSION;
+                h->record_size = JR_RECORD;
+                h->capacity = l->capacity;
+                h->gen = gen;
+                h->next_port_id = srv->next_port_id;
+                memcpy(h->port_id_key, srv->port_id_key, sizeof(h->port_id_key));
+                h->next_conn_serial = srv->next_conn_serial;
+                for (uint32_t i = l->capacity - 1; i >= 1; i--)
+                        l->free_idx[l->nfree++] = i;
+                snprintf(name, sizeof(name), "snjournal.%u", gen);
+                r = store(name, l->jfd);
+        }
+        if (r < 0) {
+                log_error("fd store: cannot start the journal: %s; a crash would lose sessions",
+                          strerror(-r));
+                if (l->map)
+                        munmap(l->map, (size_t)l->capacity * JR_RECORD);
+                sn_close(l->jfd);
+                free(l->free_idx);
+                free(l);
+                return r;
+        }
+        event_assign(&l->flush_ev, srv->base, -1, 0, flush_cb, srv);
+        srv->live = l;
+        journal_everything(srv);
+        live_flush(srv);
+        log_info("fd store: sessions survive a crash (journal generation %u, %u box(es))", gen,
+                 l->next_box);
+        return 0;
+}
+
+void live_stop(struct server *srv, bool forget_all)
+{
+        struct live *l = srv->live;
+        char name[64];
+
+        if (!l)
+                return;
+        while (!sn_list_empty(&l->boxes)) {
+                struct box *b = sn_list_first(&l->boxes, struct box, link);
+
+                if (!forget_all)
+                        b->stored = false; /* stays in the store */
+                box_free(l, b);
+        }
+        if (forget_all) {
+                snprintf(name, sizeof(name), "snjournal.%u", l->gen);
+                forget(name);
+        }
+        event_del(&l->flush_ev);
+        munmap(l->map, (size_t)l->capacity * JR_RECORD);
+        close(l->jfd);
+        free(l->free_idx);
+        free(l);
+        srv->live = NULL;
+}
+
+/* ---- restore after a crash ------------------------------------------------------------------ */
+
+struct sock_id {
+        uint64_t dev, ino;
+        int fd;
+};
+
+static int cmp_sock(const void *a, const void *b)
+{
+        const struct sock_id *x = a, *y = b;
+
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Takes the descriptor of socket (dev, ino) out of the table; -1 if it is not there. */
+static int take_sock(struct sock_id *t, size_t n, uint64_t dev, uint64_t ino)
+{
+        struct sock_id key = { dev, ino, -1 };
+        struct sock_id *s = bsearch(&key, t, n, sizeof(*t), cmp_sock);
+        int fd;
+
+        if (!s || s->fd < 0)
+                return -1;
+        fd = s->fd;
+        s->fd = -1;
+        return fd;
+}
+
+static struct conn *conn_of(struct server *srv, uint64_t serial)
+{
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &srv->conns) {
+                struct conn *c = sn_list_entry(pos, struct conn, link);
+
+                if (c->serial == serial)
+                        return c;
+        }
+        return NULL;
+}
+
+static struct port *port_of(struct server *srv, uint32_t id)
+{
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &srv->ports) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                if (p->id == id)
+                        return p;
+        }
+        return NULL;
+}
+
+static int cmp_posted(const void *a, const void *b)
+{
+        const struct jr_record *x = *(const struct jr_record *const *)a;
+        const struct jr_record *y = *(const struct jr_record *const *)b;
+        uint64_t sx = x->u32c | (uint64_t)x->u32d << 32, sy = y->u32c | (uint64_t)y->u32d << 32;
+
+        return sx < sy ? -1 : sx > sy;
+}
+
+static void restore_port(struct server *srv, const struct jr_record *recs, uint32_t n,
+                         const struct jr_record *r, struct live_restored *out)
+{
+        char name[256];
+        size_t len = SN_MIN(r->u32d, 255u);
+        int epfd;
+
+        memcpy(name, r->data, SN_MIN(len, sizeof(r->data)));
+        for (uint32_t j = 1; j < n; j++) {
+                const struct jr_record *x = &recs[j];
+
+                if (x->type == JR_NAME && x->u32a == r->u32a && x->u32b < len &&
+                    x->u32c <= sizeof(x->data) && x->u32b + x->u32c <= len)
+                        memcpy(name + x->u32b, x->data, x->u32c);
+        }
+        name[len] = 0;
+        epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (epfd < 0 || port_of(srv, r->u32a) ||
+            !port_adopt(srv, r->u32a, len ? name : NULL, (uid_t)r->u32b, r->u32c, epfd, 0)) {
+                sn_close(epfd);
+                return;
+        }
+        out->ports++;
+}
+
+int live_restore(struct server *srv, const uint8_t *journal, size_t size, const int *fds,
+                 uint32_t nfds, struct live_restored *out)
+{
+        const struct jr_header *h = (const void *)journal;
+        const struct jr_record *recs = (const void *)journal;
+        struct sock_id *t = calloc(nfds ? nfds : 1, sizeof(*t));
+        const struct jr_record **posted = NULL;
+        uint32_t n, nposted = 0;
+        struct timespec now;
+
+        memset(out, 0, sizeof(*out));
+        if (!t || size < JR_RECORD || memcmp(h->magic, JR_MAGIC, 8) ||
+            h->version != JR_VERSION || h->record_size != JR_RECORD) {
+                free(t);
+                sn__fds_close(fds, nfds);
+                return -EBADMSG;
+        }
+        n = (uint32_t)SN_MIN((size_t)h->capacity, size / JR_RECORD);
+        for (uint32_t i = 0; i < nfds; i++) {
+                struct stat st;
+
+                t[i].fd = fds[i];
+                if (fstat(fds[i], &st) == 0) {
+                        t[i].dev = (uint64_t)st.st_dev;
+                        t[i].ino = (uint64_t)st.st_ino;
+                }
+        }
+        qsort(t, nfds, sizeof(*t), cmp_sock);
+        srv->restoring = true;
+        srv->next_port_id = SN_MAX(srv->next_port_id, h->next_port_id);
+        memcpy(srv->port_id_key, h->port_id_key, sizeof(srv->port_id_key));
+        srv->next_conn_serial = SN_MAX(srv->next_conn_serial, h->next_conn_serial);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+
+        for (uint32_t i = 1; i < n; i++) {
+                const struct jr_record *r = &recs[i];
+                struct ucred cred;
+                socklen_t len = sizeof(cred);
+                struct conn *c;
+                int fd;
+
+                if (r->type != JR_CONN)
+                        continue;
+                fd = take_sock(t, nfds, r->dev, r->ino);
+                if (fd < 0)
+                        continue;
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+                    !(c = conn_adopt(srv, fd, &cred, r->serial, true))) {
+                        close(fd);
+                        continue;
+                }
+                c->passed_fds = true; /* swept when its process is gone */
+                srv->next_conn_serial = SN_MAX(srv->next_conn_serial, r->serial + 1);
+                out->conns++;
+                if (r->u8a) {
+                        /* Its request was being handled when the daemon died: whether it took
+                         * effect is unknown, so it fails rather than hang. */
+                        conn_reply_error(c, r->u32a, EIO);
+                        out->interrupted++;
+                }
+        }
+        for (uint32_t i = 1; i < n; i++)
+                if (recs[i].type == JR_PORT)
+                        restore_port(srv, recs, n, &recs[i], out);
+        for (uint32_t i = 1; i < n; i++) {
+                const struct jr_record *r = &recs[i];
+                struct conn *c;
+                struct port *p;
+
+                if (r->type == JR_HANDLE && (c = conn_of(srv, r->serial)) &&
+                    (p = port_of(srv, r->u32a)) && !port_handle_of(c, p->id))
+                        port_handle_add(c, p);
+        }
+        /* A port nobody holds any more went with its last handle. */
+        for (struct sn_list *pos = srv->ports.next, *tmp = pos->next; pos != &srv->ports;
+             pos = tmp, tmp = pos->next) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                if (!p->nhandles) {
+                        port_free(p, ECANCELED);
+                        out->ports--;
+                }
+        }
+        for (uint32_t i = 1; i < n; i++) {
+                const struct jr_record *r = &recs[i];
+                struct snw_registration it = { 0 };
+                struct conn *c;
+                struct port *p;
+                int fd;
+
+                if (r->type != JR_REG)
+                        continue;
+                fd = take_sock(t, nfds, r->dev, r->ino);
+                c = conn_of(srv, r->serial);
+                p = port_of(srv, r->u32a);
+                if (fd < 0 || !c || !p || !port_handle_of(c, p->id)) {
+                        sn_close(fd);
+                        out->dropped++;
+                        continue;
+                }
+                it.key = r->u64a;
+                it.dev = r->dev;
+                it.ino = r->ino;
+                it.filter = (uint16_t)r->u32c;
+                it.trigger = r->u8a;
+                it.op = SN_OP_ENABLE;
+                it.client_fd = r->u32b;
+                if (reg_apply(p, c, &it, fd)) {
+                        out->dropped++;
+                        continue;
+                }
+                out->regs++;
+                if (r->u8b == REG_DISABLED || r->u8b == REG_REMOVING) {
+                        it.op = r->u8b == REG_DISABLED ? SN_OP_DISABLE : SN_OP_REMOVE;
+                        reg_apply(p, c, &it, -1);
+                }
+        }
+        posted = calloc(n, sizeof(*posted));
+        for (uint32_t i = 1; posted && i < n; i++)
+                if (recs[i].type == JR_POSTED)
+                        posted[nposted++] = &recs[i];
+        if (posted)
+                qsort(posted, nposted, sizeof(*posted), cmp_posted);
+        for (uint32_t i = 0; i < nposted; i++) {
+                const struct jr_record *r = posted[i];
+                struct port *p = port_of(srv, r->u32a);
+
+                if (p && port_adopt_posted(p, r->u64a, r->u64b, r->u32b, p->epoch) == 0)
+                        out->posted++;
+        }
+        free(posted);
+        for (uint32_t i = 1; i < n; i++) {
+                const struct jr_record *r = &recs[i];
+                uint32_t nres = (uint32_t)r->u64b, nz = (uint32_t)(r->u64b >> 32), left;
+                uint32_t *res;
+                struct conn *c;
+                struct port *p;
+
+                if (r->type != JR_WAIT || !(c = conn_of(srv, r->serial)))
+                        continue;
+                p = port_of(srv, r->u32a);
+                if (!p || !port_handle_of(c, p->id) || nz == UINT32_MAX ||
+                    nres > limits_call_items(&srv->limits) ||
+                    !(res = calloc(nres ? nres : 1, sizeof(*res)))) {
+                        /* Its per-registration results are not all known: it fails. */
+                        conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
+                        out->interrupted++;
+                        continue;
+                }
+                for (uint32_t k = 0; k < nz && k < WAIT_PAIRS; k++) {
+                        uint32_t idx, err;
+
+                        memcpy(&idx, r->data + k * 8, 4);
+                        memcpy(&err, r->data + k * 8 + 4, 4);
+                        if (idx < nres)
+                                res[idx] = err;
+                }
+                left = SN_PROTO_INFINITE;
+                if (r->u64a) {
+                        int64_t ms = ((int64_t)r->u64a - ((int64_t)now.tv_sec * 1000000000 +
+                                                          now.tv_nsec)) / 1000000;
+
+                        left = ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)0xfffffffe);
+                }
+                if (port_wait(p, c, r->u32b, r->u32c, r->u32d, left, res, nres) < 0)
+                        conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
+                else
+                        out->waits++;
+                free(res);
+        }
+        srv->restoring = false;
+        for (struct sn_list *pos = srv->ports.next; pos != &srv->ports; pos = pos->next) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                if (p->nwaiters && p->nqueued)
+                        port_dispatch(p);
+        }
+        for (uint32_t i = 0; i < nfds; i++)
+                if (t[i].fd >= 0) {
+                        close(t[i].fd);
+                        out->unused++;
+                }
+        free(t);
+        return 0;
+}
