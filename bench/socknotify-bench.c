@@ -130,11 +130,99 @@ static void report(const char *name, const char *unit, double x, double y, doubl
                 smoke ? "(smoke: not judged)" : met ? "met" : "MISSED");
 }
 
-static void start_daemon(const char *argv0, unsigned long nofile)
+/* ---- a service manager's descriptor store, for registration_store -------------------------- */
+
+/* What systemd does with FDSTORE=1 / FDSTOREREMOVE=1 messages, on a thread of its own (systemd
+ * is another process on another core): keeps the descriptors by name, closes them on removal,
+ * answers BARRIER=1 by closing its descriptor. */
+static struct {
+        int sock;
+        char path[108];
+        int fds[4096];
+        char names[4096][48];
+        unsigned n;
+        unsigned long messages;
+} store;
+
+static void *store_loop(void *arg)
+{
+        (void)arg;
+        for (;;) {
+                char text[1024], cbuf[CMSG_SPACE(sizeof(int) * 16)];
+                struct iovec iov = { text, sizeof(text) - 1 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                                     .msg_controllen = sizeof(cbuf) };
+                ssize_t len = recvmsg(store.sock, &mh, MSG_CMSG_CLOEXEC);
+                const char *name;
+                int fds[16];
+                unsigned nfds = 0;
+
+                if (len < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return NULL;
+                }
+                text[len] = 0;
+                store.messages++;
+                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                                unsigned k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+                                memcpy(fds + nfds, CMSG_DATA(cm), k * sizeof(int));
+                                nfds += k;
+                        }
+                name = strstr(text, "FDNAME=");
+                name = name ? name + 7 : "";
+                if (strstr(text, "FDSTORE=1")) {
+                        for (unsigned i = 0; i < nfds && store.n < 4096; i++) {
+                                store.fds[store.n] = fds[i];
+                                snprintf(store.names[store.n++], sizeof(store.names[0]), "%.*s",
+                                         (int)strcspn(name, "\n"), name);
+                        }
+                        continue;
+                }
+                if (strstr(text, "FDSTOREREMOVE=1")) {
+                        size_t k = strcspn(name, "\n");
+
+                        for (unsigned i = 0; i < store.n;) {
+                                if (strncmp(store.names[i], name, k) || store.names[i][k]) {
+                                        i++;
+                                        continue;
+                                }
+                                close(store.fds[i]);
+                                store.fds[i] = store.fds[--store.n];
+                                memcpy(store.names[i], store.names[store.n],
+                                       sizeof(store.names[0]));
+                        }
+                }
+                for (unsigned i = 0; i < nfds; i++)
+                        close(fds[i]);
+        }
+}
+
+static void store_start(void)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        pthread_t th;
+
+        snprintf(store.path, sizeof(store.path), "/tmp/sn-bench-notify-%d", (int)getpid());
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", store.path);
+        store.sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (store.sock < 0 || bind(store.sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                die("notify socket", errno);
+        if (pthread_create(&th, NULL, store_loop, NULL))
+                die("pthread_create", EAGAIN);
+        pthread_detach(th);
+}
+
+/* Starts socknotifyd on a new private path (written to path); with_store: under our store. */
+static pid_t spawn_daemon(const char *argv0, unsigned long nofile, char *path, size_t pathsz,
+                          bool with_store)
 {
         char bin[512], dir[128], quota[64];
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         double end;
+        pid_t pid;
 
         snprintf(dir, sizeof(dir), "%s", argv0);
         /* bench/ of the build tree, or bench/.libs/ when run through libtool's wrapper. */
@@ -150,19 +238,23 @@ static void start_daemon(const char *argv0, unsigned long nofile)
         snprintf(dir, sizeof(dir), "/tmp/sn-bench-XXXXXX");
         if (!mkdtemp(dir))
                 die("mkdtemp", errno);
-        snprintf(sock_path, sizeof(sock_path), "%s/socknotify.sock", dir);
+        snprintf(path, pathsz, "%s/socknotify.sock", dir);
         /* Every socket this process can open may be registered at once. */
         snprintf(quota, sizeof(quota), "--max-sockets-per-user=%lu", nofile < 64 ? 64 : nofile);
-        daemon_pid = fork();
-        if (daemon_pid == 0) {
+        pid = fork();
+        if (pid == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGTERM);
                 if (!freopen("/dev/null", "w", stderr))
                         _exit(126);
-                execl(bin, bin, "--socket", sock_path, "--max-registrations=20000", quota,
+                if (with_store) {
+                        setenv("NOTIFY_SOCKET", store.path, 1);
+                        setenv("FDSTORE", "4096", 1);
+                }
+                execl(bin, bin, "--socket", path, "--max-registrations=20000", quota,
                       (char *)NULL);
                 _exit(127);
         }
-        strcpy(sa.sun_path, sock_path);
+        strcpy(sa.sun_path, path);
         for (end = now() + 10;; usleep(10000)) {
                 int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
                 int ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
@@ -173,6 +265,12 @@ static void start_daemon(const char *argv0, unsigned long nofile)
                 if (now() > end)
                         die("daemon did not start", ETIMEDOUT);
         }
+        return pid;
+}
+
+static void start_daemon(const char *argv0, unsigned long nofile)
+{
+        daemon_pid = spawn_daemon(argv0, nofile, sock_path, sizeof(sock_path), false);
 }
 
 static void stop_daemon(void)
@@ -723,6 +821,59 @@ static void bench_registration(void)
         close_pairs(sp, N);
 }
 
+/* ---- 4b. registration with the descriptor store ------------------------------------------ */
+
+static const char *bench_argv0;
+static unsigned long bench_nofile;
+
+/* The registration workload against a daemon that keeps its journal and boxes in a store (as
+ * under systemd with FileDescriptorStoreMax=), and against the plain one, same run: the cost
+ * of surviving a crash. */
+static void bench_registration_store(void)
+{
+        const int N = 1000;
+        int (*sp)[2] = calloc(N, sizeof(*sp));
+        char path2[256], note[96];
+        sn_conn_t *c1, *c2;
+        sn_port_t *p1, *p2;
+        double xs[16], ys[16];
+        pid_t pid2;
+        int r;
+
+        if (daemon_pid <= 0) {
+                fprintf(stderr, "registration_store: needs daemons of its own (no --socket)\n");
+                free(sp);
+                return;
+        }
+        for (int i = 0; i < N; i++)
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[i]) < 0)
+                        die("socketpair", errno);
+        store_start();
+        pid2 = spawn_daemon(bench_argv0, bench_nofile, path2, sizeof(path2), true);
+        connect_port(&c1, &p1);
+        if ((r = sn_conn_open(path2, &c2)) < 0 || (r = sn_port_create(c2, 0, &p2)) < 0)
+                die("connect (store)", r);
+        for (int k = 0; k < rounds; k++) {
+                xs[k] = sn_registration_rate(p2, sp, N);
+                ys[k] = sn_registration_rate(p1, sp, N);
+        }
+        snprintf(note, sizeof(note), "\"per_round\": 1000, \"store_messages\": %lu",
+                 store.messages);
+        report("registration_store", "sockets/s", median(xs, rounds), median(ys, rounds), 0.80,
+               true, note);
+        sn_port_close(p2);
+        sn_conn_close(c2);
+        sn_port_close(p1);
+        sn_conn_close(c1);
+        kill(pid2, SIGKILL); /* a stop would hand everything to the store */
+        waitpid(pid2, NULL, 0);
+        unlink(path2);
+        *strrchr(path2, '/') = 0;
+        rmdir(path2);
+        unlink(store.path);
+        close_pairs(sp, N);
+}
+
 /* ---- 5. memory ------------------------------------------------------------------------------ */
 
 static long rss_bytes(pid_t pid)
@@ -1061,7 +1212,7 @@ int main(int argc, char **argv)
                                 "Usage: socknotify-bench [--quick | --smoke] [--only NAME] "
                                 "[--socket PATH] "
                                 "[--csv-dir DIR]\nworkloads: delivery oneshot_rearm latency "
-                                "registration memory scale mt_server\n"
+                                "registration registration_store memory scale mt_server\n"
                                 "Report bugs at https://github.com/socknotify/socknotify/issues\n");
                         return c == 'h' ? 0 : 2;
                 }
@@ -1079,6 +1230,8 @@ int main(int argc, char **argv)
         idle_max = (int)SN_BENCH_MIN((rlim_t)15000,
                                      rl.rlim_cur > 4000 ? rl.rlim_cur - 3000 : (rlim_t)1000);
         signal(SIGPIPE, SIG_IGN);
+        bench_argv0 = argv[0];
+        bench_nofile = (unsigned long)rl.rlim_cur;
         if (!sock_path[0])
                 start_daemon(argv[0], (unsigned long)rl.rlim_cur);
         fprintf(stderr, "%-18s %14s %14s %-12s\n", "workload", "socknotify", "baseline", "unit");
@@ -1090,6 +1243,8 @@ int main(int argc, char **argv)
                 bench_latency();
         if (selected("registration"))
                 bench_registration();
+        if (selected("registration_store"))
+                bench_registration_store();
         if (selected("memory"))
                 bench_memory();
         if (selected("mt_server"))

@@ -16,7 +16,7 @@
  *                and nothing costs a system call.  Record 0 is the header.
  *   the boxes    every client connection and every held socket, sent with SCM_RIGHTS into a
  *                Unix stream socket pair whose receiving end is in the store ("snlive.G.I"),
- *                at most 64 per box.  A descriptor in flight stays open while its box does.
+ *                at most 253 per box (one message).  A descriptor in flight stays open while its box does.
  *                Adding one is one sendmsg() into the open box, batched per turn of the loop
  *                and always before the reply that reports it; a box is stored once, when it
  *                gets its first descriptors.  A dropped socket must close at once (rule L1):
@@ -59,7 +59,7 @@
 #define JR_VERSION 1u
 #define JR_RECORD 128u
 #define JR_INITIAL 1024u
-#define BOX_MAX 64u
+#define BOX_MAX 253u
 #define DATA_SIZE 64u
 
 enum jr_type {
