@@ -230,6 +230,7 @@ static void stage_reset(struct conn *c)
 {
         struct stage *st = &c->stage;
 
+        live_conn_stage(c, 0, false);
         c->user->nsockets -= st->held;
         c->user->nstaged -= st->nitems;
         closer_close_all(st->fds, st->nfds);
@@ -816,6 +817,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                         st->active = true;
                         st->id = h->id;
                         st->port = in.port;
+                        live_conn_stage(c, h->id, true);
                 }
                 /* After a failure the rest of the call is only read, never held. */
                 if (st->error) {

@@ -549,6 +549,7 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
 void live_conn(struct conn *c);
 void live_conn_gone(struct conn *c);
 void live_conn_request(struct conn *c, uint32_t id, bool begin);
+void live_conn_stage(struct conn *c, uint32_t id, bool active);
 void live_port(struct port *p);
 void live_port_gone(struct port *p);
 void live_handle(struct handle *h);
