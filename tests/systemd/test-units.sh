@@ -15,8 +15,10 @@
 #      and following the clients' holdings;
 #   2  the watchdog: with WatchdogSec=2s (a drop-in) the daemon's pings keep it alive; after
 #      SIGSTOP systemd kills it (result 'watchdog') and restarts it (Restart=on-failure), the
-#      socket file stays the same socket, and a client that connected while the daemon was
-#      hung is served by the new one;
+#      socket file stays the same socket, a client that connected while the daemon was hung is
+#      served by the new one, and a client that held a registration and a parked dequeue
+#      across the kill gets its notification and goes on with no error (the journal and
+#      descriptors kept in the store);
 #   3  SIGHUP and `systemctl reload` reload (the second one reads a configuration file at the
 #      daemon's default path), SIGUSR2 re-executes in place while a client holds a port (the
 #      client carries on), SIGUSR1 and SIGALRM are logged as ignored: each time the same
@@ -204,6 +206,7 @@ expect "its pings keep it alive for 5 s (2.5 x WatchdogSec): same MainPID" \
         "$(prop socknotifyd.service MainPID)/$(prop socknotifyd.service ActiveState)" "$pid/active"
 inode=$(inside stat -c %i $sock)
 restarts=$(prop socknotifyd.service NRestarts)
+check "a client holds a connection, a port, a registration and a parked dequeue" hold wd2 wait
 check "SIGSTOP to the daemon" inside kill -STOP "$pid"
 stopped=$(date +%s.%N)
 # This client connects while the daemon is hung: the connection waits in the listening
@@ -219,6 +222,14 @@ check "systemd restarted it (Restart=on-failure): active with a new MainPID" eva
         'sdh_wait_state "$name" socknotifyd.service active 20 &&
          [ "$(prop socknotifyd.service MainPID)" != "$pid" ]'
 expect "NRestarts went up by one" "$(prop socknotifyd.service NRestarts)" $((restarts + 1))
+newpid=$(prop socknotifyd.service MainPID)
+check "the new daemon rebuilt the sessions the killed one kept in the store" \
+        jwait "socknotifyd\[$newpid\]: fd store: after a crash, restored 1 connection\(s\), 2 port\(s\), 1 reg"
+release wd2
+check "the client held across the watchdog kill: its parked dequeue returned the IN" \
+        grep -q '^parked dequeue: ok' "$tmp/wd2.out"
+check "and its next call on the same connection succeeded (no error at all)" \
+        grep -q '^after: ok' "$tmp/wd2.out"
 if wait "$wdclient"; then
         served=$(date +%s.%N)
         ok "the client that connected during the hang was served by the new daemon" \
