@@ -21,7 +21,7 @@
  *                and always before the reply that reports it; a box is stored once, when it
  *                gets its first descriptors.  A dropped socket must close at once (rule L1):
  *                its box is rebuilt without it (the survivors into a new box, stored, the old
- *                one removed, which closes the dropped socket), at the end of the same turn.
+ *                one removed, which closes the dropped socket), drops of the last 2 ms at once.
  *                Boxes of 64 cost the registration benchmark about 20 % (a store and a removal
  *                per 64 sockets); boxes of 253 cost it under 10 %, and a dropped socket costs
  *                one sendmsg() of up to 252 descriptors.
@@ -64,6 +64,10 @@
 #define JR_INITIAL 1024u
 #define BOX_MAX 253u
 #define DATA_SIZE 64u
+/* Drops are gathered this long before boxes are rebuilt: the close a peer sees is that late at
+ * most, and a client dropping sockets fast costs the service manager a few messages per box
+ * and interval, not per socket. */
+#define REBUILD_MS 2
 
 enum jr_type {
         JR_FREE = 0,
@@ -119,7 +123,9 @@ _Static_assert(sizeof(struct jr_header) <= JR_RECORD, "journal header size");
 #define WAIT_PAIRS (DATA_SIZE / 8)
 
 struct box {
-        struct sn_list link; /* in live->boxes */
+        struct sn_list link;        /* in live->boxes */
+        struct sn_list send_link;   /* in live->to_send while members wait to be sent */
+        struct sn_list rebuild_link; /* in live->to_rebuild while dropped members are in it */
         uint32_t id;
         int send_fd;          /* our end; -1 once the box is full */
         int recv_fd;          /* the stored end, held until it is stored */
@@ -141,8 +147,10 @@ struct live {
         uint32_t next_box;
         struct sn_list boxes;
         struct box *open;
-        bool dirty;
-        struct event flush_ev;
+        struct sn_list to_send, to_rebuild;
+        struct event flush_ev;   /* sends, at the end of the turn (or before a reply) */
+        struct event rebuild_ev; /* rebuilds, REBUILD_MS after the first drop */
+        bool flush_armed, rebuild_armed;
         bool failed; /* logged once */
 };
 
@@ -239,12 +247,24 @@ static int store(const char *name, int fd)
         return r > 0 ? 0 : r < 0 ? r : -ENOTCONN;
 }
 
-static void schedule(struct live *l)
+static void schedule_send(struct live *l, struct box *b)
 {
-        if (!l->dirty) {
-                l->dirty = true;
+        if (sn_list_empty(&b->send_link))
+                sn_list_add_tail(&l->to_send, &b->send_link);
+        if (!l->flush_armed) {
+                l->flush_armed = true;
                 event_active(&l->flush_ev, 0, 0);
         }
+}
+
+static void schedule_rebuild(struct live *l, struct box *b)
+{
+        static const struct timeval tv = { 0, REBUILD_MS * 1000 };
+
+        if (sn_list_empty(&b->rebuild_link))
+                sn_list_add_tail(&l->to_rebuild, &b->rebuild_link);
+        if (!l->rebuild_armed && evtimer_add(&l->rebuild_ev, &tv) == 0)
+                l->rebuild_armed = true;
 }
 
 static struct box *box_new(struct live *l)
@@ -261,6 +281,8 @@ static struct box *box_new(struct live *l)
         b->id = l->next_box++;
         b->send_fd = sv[0];
         b->recv_fd = sv[1];
+        sn_list_init(&b->send_link);
+        sn_list_init(&b->rebuild_link);
         sn_list_add_tail(&l->boxes, &b->link);
         return b;
 }
@@ -281,6 +303,8 @@ static void box_free(struct live *l, struct box *b)
                 if (b->m[i].ref)
                         b->m[i].ref->box = NULL;
         sn_list_del(&b->link);
+        sn_list_del(&b->send_link);
+        sn_list_del(&b->rebuild_link);
         free(b);
 }
 
@@ -355,16 +379,17 @@ static int box_rebuild(struct live *l, struct box *old)
 void live_flush(struct server *srv)
 {
         struct live *l = srv->live;
-        struct sn_list *pos, *tmp;
-        int r;
 
-        if (!l || !l->dirty)
+        if (!l)
                 return;
-        l->dirty = false;
-        sn_list_foreach_safe(pos, tmp, &l->boxes) {
-                struct box *b = sn_list_entry(pos, struct box, link);
+        l->flush_armed = false;
+        while (!sn_list_empty(&l->to_send)) {
+                struct box *b = sn_list_first(&l->to_send, struct box, send_link);
+                int r;
 
-                r = b->ndead ? box_rebuild(l, b) : b->nsent < b->n ? box_send(l, b) : 0;
+                sn_list_del(&b->send_link);
+                sn_list_init(&b->send_link);
+                r = box_send(l, b);
                 if (r < 0)
                         fail(l, "keeping sockets in the store", -r);
         }
@@ -373,6 +398,25 @@ void live_flush(struct server *srv)
 static void flush_cb(evutil_socket_t fd, short what, void *arg)
 {
         live_flush(arg);
+}
+
+static void rebuild_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct server *srv = arg;
+        struct live *l = srv->live;
+
+        l->rebuild_armed = false;
+        live_flush(srv); /* members not sent yet go first: a rebuild sends them anyway */
+        while (!sn_list_empty(&l->to_rebuild)) {
+                struct box *b = sn_list_first(&l->to_rebuild, struct box, rebuild_link);
+                int r;
+
+                sn_list_del(&b->rebuild_link);
+                sn_list_init(&b->rebuild_link);
+                r = box_rebuild(l, b);
+                if (r < 0)
+                        fail(l, "taking a dropped socket out of the store", -r);
+        }
 }
 
 static void box_add(struct live *l, struct box_ref *ref, int fd)
@@ -393,7 +437,7 @@ static void box_add(struct live *l, struct box_ref *ref, int fd)
         ref->box = b;
         ref->slot = (uint16_t)b->n;
         b->n++;
-        schedule(l);
+        schedule_send(l, b);
 }
 
 static void box_drop(struct live *l, struct box_ref *ref)
@@ -408,7 +452,7 @@ static void box_drop(struct live *l, struct box_ref *ref)
         if (ref->slot < b->nsent) {
                 /* In the box's queue: the box is rebuilt without it. */
                 b->ndead++;
-                schedule(l);
+                schedule_rebuild(l, b);
         }
 }
 
@@ -669,6 +713,8 @@ int live_start(struct server *srv, uint32_t gen)
         l->gen = gen;
         l->capacity = JR_INITIAL;
         sn_list_init(&l->boxes);
+        sn_list_init(&l->to_send);
+        sn_list_init(&l->to_rebuild);
         l->free_idx = calloc(l->capacity, sizeof(*l->free_idx));
         l->jfd = memfd_create("socknotifyd-journal", MFD_CLOEXEC);
         r = !l->free_idx ? -ENOMEM : l->jfd < 0 ? -errno : 0;
@@ -709,6 +755,7 @@ int live_start(struct server *srv, uint32_t gen)
                 return r;
         }
         event_assign(&l->flush_ev, srv->base, -1, 0, flush_cb, srv);
+        evtimer_assign(&l->rebuild_ev, srv->base, rebuild_cb, srv);
         srv->live = l;
         journal_everything(srv);
         live_flush(srv);
@@ -736,6 +783,7 @@ void live_stop(struct server *srv, bool forget_all)
                 forget(name);
         }
         event_del(&l->flush_ev);
+        event_del(&l->rebuild_ev);
         munmap(l->map, (size_t)l->capacity * JR_RECORD);
         close(l->jfd);
         free(l->free_idx);

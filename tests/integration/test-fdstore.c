@@ -521,6 +521,57 @@ START_TEST(test_crash_loses_nothing)
 }
 END_TEST
 
+/* Rule L1 with a live store: the store's copy of a dropped socket is closed too, so the peer
+ * sees the close at once (the box holding it is rebuilt without it). */
+START_TEST(test_dropped_socket_closes_with_store)
+{
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c;
+        sn_port_t *p;
+        int cl[3], sv[3];
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+        long long t0;
+
+        setenv("FDSTORE", "64", 1);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < 3; i++) {
+                sn_registration_t r = { .key = (uint64_t)i, .op = SN_OP_ENABLE,
+                                        .filter = SN_REGISTER_EVENT_IN,
+                                        .trigger = SN_TRIGGER_LEVEL };
+
+                tcp_pair(&cl[i], &sv[i]);
+                r.fd = sv[i];
+                ck_assert_int_eq(sn_port_process(p, &r, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(r.result, 0);
+        }
+        settle(&m);
+        /* The middle one is closed through the library (the daemon's copy dropped, then ours). */
+        t0 = now_ms();
+        ck_assert_int_eq(sn_socket_close(c, sv[1]), 0);
+        ck_assert_msg(peer_closed(cl[1], 2000), "the peer did not see the close: a copy stays");
+        printf("dropped socket: peer saw the close after %lld ms\n", now_ms() - t0);
+        /* The others stay open and registered. */
+        ck_assert(!peer_closed(cl[0], 50) && !peer_closed(cl[2], 50));
+        ck_assert_int_eq(send(cl[2], "x", 1, 0), 1);
+        expect_entry(p, 2, SN_EVENT_IN);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        unsetenv("FDSTORE");
+        for (int i = 0; i < 3; i++) {
+                close(cl[i]);
+                if (i != 1)
+                        close(sv[i]);
+        }
+}
+END_TEST
+
 START_TEST(test_leftovers_without_state_are_discarded)
 {
         struct test_daemon d;
@@ -578,6 +629,7 @@ int main(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_restart_keeps_everything);
         tcase_add_test(tc, test_crash_loses_nothing);
+        tcase_add_test(tc, test_dropped_socket_closes_with_store);
         tcase_add_test(tc, test_leftovers_without_state_are_discarded);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
