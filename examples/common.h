@@ -191,6 +191,27 @@ Exit:
         return errorCode;
 }
 
+/*
+ * For tests, not in the reference: with SOCKNOTIFY_EXAMPLE_PAUSE=FILE every client thread stops
+ * halfway through its messages until FILE exists (the first one prints "paused"), so that a
+ * test can restart or kill the daemon in the middle of a scenario: server threads waiting in
+ * the daemon, registrations armed, data half sent.
+ */
+static inline void ExampleMidpoint(void)
+{
+        static atomic_int said;
+        const char *file = getenv("SOCKNOTIFY_EXAMPLE_PAUSE");
+
+        if (!file)
+                return;
+        if (!atomic_exchange(&said, 1)) {
+                printf("paused\n");
+                fflush(stdout);
+        }
+        while (access(file, F_OK) != 0)
+                usleep(10000);
+}
+
 // Create a socket, connect to the server, send transmitCount copies of the
 // payload, then disconnect.
 static void *ClientThreadRoutine(void *clientContextPointer)
@@ -213,6 +234,9 @@ static void *ClientThreadRoutine(void *clientContextPointer)
         }
 
         for (UINT32 Index = 0; Index < clientContext->transmitCount; Index += 1) {
+                if (Index == clientContext->transmitCount / 2) {
+                        ExampleMidpoint();
+                }
                 if (send(clientSocket, (const char *)&payload, sizeof(payload), 0) < 0) {
                         goto Exit;
                 }
