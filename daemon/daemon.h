@@ -544,6 +544,8 @@ struct live_restored {
 int live_start(struct server *srv, uint32_t gen);
 void live_stop(struct server *srv, bool forget_all);
 void live_flush(struct server *srv);
+/* How many entries of the store the live journal and boxes take. */
+uint32_t live_entries(const struct server *srv);
 int live_restore(struct server *srv, const uint8_t *journal, size_t size, const int *fds,
                  uint32_t nfds, struct live_restored *out);
 void live_conn(struct conn *c);

@@ -238,9 +238,10 @@ int fdstore_handover(struct server *srv, uint32_t capacity)
                 boxes = calloc(MAX_BOXES, sizeof(*boxes));
                 r = boxes ? box_all(&h, boxes, &nboxes) : -ENOMEM;
         }
-        if (!r && nboxes + 2 > capacity) {
+        if (!r && nboxes + 2 + live_entries(srv) > capacity) {
                 log_warning("fd store: %u entries to keep but the store takes %u "
-                            "(FileDescriptorStoreMax=)", nboxes + 2, capacity);
+                            "(FileDescriptorStoreMax=)", nboxes + 2 + live_entries(srv),
+                            capacity);
                 r = -ENOSPC;
         }
         if (!r) {

@@ -332,6 +332,9 @@ static int box_send(struct live *l, struct box *b)
         if (b != l->open)
                 b->send_fd = sn_close(b->send_fd);
         if (!b->stored && b->recv_fd >= 0) {
+                /* The store refuses (and systemd only logs) what is beyond its size. */
+                if (live_entries(l->srv) > l->srv->fdstore_max)
+                        return -ENOSPC;
                 box_name(l, b, name, sizeof(name));
                 r = store(name, b->recv_fd);
                 if (r < 0)
@@ -762,6 +765,19 @@ int live_start(struct server *srv, uint32_t gen)
         log_info("fd store: sessions survive a crash (journal generation %u, %u box(es))", gen,
                  l->next_box);
         return 0;
+}
+
+uint32_t live_entries(const struct server *srv)
+{
+        const struct live *l = srv->live;
+        const struct sn_list *pos;
+        uint32_t n = 1;
+
+        if (!l)
+                return 0;
+        for (pos = l->boxes.next; pos != &l->boxes; pos = pos->next)
+                n++;
+        return n;
 }
 
 void live_stop(struct server *srv, bool forget_all)
