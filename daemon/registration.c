@@ -251,25 +251,26 @@ static uint32_t poll_now(const struct reg *g)
  * error.  TCP: TCP_INFO says CLOSE and no segment ever went either way.  Unix: no peer. */
 static bool sock_is_fresh(int fd)
 {
+        struct sockaddr_storage ss;
         struct tcp_info ti;
-        socklen_t len = sizeof(ti);
-        struct sockaddr_un sa;
-        int domain = 0, acc = 0;
+        socklen_t len = sizeof(ss);
+        int acc = 0;
 
-        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &(socklen_t){ sizeof(domain) }) < 0)
+        /* A connected socket (the usual case) answers getpeername at once, of any family. */
+        if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0 || errno != ENOTCONN)
                 return false;
-        if (domain == AF_INET || domain == AF_INET6) {
+        len = sizeof(ss);
+        if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+                return false;
+        if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+                len = sizeof(ti);
                 if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
                     len < offsetof(struct tcp_info, tcpi_segs_in) + sizeof(ti.tcpi_segs_in))
                         return false;
                 return ti.tcpi_state == SN_TCP_CLOSE && ti.tcpi_segs_out == 0 &&
                        ti.tcpi_segs_in == 0;
         }
-        if (domain != AF_UNIX)
-                return false;
-        /* A connected Unix socket (the usual case) answers getpeername at once. */
-        len = sizeof(sa);
-        if (getpeername(fd, (struct sockaddr *)&sa, &len) == 0 || errno != ENOTCONN)
+        if (ss.ss_family != AF_UNIX)
                 return false;
         len = sizeof(acc);
         return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && !acc;
