@@ -38,7 +38,9 @@
  * Run: prints "ready: ..." once traffic flows, then "pause: ..." for every gap of
  * PAUSE_REPORT_MS or more between two consecutive deliveries (the restart's pause, with its
  * start and end in CLOCK_REALTIME seconds, which the test compares with the time of its
- * kill).  When FILE exists it keeps the traffic going AFTER_FILE_MS more, stops the writers,
+ * kill), and "stall: ..." when a stream has had bytes unread with no progress for STALL_MS
+ * (a hint of which event lost a notification; the check at the end decides).  When FILE
+ * exists it keeps the traffic going AFTER_FILE_MS more, stops the writers,
  * the poster and the churn, waits (at most DRAIN_MS) until everything sent has been received,
  * then prints one line per stream, the posted packets, the accepts, the longest pause, its own
  * descriptor count at the start of traffic and at the end (entries of /proc/self/fd), and
@@ -86,7 +88,8 @@
 #define EDGE_BURST_MAX (4u << 20)
 #define POST_MS 20
 #define CHURN_MS 250
-#define PAUSE_REPORT_MS 100.0
+#define PAUSE_REPORT_MS 50.0
+#define STALL_MS 4000
 #define AFTER_FILE_MS 1500
 #define DRAIN_MS 10000
 #define SETUP_MS 10000
@@ -625,6 +628,46 @@ static void *writer(void *arg)
         return NULL;
 }
 
+/*
+ * Watches the streams for a stall while the traffic runs: bytes sent but not read, with no
+ * progress for STALL_MS.  Prints one "stall:" line per episode.  A report only (a restart's
+ * pause is far shorter, but a loaded machine may be slow): the verdict is the check at the
+ * end; this line tells which event a loss followed.
+ */
+static void *stall_watch(void *arg)
+{
+        uint64_t last[NSTREAMS] = { 0 };
+        double since[NSTREAMS] = { 0 };
+        bool told[NSTREAMS] = { false };
+
+        (void)arg;
+        for (int i = 0; i < NSTREAMS; i++)
+                since[i] = mono_ms();
+        while (!atomic_load(&stop) && !atomic_load(&failed)) {
+                double now = mono_ms();
+
+                for (int i = 0; i < NSTREAMS; i++) {
+                        struct stream *st = &streams[i];
+                        uint64_t rb = atomic_load(&st->recv_bytes);
+
+                        if (rb != last[i] || rb == atomic_load(&st->sent_bytes)) {
+                                last[i] = rb;
+                                since[i] = now;
+                                told[i] = false;
+                        } else if (!told[i] && now - since[i] >= STALL_MS) {
+                                printf("stall: stream %s: %llu bytes unread, no progress for "
+                                       "%.1f s (since %.6f)\n", st->name,
+                                       (unsigned long long)(atomic_load(&st->sent_bytes) - rb),
+                                       (now - since[i]) / 1e3,
+                                       real_s() - (now - since[i]) / 1e3);
+                                told[i] = true;
+                        }
+                }
+                sleep_ms(200);
+        }
+        return NULL;
+}
+
 static void *poster(void *arg)
 {
         (void)arg;
@@ -904,7 +947,7 @@ static bool join_within(pthread_t t, int ms)
 
 int main(int argc, char **argv)
 {
-        pthread_t dq[NDEQ], post_th, churn_th;
+        pthread_t dq[NDEQ], post_th, churn_th, watch_th;
         int hold_s = 600, opt, r, fds_start, fds_end;
         const char *file;
 
@@ -965,7 +1008,8 @@ usage:
                 streams[i].writer_started = true;
         }
         if (pthread_create(&post_th, NULL, poster, NULL) ||
-            pthread_create(&churn_th, NULL, churn, NULL))
+            pthread_create(&churn_th, NULL, churn, NULL) ||
+            pthread_create(&watch_th, NULL, stall_watch, NULL))
                 return 1;
         printf("ready: %d streams, %d dequeuing threads, %d descriptors open, pid %d\n",
                NSTREAMS, NDEQ, fds_start, (int)getpid());
@@ -995,7 +1039,8 @@ usage:
                         break;
                 sleep_ms(10);
         }
-        bool joined = join_within(post_th, 1000) && join_within(churn_th, 1000);
+        bool joined = join_within(post_th, 1000) && join_within(churn_th, 1000) &&
+                      join_within(watch_th, 1000);
 
         for (int i = 0; i < NSTREAMS; i++)
                 if (atomic_load(&streams[i].writer_done))
