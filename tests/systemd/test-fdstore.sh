@@ -128,7 +128,10 @@ served_again() {
                                         ($7 - t) * 1000, $2
                                 found = 1; exit
                         }
-                        END { if (!found) printf " client %d: no pause of 50 ms or more around it;", c }
+                        END {
+                                if (!found)
+                                        printf " client %d: no pause of 50 ms or more around it;", c
+                        }
                 ' "$tmp/c$i.out")
         done
         echo "${out%;}"
@@ -184,7 +187,8 @@ event() {
         # A stream stalled since the event (sd-traffic tells after 4 s without progress): a
         # hint of which event lost a notification; the verdict comes at the end, when the
         # clients compare what was sent and what was received.
-        sleep "$(awk -v t="$t_event" -v n="$(now_s)" 'BEGIN { d = t + 5 - n; print d > 0 ? d : 0 }')"
+        sleep "$(awk -v t="$t_event" -v n="$(now_s)" \
+                'BEGIN { d = t + 5 - n; print (d > 0 ? d : 0) }')"
         for i in $(seq 1 $nclients); do
                 awk -v t="$t_event" -v c="$i" '/^stall:/ {
                         s = $NF; gsub(/[()]/, "", s)
@@ -201,7 +205,8 @@ sdh_start "$name" || { ko "the instance boots"; exit 1; }
 check "install: daemon, units, sysusers snippet" sdh_install "$name" "$build" "$src"
 check "drop-in: FileDescriptorStoreMax=65536, FDSTORE=65536, WatchdogSec=2s" \
         sdh_dropin "$name" socknotifyd.service fdstore \
-        "$(printf '[Service]\nFileDescriptorStoreMax=65536\nEnvironment=FDSTORE=65536\nWatchdogSec=2s')"
+        "$(printf '%s\n' '[Service]' FileDescriptorStoreMax=65536 Environment=FDSTORE=65536 \
+                WatchdogSec=2s)"
 expect "systemd sees it: FileDescriptorStoreMax, FDSTORE in Environment" \
         "$(prop FileDescriptorStoreMax)/$(prop Environment | grep -o 'FDSTORE=[0-9]*')" \
         65536/FDSTORE=65536
@@ -296,7 +301,7 @@ for i in $(seq 1 $nclients); do
         fds=$(sed -n 's/^fds: start=\([0-9]*\) end=\([0-9]*\)$/\1 \2/p' "$tmp/c$i.out")
         check "client $i: as many descriptors open at the end as at the start ($fds)" \
                 test -n "$fds" -a "${fds% *}" = "${fds#* }"
-        sed -n 's/^max-pause: \([0-9.]*\) ms.*/TIME: client '"$i"': longest pause in delivery: \1 ms/p' \
-                "$tmp/c$i.out"
+        sed -n 's/^max-pause: \([0-9.]*\) ms.*/\1/p' "$tmp/c$i.out" |
+                sed "s/.*/TIME: client $i: longest pause in delivery: & ms/"
 done
 clients=()
