@@ -345,34 +345,59 @@ static int box_send(struct live *l, struct box *b)
         return 0;
 }
 
-/* The box without its dropped members: the survivors go into a new box, which is stored, and
- * the old one is removed from the store (which closes the dropped sockets). */
+/* Sends what waits to be sent; 0 or the last negative errno (logged). */
+static int flush_all(struct live *l)
+{
+        int ret = 0;
+
+        while (!sn_list_empty(&l->to_send)) {
+                struct box *b = sn_list_first(&l->to_send, struct box, send_link);
+                int r;
+
+                sn_list_del(&b->send_link);
+                sn_list_init(&b->send_link);
+                r = box_send(l, b);
+                if (r < 0) {
+                        fail(l, "keeping sockets in the store", -r);
+                        ret = r;
+                }
+        }
+        return ret;
+}
+
+static void box_add(struct live *l, struct box_ref *ref, int fd);
+
+/*
+ * The box without its dropped members: the survivors join the open box (the open box itself is
+ * replaced by a new one), which is sent at once, and the old box is removed from the store
+ * (which closes the dropped sockets).  Survivors never get a box of their own: boxes stay full
+ * but the open one, so their number follows the sockets held, not how many were dropped (a
+ * client registering 254 sockets and dropping 253, again and again, would otherwise leave one
+ * nearly empty box per round until FileDescriptorStoreMax= refused everybody's boxes).
+ */
 static int box_rebuild(struct live *l, struct box *old)
 {
-        struct box *b;
-        uint32_t live = 0;
         int r;
 
-        for (uint32_t i = 0; i < old->n; i++)
-                live += old->m[i].fd >= 0;
-        if (!live) {
-                box_free(l, old);
-                return 0;
+        if (l->open == old) {
+                if (old->send_fd >= 0)
+                        old->send_fd = sn_close(old->send_fd);
+                l->open = NULL;
         }
-        b = box_new(l);
-        if (!b)
-                return -ENOMEM;
-        if (l->open == old)
-                l->open = b;
         for (uint32_t i = 0; i < old->n; i++)
                 if (old->m[i].fd >= 0) {
-                        b->m[b->n] = old->m[i];
-                        b->m[b->n].ref->box = b;
-                        b->m[b->n].ref->slot = (uint16_t)b->n;
+                        struct box_ref *ref = old->m[i].ref;
+                        int fd = old->m[i].fd;
+
                         old->m[i].ref = NULL;
-                        b->n++;
+                        old->m[i].fd = -1;
+                        ref->box = NULL;
+                        box_add(l, ref, fd);
+                        if (!ref->box)
+                                return -ENOMEM;
                 }
-        r = box_send(l, b);
+        /* The survivors are in the store again before the old box goes. */
+        r = flush_all(l);
         if (r < 0)
                 return r;
         box_free(l, old);
@@ -386,16 +411,7 @@ void live_flush(struct server *srv)
         if (!l)
                 return;
         l->flush_armed = false;
-        while (!sn_list_empty(&l->to_send)) {
-                struct box *b = sn_list_first(&l->to_send, struct box, send_link);
-                int r;
-
-                sn_list_del(&b->send_link);
-                sn_list_init(&b->send_link);
-                r = box_send(l, b);
-                if (r < 0)
-                        fail(l, "keeping sockets in the store", -r);
-        }
+        flush_all(l);
 }
 
 static void flush_cb(evutil_socket_t fd, short what, void *arg)

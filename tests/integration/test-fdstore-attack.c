@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * test-fdstore-attack.c - the crash recovery of the live descriptor store (daemon/live.c)
+ * against hostile clients and unlucky crashes.  Like test-fdstore.c this test plays the service
+ * manager (NOTIFY_SOCKET, FDSTORE=1/FDSTOREREMOVE=1, LISTEN_FDS on the next start), but its
+ * manager also behaves as systemd does when the store is full: an entry beyond FDSTORE= (the
+ * unit's FileDescriptorStoreMax=) is refused and closed.  It counts what the daemon sends it.
+ *
+ * Checked: a client that registers and drops sockets cannot fill the store with nearly empty
+ * boxes, so another client's session survives a crash; a journal grown past its first mapping
+ * restores every registration; churn (register/drop, connections, ports closed with
+ * registrations, connections dying with parked calls) leaks no descriptor in the daemon or the
+ * store, before and after a crash; and details of a crash restore: a filter changed just before
+ * it, EDGE with IN|OUT, a 255-byte name shared by two connections, a finite wait's remaining
+ * time, a connection that dies while no daemon runs.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/macro.h"
+#include "socknotify.h"
+#include "tests/helpers/daemon.h"
+
+#define MAXSTORED 4096
+
+/* ---- the service manager's side ------------------------------------------------------------ */
+
+struct manager {
+        int sock;
+        char path[108];
+        pthread_t thread;
+        pthread_mutex_t lock;
+        unsigned cap; /* FileDescriptorStoreMax= */
+        int fds[MAXSTORED];
+        char names[MAXSTORED][64];
+        unsigned n;
+        unsigned stores;  /* FDSTORE=1 messages */
+        unsigned refused; /* of them, refused: the store was full */
+        unsigned removed; /* FDSTOREREMOVE=1 messages */
+        unsigned bad;
+};
+
+static const char *field(const char *text, const char *key, char *out, size_t outsz)
+{
+        size_t k = strlen(key);
+
+        for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (!strncmp(p, key, k)) {
+                        size_t n = strcspn(p + k, "\n");
+
+                        snprintf(out, outsz, "%.*s", (int)n, p + k);
+                        return out;
+                }
+        return NULL;
+}
+
+static void *manager_loop(void *arg)
+{
+        struct manager *m = arg;
+
+        for (;;) {
+                char text[4096], name[64], cbuf[CMSG_SPACE(sizeof(int) * 16)];
+                struct iovec iov = { text, sizeof(text) - 1 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                                     .msg_controllen = sizeof(cbuf) };
+                int fds[16];
+                unsigned nfds = 0;
+                ssize_t n = recvmsg(m->sock, &mh, MSG_CMSG_CLOEXEC);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return NULL;
+                text[n] = 0;
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                                unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+                                memcpy(fds + nfds, CMSG_DATA(c), k * sizeof(int));
+                                nfds += k;
+                        }
+                pthread_mutex_lock(&m->lock);
+                if (!strcmp(text, "EXIT")) {
+                        pthread_mutex_unlock(&m->lock);
+                        return NULL;
+                }
+                if (strstr(text, "BARRIER=1")) {
+                        /* closing the descriptor is the answer */
+                } else if (strstr(text, "FDSTORE=1")) {
+                        m->stores++;
+                        if (!strstr(text, "FDPOLL=0") ||
+                            !field(text, "FDNAME=", name, sizeof(name))) {
+                                m->bad++;
+                                snprintf(name, sizeof(name), "?");
+                        }
+                        for (unsigned i = 0; i < nfds; i++) {
+                                /* systemd: "Hit fd store limit", the descriptor is closed. */
+                                if (m->n >= m->cap || m->n >= MAXSTORED) {
+                                        m->refused++;
+                                        continue;
+                                }
+                                m->fds[m->n] = fds[i];
+                                fds[i] = -1;
+                                snprintf(m->names[m->n++], sizeof(m->names[0]), "%s", name);
+                        }
+                } else if (strstr(text, "FDSTOREREMOVE=1") &&
+                           field(text, "FDNAME=", name, sizeof(name))) {
+                        m->removed++;
+                        for (unsigned i = 0; i < m->n;)
+                                if (!strcmp(m->names[i], name)) {
+                                        close(m->fds[i]);
+                                        m->fds[i] = m->fds[m->n - 1];
+                                        memcpy(m->names[i], m->names[m->n - 1],
+                                               sizeof(m->names[0]));
+                                        m->n--;
+                                } else {
+                                        i++;
+                                }
+                }
+                pthread_mutex_unlock(&m->lock);
+                for (unsigned i = 0; i < nfds; i++)
+                        if (fds[i] >= 0)
+                                close(fds[i]);
+        }
+}
+
+static void manager_start(struct manager *m, const char *dir, unsigned cap)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char v[16];
+        int one = 1;
+
+        memset(m, 0, sizeof(*m));
+        m->cap = cap;
+        pthread_mutex_init(&m->lock, NULL);
+        snprintf(m->path, sizeof(m->path), "%s/notify", dir);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
+        m->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(m->sock, 0);
+        ck_assert_int_eq(bind(m->sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        setsockopt(m->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+        ck_assert_int_eq(pthread_create(&m->thread, NULL, manager_loop, m), 0);
+        setenv("NOTIFY_SOCKET", m->path, 1);
+        snprintf(v, sizeof(v), "%u", cap);
+        setenv("FDSTORE", v, 1);
+}
+
+static void manager_stop(struct manager *m)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
+        sendto(s, "EXIT", 4, 0, (struct sockaddr *)&sa, sizeof(sa));
+        close(s);
+        pthread_join(m->thread, NULL);
+        for (unsigned i = 0; i < m->n; i++)
+                close(m->fds[i]);
+        close(m->sock);
+        unlink(m->path);
+        unsetenv("NOTIFY_SOCKET");
+        unsetenv("FDSTORE");
+}
+
+static unsigned count_named(struct manager *m, const char *prefix)
+{
+        unsigned k = 0;
+
+        pthread_mutex_lock(&m->lock);
+        for (unsigned i = 0; i < m->n; i++)
+                k += !strncmp(m->names[i], prefix, strlen(prefix));
+        pthread_mutex_unlock(&m->lock);
+        return k;
+}
+
+static unsigned stored(struct manager *m)
+{
+        unsigned n;
+
+        pthread_mutex_lock(&m->lock);
+        n = m->n;
+        pthread_mutex_unlock(&m->lock);
+        return n;
+}
+
+/* Waits until the store stops changing (rebuilds are done): its entry count. */
+static unsigned settle(struct manager *m)
+{
+        unsigned last = ~0u, n = 0;
+
+        for (int stable = 0, i = 0; i < 200 && stable < 5; i++) {
+                usleep(20 * 1000);
+                pthread_mutex_lock(&m->lock);
+                n = m->n + m->stores * 7919 + m->removed * 104729;
+                pthread_mutex_unlock(&m->lock);
+                stable = n == last ? stable + 1 : 0;
+                last = n;
+        }
+        return stored(m);
+}
+
+/* kill -9, then the next daemon with what the store holds. */
+static void crash_and_restart(struct test_daemon *d, struct manager *m)
+{
+        static char names[MAXSTORED * 24];
+        size_t off = 0;
+        int st = 0;
+
+        settle(m);
+        ck_assert_int_eq(kill(d->pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
+        ck_assert(WIFSIGNALED(st));
+        settle(m);
+        pthread_mutex_lock(&m->lock);
+        names[0] = 0;
+        for (unsigned i = 0; i < m->n; i++)
+                off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ":" : "",
+                                        m->names[i]);
+        test_daemon_start_with_fds(d, NULL, m->fds, m->n, names);
+        pthread_mutex_unlock(&m->lock);
+}
+
+static void sock_pair(int *a, int *b)
+{
+        int p[2];
+
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p), 0);
+        *a = p[0];
+        *b = p[1];
+}
+
+static int enable(sn_port_t *p, int fd, uint64_t key, uint16_t filter, uint8_t trigger)
+{
+        sn_registration_t r = { .fd = fd, .key = key, .op = SN_OP_ENABLE, .filter = filter,
+                                .trigger = trigger };
+        int n = sn_port_process(p, &r, 1, NULL, 0, 0);
+
+        return n < 0 ? n : r.result;
+}
+
+static char *mdir_new(char *buf)
+{
+        strcpy(buf, "/tmp/sn-attack-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(buf));
+        return buf;
+}
+
+/* ---- a client fills the store with nearly empty boxes --------------------------------------- */
+
+/*
+ * A client registers 254 sockets at a time and drops all of them but the first, in rounds.
+ * Each round leaves one box holding one socket: with no compaction the store's entries grow
+ * with the number of rounds, not with the sockets held, until FileDescriptorStoreMax= refuses
+ * the boxes of everybody else.  Another client's registration made after that is lost at the
+ * next crash.
+ */
+enum { ROUND = 254, ROUNDS = 14, CAP = 12 };
+
+START_TEST(test_fragmented_boxes_fill_the_store)
+{
+        static int keep_cl[ROUNDS], keep_sv[ROUNDS];
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *a, *b;
+        sn_port_t *pa, *pb;
+        int bcl, bsv;
+        char mdir[32];
+        unsigned live_max = 0, refused;
+
+        manager_start(&m, mdir_new(mdir), CAP);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &a), 0);
+        ck_assert_int_eq(sn_port_create(a, 0, &pa), 0);
+        for (int round = 0; round < ROUNDS; round++) {
+                static int cl[ROUND], sv[ROUND];
+                static sn_registration_t r[ROUND];
+
+                for (int i = 0; i < ROUND; i++) {
+                        sock_pair(&cl[i], &sv[i]);
+                        r[i] = (sn_registration_t){ .fd = sv[i], .key = (uint64_t)i,
+                                                    .op = SN_OP_ENABLE,
+                                                    .filter = SN_REGISTER_EVENT_IN,
+                                                    .trigger = SN_TRIGGER_LEVEL };
+                }
+                ck_assert_int_eq(sn_port_process(pa, r, ROUND, NULL, 0, 0), 0);
+                for (int i = 0; i < ROUND; i++)
+                        ck_assert_int_eq(r[i].result, 0);
+                settle(&m);
+                for (int i = 1; i < ROUND; i++) {
+                        ck_assert_int_eq(sn_socket_close(a, sv[i]), 0);
+                        close(cl[i]);
+                }
+                keep_cl[round] = cl[0];
+                keep_sv[round] = sv[0];
+                settle(&m);
+                live_max = SN_MAX(live_max, count_named(&m, "snlive."));
+        }
+        pthread_mutex_lock(&m.lock);
+        refused = m.refused;
+        pthread_mutex_unlock(&m.lock);
+        printf("fragmentation: %d sockets held after %d rounds of %d: %u box(es) at most, "
+               "%u now, %u store entries refused\n", ROUNDS, ROUNDS, ROUND, live_max,
+               count_named(&m, "snlive."), refused);
+
+        /* Another client, after that: its session must survive a crash. */
+        ck_assert_int_eq(sn_conn_open(d.path, &b), 0);
+        ck_assert_int_eq(sn_port_create(b, 0, &pb), 0);
+        sock_pair(&bcl, &bsv);
+        ck_assert_int_eq(enable(pb, bsv, 42, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        crash_and_restart(&d, &m);
+        ck_assert_int_eq(send(bcl, "b", 1, 0), 1);
+        {
+                sn_entry_t e;
+
+                ck_assert_int_eq(sn_port_dequeue(pb, &e, 1, 5000), 1);
+                ck_assert_uint_eq(e.key, 42);
+        }
+        /* 14 sockets and two connections fit in one box (a second one while rebuilding). */
+        ck_assert_uint_le(live_max, 2);
+        ck_assert_uint_eq(refused, 0);
+        /* And the hostile client's survivors too. */
+        for (int round = 0; round < ROUNDS; round++)
+                ck_assert_int_eq(send(keep_cl[round], "a", 1, 0), 1);
+        for (int got = 0; got < ROUNDS;) {
+                sn_entry_t e[16];
+                int n = sn_port_dequeue(pa, e, 16, 5000);
+
+                ck_assert_int_gt(n, 0);
+                got += n;
+                for (int i = 0; i < n; i++)
+                        ck_assert_uint_eq(e[i].key, 0);
+        }
+        sn_conn_close(a);
+        sn_conn_close(b);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        close(bcl);
+        close(bsv);
+        for (int round = 0; round < ROUNDS; round++) {
+                close(keep_cl[round]);
+                close(keep_sv[round]);
+        }
+}
+END_TEST
+
+/* ---- the journal grows past its first 1024 records ----------------------------------------- */
+
+enum { NGROW = 1500 };
+
+START_TEST(test_journal_grows_then_crash)
+{
+        static int cl[NGROW], sv[NGROW];
+        static sn_registration_t r[NGROW];
+        static bool seen[NGROW];
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c;
+        sn_port_t *p;
+        char mdir[32];
+        int fds_before, fds_after;
+
+        manager_start(&m, mdir_new(mdir), 64);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < NGROW; i++) {
+                sock_pair(&cl[i], &sv[i]);
+                r[i] = (sn_registration_t){ .fd = sv[i], .key = (uint64_t)i, .op = SN_OP_ENABLE,
+                                            .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = i % 2 ? SN_TRIGGER_EDGE
+                                                             : SN_TRIGGER_LEVEL };
+        }
+        for (int i = 0; i < NGROW; i += 250) {
+                ck_assert_int_eq(sn_port_process(p, r + i, SN_MIN(250, NGROW - i), NULL, 0, 0),
+                                 0);
+                /* A few posted packets between, so that records of every kind interleave. */
+                ck_assert_int_eq(sn_port_post(p, 100000 + (uint64_t)i, 1, 0), 0);
+        }
+        for (int i = 0; i < NGROW; i++)
+                ck_assert_int_eq(r[i].result, 0);
+        fds_before = test_daemon_fds(&d);
+        crash_and_restart(&d, &m);
+        fds_after = test_daemon_wait_fds(&d, fds_before, 10000);
+        printf("journal growth: %d registrations, daemon fds %d before the crash, %d after\n",
+               NGROW, fds_before, fds_after);
+        ck_assert_int_eq(fds_after, fds_before);
+        /* The posted packets in their order. */
+        for (int i = 0; i < NGROW; i += 250) {
+                sn_entry_t e;
+
+                ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+                ck_assert_uint_eq(e.key, 100000 + (uint64_t)i);
+        }
+        for (int i = 0; i < NGROW; i++)
+                ck_assert_int_eq(send(cl[i], "g", 1, 0), 1);
+        for (int got = 0; got < NGROW;) {
+                sn_entry_t e[128];
+                int n = sn_port_dequeue(p, e, 128, 5000);
+
+                ck_assert_int_gt(n, 0);
+                for (int i = 0; i < n; i++) {
+                        ck_assert_uint_lt(e[i].key, NGROW);
+                        if (seen[e[i].key]) /* level: until drained */
+                                continue;
+                        seen[e[i].key] = true;
+                        got++;
+                        if (e[i].key % 2 == 0) {
+                                char b;
+
+                                ck_assert_int_eq(recv(sv[e[i].key], &b, 1, 0), 1);
+                        }
+                }
+        }
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        for (int i = 0; i < NGROW; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+}
+END_TEST
+
+/* ---- churn leaks nothing ------------------------------------------------------------------- */
+
+struct waiter {
+        sn_port_t *port;
+        sn_entry_t e;
+        int n;
+        uint32_t timeout;
+        long long ms;
+};
+
+static void *wait_thread(void *arg)
+{
+        struct waiter *w = arg;
+        long long t0 = now_ms();
+
+        w->n = sn_port_dequeue(w->port, &w->e, 1, w->timeout);
+        w->ms = now_ms() - t0;
+        return NULL;
+}
+
+/* Register/drop cycles, connections that come and go with ports, registrations and parked
+ * calls, ports closed with registrations: the daemon's descriptors and the store's entries
+ * come back to where they were, and so after a crash. */
+static void churn(const char *path, int rounds)
+{
+        for (int k = 0; k < rounds; k++) {
+                sn_conn_t *c;
+                sn_port_t *p, *p2;
+                int cl[8], sv[8];
+
+                ck_assert_int_eq(sn_conn_open(path, &c), 0);
+                ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+                ck_assert_int_eq(sn_port_create(c, 0, &p2), 0);
+                for (int i = 0; i < 8; i++) {
+                        sock_pair(&cl[i], &sv[i]);
+                        ck_assert_int_eq(enable(i < 4 ? p : p2, sv[i], (uint64_t)i,
+                                                SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_OUT,
+                                                i % 2 ? SN_TRIGGER_EDGE : SN_TRIGGER_LEVEL),
+                                         0);
+                }
+                /* Dropped one by one, removed, port closed with its registrations. */
+                ck_assert_int_eq(sn_socket_close(c, sv[0]), 0);
+                {
+                        sn_registration_t r = { .fd = sv[1], .op = SN_OP_REMOVE };
+
+                        ck_assert_int_eq(sn_port_process(p, &r, 1, NULL, 0, 0), 0);
+                        ck_assert_int_eq(r.result, 0);
+                }
+                ck_assert_int_eq(sn_port_close(p2), 0);
+                sn_port_post(p, 1, 1, 0);
+                /* sv[5] was registered on p2, now closed: a child registers it again. */
+                sn_conn_close(c);
+                /* A connection that dies (its process killed) with a parked call. */
+                {
+                        int pipefd[2], st = 0;
+                        char ok;
+                        pid_t pid;
+
+                        ck_assert_int_eq(pipe(pipefd), 0);
+                        pid = fork();
+                        ck_assert_int_ge(pid, 0);
+                        if (pid == 0) {
+                                sn_conn_t *cc;
+                                sn_port_t *pp;
+                                sn_entry_t e;
+
+                                if (sn_conn_open(path, &cc) || sn_port_create(cc, 0, &pp) ||
+                                    enable(pp, sv[5], 9, SN_REGISTER_EVENT_IN,
+                                           SN_TRIGGER_LEVEL))
+                                        _exit(1);
+                                if (write(pipefd[1], "k", 1) != 1)
+                                        _exit(1);
+                                sn_port_dequeue(pp, &e, 1, 30000);
+                                _exit(0);
+                        }
+                        close(pipefd[1]);
+                        ck_assert_int_eq(read(pipefd[0], &ok, 1), 1);
+                        close(pipefd[0]);
+                        usleep(20 * 1000);
+                        kill(pid, SIGKILL);
+                        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+                }
+                for (int i = 0; i < 8; i++) {
+                        close(cl[i]);
+                        if (i)
+                                close(sv[i]);
+                }
+        }
+}
+
+START_TEST(test_churn_leaks_nothing)
+{
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c;
+        sn_port_t *p;
+        char mdir[32];
+        int cl, sv, fds0, fds1, fds2;
+        unsigned st0, st1, st2, stores0, stores1;
+
+        manager_start(&m, mdir_new(mdir), 64);
+        test_daemon_start(&d, NULL);
+        /* One session that stays, so the boxes are never empty. */
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        sock_pair(&cl, &sv);
+        ck_assert_int_eq(enable(p, sv, 5, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        st0 = settle(&m);
+        fds0 = test_daemon_wait_fds(&d, -1, 0);
+        pthread_mutex_lock(&m.lock);
+        stores0 = m.stores;
+        pthread_mutex_unlock(&m.lock);
+        churn(d.path, 40);
+        st1 = settle(&m);
+        fds1 = test_daemon_wait_fds(&d, fds0, 3000);
+        pthread_mutex_lock(&m.lock);
+        stores1 = m.stores;
+        pthread_mutex_unlock(&m.lock);
+        printf("churn: daemon fds %d -> %d, store entries %u -> %u, %u store message(s) for "
+               "40 rounds\n", fds0, fds1, st0, st1, stores1 - stores0);
+        ck_assert_int_eq(fds1, fds0);
+        ck_assert_uint_eq(st1, st0);
+
+        crash_and_restart(&d, &m);
+        fds2 = test_daemon_wait_fds(&d, fds0, 5000);
+        st2 = settle(&m);
+        printf("churn: after a crash, daemon fds %d, store entries %u\n", fds2, st2);
+        ck_assert_int_eq(fds2, fds0);
+        ck_assert_uint_eq(st2, st0);
+        churn(d.path, 10);
+        ck_assert_int_eq(test_daemon_wait_fds(&d, fds0, 3000), fds0);
+        ck_assert_uint_eq(settle(&m), st0);
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        {
+                sn_entry_t e;
+
+                ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+                ck_assert_uint_eq(e.key, 5);
+        }
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        close(cl);
+        close(sv);
+}
+END_TEST
+
+/* ---- details of a crash restore ------------------------------------------------------------ */
+
+START_TEST(test_crash_details)
+{
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c, *c2, *gone;
+        sn_port_t *p, *shared, *p2, *gp, *wp;
+        char mdir[32], name[256];
+        int mcl, msv, ecl, esv, gcl, gsv, fds0;
+        struct waiter w;
+        pthread_t th;
+        sn_entry_t e;
+
+        memset(name, 'n', 255);
+        name[255] = 0;
+        name[0] = 'A';
+        name[254] = 'Z';
+        manager_start(&m, mdir_new(mdir), 64);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_conn_open(d.path, &c2), 0);
+        ck_assert_int_eq(sn_conn_open(d.path, &gone), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        /* A 255-byte name shared by two connections. */
+        ck_assert_int_eq(sn_port_create_named(c, name, 0, &shared), 0);
+        ck_assert_int_eq(sn_port_open(c2, name, &p2), 0);
+        /* A filter changed just before the crash: IN, then OUT only. */
+        sock_pair(&mcl, &msv);
+        ck_assert_int_eq(enable(p, msv, 1, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        ck_assert_int_eq(enable(p, msv, 1, SN_REGISTER_EVENT_OUT, SN_TRIGGER_LEVEL), 0);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 2000), 1);
+        ck_assert_uint_eq(e.events, SN_EVENT_OUT);
+        /* EDGE with IN and OUT: OUT reported once already. */
+        sock_pair(&ecl, &esv);
+        ck_assert_int_eq(enable(shared, esv, 2, SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_OUT,
+                                SN_TRIGGER_EDGE), 0);
+        while (sn_port_dequeue(p2, &e, 1, 300) == 1)
+                ck_assert_uint_eq(e.key, 2);
+        /* A connection that will die while no daemon runs, with a registration. */
+        ck_assert_int_eq(sn_port_create(gone, 0, &gp), 0);
+        sock_pair(&gcl, &gsv);
+        ck_assert_int_eq(enable(gp, gsv, 3, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        /* A finite wait, 4 s, parked across the crash. */
+        ck_assert_int_eq(sn_port_create(c2, 0, &wp), 0);
+        w = (struct waiter){ .port = wp, .timeout = 4000 };
+        ck_assert_int_eq(pthread_create(&th, NULL, wait_thread, &w), 0);
+        usleep(200 * 1000);
+        fds0 = test_daemon_fds(&d);
+
+        ck_assert_int_eq(kill(d.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(d.pid, NULL, 0), d.pid);
+        sn_conn_close(gone); /* while no daemon runs */
+        close(gsv);
+        d.pid = 0;
+        {
+                /* crash_and_restart without its kill */
+                static char names[MAXSTORED * 24];
+                size_t off = 0;
+
+                settle(&m);
+                pthread_mutex_lock(&m.lock);
+                names[0] = 0;
+                for (unsigned i = 0; i < m.n; i++)
+                        off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
+                                                i ? ":" : "", m.names[i]);
+                test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
+                pthread_mutex_unlock(&m.lock);
+        }
+        /* The finite wait ends with its own time, not lost and not restarted from zero. */
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        printf("details: the 4 s wait parked across the crash ended after %lld ms (%d, key %llu)\n",
+               w.ms, w.n, (unsigned long long)w.e.key);
+        ck_assert_int_eq(w.n, -ETIMEDOUT);
+        ck_assert_int_ge(w.ms, 3900);
+        ck_assert_int_lt(w.ms, 15000);
+        /* The dead connection's registration went: its socket's peer sees the close. */
+        ck_assert_msg(peer_closed(gcl, 5000), "a dead connection's socket stays held");
+        /* The changed filter: OUT (level) again, never IN. */
+        ck_assert_int_eq(send(mcl, "m", 1, 0), 1);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 2000), 1);
+                ck_assert_uint_eq(e.key, 1);
+                ck_assert_uint_eq(e.events, SN_EVENT_OUT);
+        }
+        /* EDGE IN|OUT: IN when data comes (through either connection's handle). */
+        while (sn_port_dequeue(p2, &e, 1, 300) == 1)
+                ck_assert_uint_eq(e.key, 2); /* at most a repeated OUT */
+        ck_assert_int_eq(send(ecl, "e", 1, 0), 1);
+        ck_assert_int_eq(sn_port_dequeue(shared, &e, 1, 2000), 1);
+        ck_assert_uint_eq(e.key, 2);
+        ck_assert_uint_eq(e.events & SN_EVENT_IN, SN_EVENT_IN);
+        /* The long name still names the same port. */
+        {
+                sn_port_t *p3;
+                sn_conn_t *c3;
+
+                ck_assert_int_eq(sn_conn_open(d.path, &c3), 0);
+                ck_assert_int_eq(sn_port_open(c3, name, &p3), 0);
+                ck_assert_int_eq(sn_port_post(p3, 9, 9, 9), 0);
+                ck_assert_int_eq(sn_port_dequeue(shared, &e, 1, 2000), 1);
+                ck_assert_uint_eq(e.key, 9);
+                sn_port_close(p3);
+                sn_conn_close(c3);
+        }
+        printf("details: daemon fds %d before the crash, %d after\n", fds0,
+               test_daemon_fds(&d));
+        sn_conn_close(c2);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        close(mcl);
+        close(msv);
+        close(ecl);
+        close(esv);
+        close(gcl);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("fdstore-attack");
+
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        TCase *tc = tcase_create("attack");
+
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, test_fragmented_boxes_fill_the_store);
+        tcase_add_test(tc, test_journal_grows_then_crash);
+        tcase_add_test(tc, test_churn_leaks_nothing);
+        tcase_add_test(tc, test_crash_details);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
