@@ -52,6 +52,7 @@ struct manager {
         unsigned refused; /* of them, refused: the store was full */
         unsigned removed; /* FDSTOREREMOVE=1 messages */
         unsigned bad;
+        char keep[48]; /* FDSTOREREMOVE=1 of names holding this ignored: the sender died first */
 };
 
 static const char *field(const char *text, const char *key, char *out, size_t outsz)
@@ -118,7 +119,8 @@ static void *manager_loop(void *arg)
                                 snprintf(m->names[m->n++], sizeof(m->names[0]), "%s", name);
                         }
                 } else if (strstr(text, "FDSTOREREMOVE=1") &&
-                           field(text, "FDNAME=", name, sizeof(name))) {
+                           field(text, "FDNAME=", name, sizeof(name)) &&
+                           !(m->keep[0] && strstr(name, m->keep))) {
                         m->removed++;
                         for (unsigned i = 0; i < m->n;)
                                 if (!strcmp(m->names[i], name)) {
@@ -344,6 +346,8 @@ START_TEST(test_fragmented_boxes_fill_the_store)
                 for (int i = 0; i < n; i++)
                         ck_assert_uint_eq(e[i].key, 0);
         }
+        sn_port_close(pa);
+        sn_port_close(pb);
         sn_conn_close(a);
         sn_conn_close(b);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
@@ -426,6 +430,7 @@ START_TEST(test_journal_grows_then_crash)
                         }
                 }
         }
+        sn_port_close(p);
         sn_conn_close(c);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
         manager_stop(&m);
@@ -487,6 +492,7 @@ static void churn(const char *path, int rounds)
                 }
                 ck_assert_int_eq(sn_port_close(p2), 0);
                 sn_port_post(p, 1, 1, 0);
+                sn_port_close(p);
                 /* sv[5] was registered on p2, now closed: a child registers it again. */
                 sn_conn_close(c);
                 /* A connection that dies (its process killed) with a parked call. */
@@ -576,6 +582,7 @@ START_TEST(test_churn_leaks_nothing)
                 ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
                 ck_assert_uint_eq(e.key, 5);
         }
+        sn_port_close(p);
         sn_conn_close(c);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
         manager_stop(&m);
@@ -591,8 +598,9 @@ START_TEST(test_crash_details)
 {
         struct test_daemon d;
         struct manager m;
-        sn_conn_t *c, *c2, *gone;
-        sn_port_t *p, *shared, *p2, *gp, *wp;
+        sn_conn_t *c, *c2;
+        sn_port_t *p, *shared, *p2, *wp;
+        pid_t gone;
         char mdir[32], name[256];
         int mcl, msv, ecl, esv, gcl, gsv, fds0;
         struct waiter w;
@@ -607,7 +615,6 @@ START_TEST(test_crash_details)
         test_daemon_start(&d, NULL);
         ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
         ck_assert_int_eq(sn_conn_open(d.path, &c2), 0);
-        ck_assert_int_eq(sn_conn_open(d.path, &gone), 0);
         ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
         /* A 255-byte name shared by two connections. */
         ck_assert_int_eq(sn_port_create_named(c, name, 0, &shared), 0);
@@ -625,9 +632,29 @@ START_TEST(test_crash_details)
         while (sn_port_dequeue(p2, &e, 1, 300) == 1)
                 ck_assert_uint_eq(e.key, 2);
         /* A connection that will die while no daemon runs, with a registration. */
-        ck_assert_int_eq(sn_port_create(gone, 0, &gp), 0);
         sock_pair(&gcl, &gsv);
-        ck_assert_int_eq(enable(gp, gsv, 3, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        {
+                int pfd[2];
+                char ok;
+
+                ck_assert_int_eq(pipe(pfd), 0);
+                gone = fork();
+                ck_assert_int_ge(gone, 0);
+                if (gone == 0) {
+                        sn_conn_t *gc;
+                        sn_port_t *gp;
+
+                        if (sn_conn_open(d.path, &gc) || sn_port_create(gc, 0, &gp) ||
+                            enable(gp, gsv, 3, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL) ||
+                            write(pfd[1], "k", 1) != 1)
+                                _exit(1);
+                        pause();
+                        _exit(0);
+                }
+                close(pfd[1]);
+                ck_assert_int_eq(read(pfd[0], &ok, 1), 1);
+                close(pfd[0]);
+        }
         /* A finite wait, 4 s, parked across the crash. */
         ck_assert_int_eq(sn_port_create(c2, 0, &wp), 0);
         w = (struct waiter){ .port = wp, .timeout = 4000 };
@@ -637,7 +664,8 @@ START_TEST(test_crash_details)
 
         ck_assert_int_eq(kill(d.pid, SIGKILL), 0);
         ck_assert_int_eq(waitpid(d.pid, NULL, 0), d.pid);
-        sn_conn_close(gone); /* while no daemon runs */
+        kill(gone, SIGKILL); /* its process dies while no daemon runs */
+        ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
         close(gsv);
         d.pid = 0;
         {
@@ -692,6 +720,10 @@ START_TEST(test_crash_details)
         }
         printf("details: daemon fds %d before the crash, %d after\n", fds0,
                test_daemon_fds(&d));
+        sn_port_close(wp);
+        sn_port_close(p2);
+        sn_port_close(shared);
+        sn_port_close(p);
         sn_conn_close(c2);
         sn_conn_close(c);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
@@ -702,6 +734,193 @@ START_TEST(test_crash_details)
         close(ecl);
         close(esv);
         close(gcl);
+}
+END_TEST
+
+/* ---- a crash while the next daemon takes over ---------------------------------------------- */
+
+/* Copies of the entries whose names start with prefix (a store's content at some moment). */
+static unsigned snapshot(struct manager *m, const char *prefix, int *fds, char *names,
+                         size_t namesz)
+{
+        unsigned k = 0;
+        size_t off = 0;
+
+        pthread_mutex_lock(&m->lock);
+        names[0] = 0;
+        for (unsigned i = 0; i < m->n; i++)
+                if (!strncmp(m->names[i], prefix, strlen(prefix))) {
+                        fds[k] = fcntl(m->fds[i], F_DUPFD_CLOEXEC, 3);
+                        ck_assert_int_ge(fds[k], 0);
+                        off += (size_t)snprintf(names + off, namesz - off, "%s%s", k ? ":" : "",
+                                                m->names[i]);
+                        k++;
+                }
+        pthread_mutex_unlock(&m->lock);
+        return k;
+}
+
+/* ".G": what the names of the store's (only) generation G hold. */
+static void generation(struct manager *m, char *out, size_t outsz)
+{
+        out[0] = 0;
+        pthread_mutex_lock(&m->lock);
+        for (unsigned i = 0; i < m->n; i++)
+                if (!strncmp(m->names[i], "snjournal.", 10))
+                        snprintf(out, outsz, ".%s", m->names[i] + 10);
+        pthread_mutex_unlock(&m->lock);
+        ck_assert(out[0]);
+}
+
+static void start_with(struct test_daemon *d, int *fds, unsigned n, const char *names)
+{
+        test_daemon_start_with_fds(d, NULL, fds, n, names);
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+}
+
+/*
+ * The daemon after a crash dies too before its own journal and boxes are in the store (a crash
+ * in the restore, an OOM kill at start): what the store holds then is the first daemon's
+ * journal and boxes, and a third daemon must be able to restore from them.  Taking the
+ * descriptors out of the boxes must not empty them.
+ */
+START_TEST(test_second_crash_before_storing)
+{
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c;
+        sn_port_t *p;
+        int cl, sv, fds[64];
+        unsigned n;
+        char mdir[32], names[64 * 24], prefix[32];
+        sn_entry_t e;
+
+        manager_start(&m, mdir_new(mdir), 64);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        sock_pair(&cl, &sv);
+        ck_assert_int_eq(enable(p, sv, 11, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        settle(&m);
+        pthread_mutex_lock(&m.lock);
+        ck_assert_uint_eq(m.n, 2);
+        /* "snjournal.G" and "snlive.G.0": the first generation's prefix is "snlive.G." */
+        for (unsigned i = 0; i < m.n; i++)
+                if (!strncmp(m.names[i], "snjournal.", 10))
+                        snprintf(prefix, sizeof(prefix), "%s", m.names[i] + 10);
+        pthread_mutex_unlock(&m.lock);
+        ck_assert_int_eq(kill(d.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(d.pid, NULL, 0), d.pid);
+        settle(&m);
+        /* The second daemon: what it would have stored, and its removals, never get there. */
+        n = snapshot(&m, "sn", fds, names, sizeof(names));
+        ck_assert_uint_eq(n, 2);
+        pthread_mutex_lock(&m.lock);
+        snprintf(m.keep, sizeof(m.keep), ".%.30s", prefix);
+        pthread_mutex_unlock(&m.lock);
+        test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+        ck_assert_int_eq(sn_port_post(p, 1, 1, 0), 0); /* it serves the session */
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+        n = snapshot(&m, "snjournal.", fds, names, sizeof(names));
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+        {
+                /* Only the first generation's entries. */
+                char live[48], jr[48];
+                unsigned k;
+
+                snprintf(live, sizeof(live), "snlive.%s.", prefix);
+                snprintf(jr, sizeof(jr), "snjournal.%s", prefix);
+                k = snapshot(&m, jr, fds, names, sizeof(names));
+                ck_assert_uint_eq(k, 1);
+                k += snapshot(&m, live, fds + 1, names + strlen(names) + 1,
+                              sizeof(names) - strlen(names) - 1);
+                names[strlen(names)] = ':';
+                ck_assert_uint_eq(k, 2);
+                ck_assert_int_eq(kill(d.pid, SIGKILL), 0);
+                ck_assert_int_eq(waitpid(d.pid, NULL, 0), d.pid);
+                /* The second daemon's entries never were: gone with the store. */
+                manager_stop(&m);
+                manager_start(&m, mdir, 64);
+                start_with(&d, fds, k, names);
+        }
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+        ck_assert_uint_eq(e.key, 11);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        close(cl);
+        close(sv);
+}
+END_TEST
+
+/*
+ * The daemon after a crash stores its own journal and boxes, then dies before it removed the
+ * first daemon's: the store holds two generations.  The next daemon must restore the newer one
+ * (a registration made after the first crash is kept), from that generation's boxes.
+ */
+START_TEST(test_two_generations_newest_wins)
+{
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c;
+        sn_port_t *p;
+        int cl, sv, cl2, sv2;
+        char mdir[32];
+        sn_entry_t e;
+        bool got1 = false, got2 = false;
+
+        manager_start(&m, mdir_new(mdir), 64);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        sock_pair(&cl, &sv);
+        ck_assert_int_eq(enable(p, sv, 1, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        settle(&m);
+        /* The first daemon's entries stay: the removals of the second do not get there. */
+        generation(&m, m.keep, sizeof(m.keep));
+        crash_and_restart(&d, &m);
+        ck_assert_int_eq(sn_port_post(p, 1, 1, 0), 0);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+        /* After the first crash: a second registration, and the first one removed. */
+        sock_pair(&cl2, &sv2);
+        ck_assert_int_eq(enable(p, sv2, 2, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        ck_assert_int_eq(sn_socket_close(c, sv), 0);
+        settle(&m);
+        ck_assert_uint_ge(count_named(&m, "snjournal."), 2);
+        crash_and_restart(&d, &m);
+        ck_assert_int_eq(send(cl2, "y", 1, 0), 1);
+        ck_assert(peer_closed(cl, 5000)); /* the dropped one stays dropped */
+        for (;;) {
+                int n = sn_port_dequeue(p, &e, 1, 1000);
+
+                if (n == -ETIMEDOUT)
+                        break;
+                ck_assert_int_eq(n, 1);
+                got1 |= e.key == 1;
+                got2 |= e.key == 2;
+                if (e.key == 2) {
+                        char b;
+
+                        ck_assert_int_eq(recv(sv2, &b, 1, 0), 1);
+                }
+        }
+        ck_assert_msg(got2, "a registration made after the first crash was lost");
+        ck_assert_msg(!got1, "a dropped registration came back");
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        close(cl);
+        close(cl2);
+        close(sv2);
 }
 END_TEST
 
@@ -717,6 +936,8 @@ int main(void)
         tcase_add_test(tc, test_journal_grows_then_crash);
         tcase_add_test(tc, test_churn_leaks_nothing);
         tcase_add_test(tc, test_crash_details);
+        tcase_add_test(tc, test_second_crash_before_storing);
+        tcase_add_test(tc, test_two_generations_newest_wins);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
