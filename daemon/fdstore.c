@@ -307,6 +307,7 @@ struct got {
         bool state, map;
         bool live;    /* snjournal.G or snlive.G.I: kept while the previous daemon ran */
         bool journal;
+        uint32_t gen; /* snjournal.G: G */
 };
 
 /* What the previous daemon kept as it ran (live.c): its journal and the descriptors of its
@@ -322,13 +323,22 @@ static struct {
         bool crashed;
 } prev;
 
+/* Copies of the descriptors of a box of the previous daemon, added to prev.fds.  They are
+ * peeked, not taken: the box in the store keeps them until our own journal and boxes are stored
+ * and the previous daemon's entries removed, so that a crash of ours before that (in the
+ * restore, an OOM kill at start) leaves the store as it found it. */
 static int prev_take_box(int box)
 {
+        int zero = 0;
+
+        if (setsockopt(box, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) < 0)
+                return -errno;
         for (;;) {
                 int fds[BATCH];
                 unsigned nfds = 0;
                 uint8_t byte;
-                ssize_t n = sn__fdmsg_recv(box, &byte, 1, fds, BATCH, &nfds, MSG_DONTWAIT);
+                ssize_t n = sn__fdmsg_recv(box, &byte, 1, fds, BATCH, &nfds,
+                                           MSG_DONTWAIT | MSG_PEEK);
 
                 if (n <= 0 && !nfds)
                         return n == 0 || n == -EAGAIN ? 0 : (int)n;
@@ -551,8 +561,10 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                 have_ours |= g[k].box >= 0 || g[k].state || g[k].map;
                 if (g[k].live) {
                         prev_name(name);
-                        if (g[k].journal)
-                                prev.gen = SN_MAX(prev.gen, parse_gen(name));
+                        if (g[k].journal) {
+                                g[k].gen = parse_gen(name);
+                                prev.gen = SN_MAX(prev.gen, g[k].gen);
+                        }
                 }
                 if (g[k].box >= 0)
                         nboxes = SN_MAX(nboxes, (uint32_t)g[k].box + 1);
@@ -614,13 +626,22 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                             "did not finish)");
         }
         if (state < 0 && !r) {
-                /* No orderly stop: what the previous daemon kept as it ran is a crash's. */
+                /* No orderly stop: what the previous daemon kept as it ran is a crash's.  Two
+                 * generations are there when a daemon died between storing its own and
+                 * removing its predecessor's: the newest journal is the truth (it is complete
+                 * before it is stored), and sockets are looked for in the boxes of both (its
+                 * own boxes may not all be stored yet; what the journal does not name is
+                 * closed). */
                 for (int k = 0; k < n; k++) {
-                        if (g[k].journal && !prev.journal) {
+                        if (g[k].journal && !prev.journal && g[k].gen == prev.gen) {
                                 prev.journal = read_whole(g[k].fd, &prev.size);
                                 prev.crashed = prev.journal != NULL;
-                        } else if (g[k].live && !g[k].journal && prev_take_box(g[k].fd) < 0) {
-                                log_error("fd store: reading a box of the previous daemon: %m");
+                        } else if (g[k].live && !g[k].journal) {
+                                int e = prev_take_box(g[k].fd);
+
+                                if (e < 0)
+                                        log_error("fd store: reading a box of the previous "
+                                                  "daemon: %s", strerror(-e));
                         }
                 }
         }

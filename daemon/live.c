@@ -720,6 +720,30 @@ static void journal_everything(struct server *srv)
         }
 }
 
+/* Every object's record numbers back to none (their boxes are cleared by box_free()): the
+ * next live_start() journals them all again. */
+static void forget_records(struct server *srv)
+{
+        struct sn_list *pos, *tmp, *p2, *t2;
+
+        sn_list_foreach_safe(pos, tmp, &srv->conns)
+                sn_list_entry(pos, struct conn, link)->jr = 0;
+        sn_list_foreach_safe(pos, tmp, &srv->ports) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                p->jr = 0;
+                memset(p->jr_name, 0, sizeof(p->jr_name));
+                sn_list_foreach_safe(p2, t2, &p->handles)
+                        sn_list_entry(p2, struct handle, port_link)->jr = 0;
+                sn_list_foreach_safe(p2, t2, &p->regs)
+                        sn_list_entry(p2, struct reg, port_link)->jr = 0;
+                sn_list_foreach_safe(p2, t2, &p->queue)
+                        sn_list_entry(p2, struct packet, link)->jr = 0;
+                sn_list_foreach_safe(p2, t2, &p->waiters)
+                        sn_list_entry(p2, struct wait, port_link)->jr = 0;
+        }
+}
+
 int live_start(struct server *srv, uint32_t gen)
 {
         struct live *l = calloc(1, sizeof(*l));
@@ -760,8 +784,22 @@ int live_start(struct server *srv, uint32_t gen)
                 h->next_conn_serial = srv->next_conn_serial;
                 for (uint32_t i = l->capacity - 1; i >= 1; i--)
                         l->free_idx[l->nfree++] = i;
+        }
+        if (!r) {
+                /* Filled before it is stored: a journal in the store is complete, so that the
+                 * newest one there is the one to restore (fdstore.c), even if we die now. */
+                event_assign(&l->flush_ev, srv->base, -1, 0, flush_cb, srv);
+                evtimer_assign(&l->rebuild_ev, srv->base, rebuild_cb, srv);
+                srv->live = l;
+                journal_everything(srv);
                 snprintf(name, sizeof(name), "snjournal.%u", gen);
                 r = store(name, l->jfd);
+                if (r < 0) {
+                        log_error("fd store: cannot start the journal: %s; a crash would lose "
+                                  "sessions", strerror(-r));
+                        live_stop(srv, false);
+                        return r;
+                }
         }
         if (r < 0) {
                 log_error("fd store: cannot start the journal: %s; a crash would lose sessions",
@@ -773,10 +811,6 @@ int live_start(struct server *srv, uint32_t gen)
                 free(l);
                 return r;
         }
-        event_assign(&l->flush_ev, srv->base, -1, 0, flush_cb, srv);
-        evtimer_assign(&l->rebuild_ev, srv->base, rebuild_cb, srv);
-        srv->live = l;
-        journal_everything(srv);
         live_flush(srv);
         log_info("fd store: sessions survive a crash (journal generation %u, %u box(es))", gen,
                  l->next_box);
@@ -816,6 +850,7 @@ void live_stop(struct server *srv, bool forget_all)
         }
         event_del(&l->flush_ev);
         event_del(&l->rebuild_ev);
+        forget_records(srv);
         munmap(l->map, (size_t)l->capacity * JR_RECORD);
         close(l->jfd);
         free(l->free_idx);
@@ -839,18 +874,25 @@ static int cmp_sock(const void *a, const void *b)
         return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-/* Takes the descriptor of socket (dev, ino) out of the table; -1 if it is not there. */
+/* Takes a descriptor of socket (dev, ino) out of the table; -1 if none is there.  The table may
+ * hold several of one socket (boxes of two generations): any one not taken yet will do. */
 static int take_sock(struct sock_id *t, size_t n, uint64_t dev, uint64_t ino)
 {
         struct sock_id key = { dev, ino, -1 };
         struct sock_id *s = bsearch(&key, t, n, sizeof(*t), cmp_sock);
         int fd;
 
-        if (!s || s->fd < 0)
+        if (!s)
                 return -1;
-        fd = s->fd;
-        s->fd = -1;
-        return fd;
+        while (s > t && !cmp_sock(s - 1, &key))
+                s--;
+        for (; s < t + n && !cmp_sock(s, &key); s++)
+                if (s->fd >= 0) {
+                        fd = s->fd;
+                        s->fd = -1;
+                        return fd;
+                }
+        return -1;
 }
 
 static struct conn *conn_of(struct server *srv, uint64_t serial)

@@ -888,6 +888,10 @@ START_TEST(test_two_generations_newest_wins)
         crash_and_restart(&d, &m);
         ck_assert_int_eq(sn_port_post(p, 1, 1, 0), 0);
         ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+        settle(&m); /* its removals were ignored; the next daemon's are not */
+        pthread_mutex_lock(&m.lock);
+        m.keep[0] = 0;
+        pthread_mutex_unlock(&m.lock);
         /* After the first crash: a second registration, and the first one removed. */
         sock_pair(&cl2, &sv2);
         ck_assert_int_eq(enable(p, sv2, 2, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
