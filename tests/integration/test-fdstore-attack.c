@@ -928,6 +928,118 @@ START_TEST(test_two_generations_newest_wins)
 }
 END_TEST
 
+/* ---- what drops cost the service manager, and a crash in the middle of rebuilds ------------ */
+
+enum { NDROP = 600 };
+
+/*
+ * A client drops 600 registered sockets as fast as it can, one call each: every drop must close
+ * (the peer sees it), and the messages the service manager gets stay bounded by the rebuilds
+ * (drops gathered for 2 ms), never many per drop.  Then, with the removals of the rebuilt boxes
+ * lost (the daemon is killed between storing a box and removing the old one), a crash: the
+ * survivors report, and what was dropped is not held again.
+ */
+START_TEST(test_drop_storm_then_crash_mid_rebuild)
+{
+        static int cl[NDROP], sv[NDROP];
+        static sn_registration_t r[NDROP];
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c;
+        sn_port_t *p;
+        char mdir[32];
+        unsigned stores0, removed0, stores1, removed1;
+        long long t0, ms;
+        int fds0;
+
+        manager_start(&m, mdir_new(mdir), 64);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < NDROP; i++) {
+                sock_pair(&cl[i], &sv[i]);
+                r[i] = (sn_registration_t){ .fd = sv[i], .key = (uint64_t)i, .op = SN_OP_ENABLE,
+                                            .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(p, r, NDROP, NULL, 0, 0), 0);
+        settle(&m);
+        fds0 = test_daemon_fds(&d);
+        pthread_mutex_lock(&m.lock);
+        stores0 = m.stores;
+        removed0 = m.removed;
+        pthread_mutex_unlock(&m.lock);
+        /* Every other one dropped. */
+        t0 = now_ms();
+        for (int i = 0; i < NDROP; i += 2)
+                ck_assert_int_eq(sn_socket_close(c, sv[i]), 0);
+        ms = now_ms() - t0;
+        for (int i = 0; i < NDROP; i += 2)
+                ck_assert_msg(peer_closed(cl[i], 5000), "dropped socket %d still held", i);
+        settle(&m);
+        pthread_mutex_lock(&m.lock);
+        stores1 = m.stores - stores0;
+        removed1 = m.removed - removed0;
+        pthread_mutex_unlock(&m.lock);
+        printf("drop storm: %d drops in %lld ms cost %u store and %u remove message(s); daemon "
+               "fds %d -> %d; %u store entries\n", NDROP / 2, ms, stores1, removed1, fds0,
+               test_daemon_fds(&d), stored(&m));
+        ck_assert_uint_le(stores1, NDROP / 2);
+        ck_assert_uint_le(removed1, NDROP / 2);
+        ck_assert_int_eq(test_daemon_wait_fds(&d, fds0 - NDROP / 2, 3000), fds0 - NDROP / 2);
+
+        /* The removals of rebuilt boxes get lost from here on, then a crash after drops. */
+        pthread_mutex_lock(&m.lock);
+        snprintf(m.keep, sizeof(m.keep), "snlive.");
+        pthread_mutex_unlock(&m.lock);
+        for (int i = 1; i < NDROP; i += 4)
+                ck_assert_int_eq(sn_socket_close(c, sv[i]), 0);
+        settle(&m);
+        pthread_mutex_lock(&m.lock);
+        m.keep[0] = 0; /* the next daemon's removals get there */
+        pthread_mutex_unlock(&m.lock);
+        crash_and_restart(&d, &m);
+        ck_assert_int_eq(test_daemon_wait_fds(&d, fds0 - NDROP / 2 - NDROP / 4, 5000),
+                         fds0 - NDROP / 2 - NDROP / 4);
+        for (int i = 1; i < NDROP; i += 4)
+                ck_assert_msg(peer_closed(cl[i], 5000), "dropped socket %d back after a crash",
+                              i);
+        for (int i = 3; i < NDROP; i += 4)
+                ck_assert_int_eq(send(cl[i], "s", 1, 0), 1);
+        {
+                static bool seen[NDROP];
+
+                for (int got = 0; got < NDROP / 4;) {
+                        sn_entry_t e[64];
+                        int n = sn_port_dequeue(p, e, 64, 5000);
+
+                        ck_assert_int_gt(n, 0);
+                        for (int i = 0; i < n; i++) {
+                                char b;
+
+                                ck_assert_uint_eq(e[i].key % 4, 3);
+                                if (seen[e[i].key]) /* level: until drained */
+                                        continue;
+                                seen[e[i].key] = true;
+                                ck_assert_int_eq(recv(sv[e[i].key], &b, 1, 0), 1);
+                                got++;
+                        }
+                }
+        }
+        printf("drop storm: after the crash %u store entries\n", settle(&m));
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        for (int i = 0; i < NDROP; i++) {
+                close(cl[i]);
+                if (i % 4 == 3)
+                        close(sv[i]);
+        }
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fdstore-attack");
@@ -942,6 +1054,7 @@ int main(void)
         tcase_add_test(tc, test_crash_details);
         tcase_add_test(tc, test_second_crash_before_storing);
         tcase_add_test(tc, test_two_generations_newest_wins);
+        tcase_add_test(tc, test_drop_storm_then_crash_mid_rebuild);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
