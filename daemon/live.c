@@ -20,15 +20,21 @@
  *                open while its box does.  Adding one is one sendmsg() into the open box, batched per turn of the loop
  *                and always before the reply that reports it; a box is stored once, when it
  *                gets its first descriptors.  A dropped socket must close at once (rule L1):
- *                its box is rebuilt without it (the survivors into a new box, stored, the old
- *                one removed, which closes the dropped socket), drops of the last 2 ms at once.
+ *                its box is rebuilt without it (the survivors join the open box, a new one
+ *                when the open box itself is rebuilt; then the old one is removed, which closes
+ *                the dropped socket), drops of the last 2 ms at once.  So every box but the
+ *                open one is full, and the store's entries follow the sockets held, never the
+ *                drops; they are counted against FDSTORE= (FileDescriptorStoreMax=).
  *                Boxes of 64 cost the registration benchmark about 20 % (a store and a removal
  *                per 64 sockets); boxes of 253 cost it under 10 %, and a dropped socket costs
  *                one sendmsg() of up to 252 descriptors.
  *
  * G is a generation, one more at each start, so that a new daemon can build its own journal and
- * boxes before it removes its predecessor's.  After a crash fdstore.c hands the previous
- * generation's journal and descriptors to live_restore(), which rebuilds the sessions:
+ * boxes before it removes its predecessor's.  A journal is filled before it is stored, and the
+ * previous generation's boxes are only peeked at: a daemon that dies between the two leaves a
+ * store from which the newest journal can still be restored.  After a crash fdstore.c hands the
+ * newest journal and the descriptors of every generation's boxes to live_restore(), which
+ * rebuilds the sessions:
  * connections by the identity of their sockets (clients keep their connection and see no
  * error), ports with new epoll instances, handles, registrations in their state (a socket's
  * readiness is read again from the kernel: a level-triggered condition is reported again, and
