@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1040,6 +1041,75 @@ START_TEST(test_drop_storm_then_crash_mid_rebuild)
 }
 END_TEST
 
+/* ---- a re-exec whose execv() fails, then a crash ------------------------------------------ */
+
+/*
+ * A re-exec ends the live store (the new image keeps its own); when execv() fails the daemon
+ * goes on serving and starts a new one, which must hold every session again.  Here the binary
+ * is a copy that, once it has passed the state check, is gone (as when an upgrade removes it
+ * at the wrong moment): execv() fails with ENOENT.  Then a crash: every session comes back.
+ */
+START_TEST(test_failed_reexec_then_crash)
+{
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c;
+        sn_port_t *p;
+        char mdir[32], bindir[64], bin[128], cmd[512], *old_builddir;
+        const char *builddir = getenv("SN_BUILDDIR");
+        int cl, sv;
+        sn_entry_t e;
+        FILE *f;
+
+        old_builddir = strdup(builddir ? builddir : SN_BUILDDIR);
+        manager_start(&m, mdir_new(mdir), 64);
+        snprintf(bindir, sizeof(bindir), "%s/b", mdir);
+        snprintf(bin, sizeof(bin), "%s/daemon/socknotifyd", bindir);
+        snprintf(cmd, sizeof(cmd), "mkdir -p %s/daemon && cp %s/daemon/socknotifyd %s", bindir,
+                 old_builddir, bin);
+        ck_assert_int_eq(system(cmd), 0);
+        setenv("SN_BUILDDIR", bindir, 1);
+        test_daemon_start(&d, NULL);
+        setenv("SN_BUILDDIR", old_builddir, 1);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        sock_pair(&cl, &sv);
+        ck_assert_int_eq(enable(p, sv, 21, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
+        /* The binary becomes one that passes the check and removes itself. */
+        ck_assert_int_eq(unlink(bin), 0);
+        f = fopen(bin, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "#!/bin/sh\ncase \"$1\" in --check-state=*) rm -f \"$0\"; exit 0;; esac\n"
+                   "exit 1\n");
+        fclose(f);
+        ck_assert_int_eq(chmod(bin, 0755), 0);
+        settle(&m);
+        ck_assert_int_eq(kill(d.pid, SIGUSR2), 0);
+        for (int i = 0; i < 500 && access(bin, F_OK) == 0; i++)
+                usleep(10 * 1000);
+        ck_assert_int_ne(access(bin, F_OK), 0);
+        /* Still serving, with the same session. */
+        ck_assert_int_eq(sn_port_post(p, 1, 1, 0), 0);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+        ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
+        ck_assert_uint_ge(count_named(&m, "snlive."), 1);
+        crash_and_restart(&d, &m);
+        ck_assert_int_eq(send(cl, "r", 1, 0), 1);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
+        ck_assert_uint_eq(e.key, 21);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", bindir);
+        ck_assert_int_eq(system(cmd), 0);
+        rmdir(mdir);
+        close(cl);
+        close(sv);
+        free(old_builddir);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fdstore-attack");
@@ -1055,6 +1125,7 @@ int main(void)
         tcase_add_test(tc, test_second_crash_before_storing);
         tcase_add_test(tc, test_two_generations_newest_wins);
         tcase_add_test(tc, test_drop_storm_then_crash_mid_rebuild);
+        tcase_add_test(tc, test_failed_reexec_then_crash);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
