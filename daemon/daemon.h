@@ -537,6 +537,7 @@ void fdstore_forget_previous(void);
  */
 struct live_restored {
         uint32_t conns, ports, regs, posted, waits;
+        uint32_t queued;      /* socket notifications that were queued, queued again */
         uint32_t interrupted; /* calls failed with EIO: in progress at the crash */
         uint32_t dropped;     /* registrations whose socket, port or creator was not found */
         uint32_t unused;      /* descriptors no record named (dropped just before the crash) */
@@ -558,6 +559,8 @@ void live_handle(struct handle *h);
 void live_handle_gone(struct handle *h);
 void live_reg(struct reg *g);
 void live_reg_gone(struct reg *g);
+/* Its packet was queued, OR-ed into or taken off the queue. */
+void live_reg_queued(struct reg *g);
 void live_posted(struct port *p, struct packet *pkt);
 void live_posted_gone(struct server *srv, struct packet *pkt);
 void live_wait(struct wait *w);

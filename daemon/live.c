@@ -119,7 +119,8 @@ _Static_assert(sizeof(struct jr_header) <= JR_RECORD, "journal header size");
  *   NAME    u32a port id, u32b offset, u32c length, data: those bytes
  *   HANDLE  serial, u32a port id
  *   REG     serial (creator), dev, ino, u64a key, u32a port id, u32b client_fd, u32c filter,
- *           u8a trigger, u8b state (enum reg_state)
+ *           u32d the events of its queued packet (0: none queued), u8a trigger, u8b state
+ *           (enum reg_state)
  *   POSTED  u32a port id, u32b bytes, u64a key, u64b overlapped, u32c/u32d sequence (low, high)
  *   WAIT    serial, u32a port id, u32b request id, u32c thread, u32d max entries, u32e
  *           timeout_ms as asked, u64a deadline (CLOCK_MONOTONIC ns; 0: none), u64b: number of
@@ -620,6 +621,14 @@ void live_reg(struct reg *g)
         r->u8b = g->state;
 }
 
+void live_reg_queued(struct reg *g)
+{
+        struct live *l = g->port->srv->live;
+
+        if (l && g->jr)
+                rec(l, g->jr)->u32d = g->queued ? g->pkt.events : 0;
+}
+
 void live_reg_gone(struct reg *g)
 {
         struct live *l = g->port->srv->live;
@@ -1086,6 +1095,16 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 if (r->u8b == REG_DISABLED || r->u8b == REG_REMOVING) {
                         it.op = r->u8b == REG_DISABLED ? SN_OP_DISABLE : SN_OP_REMOVE;
                         reg_apply(p, c, &it, -1);
+                }
+                /* A packet it had queued is delivered (rule 3: also after a DISABLE); what the
+                 * kernel reports again is OR-ed into it, never a second packet. */
+                if (r->u32d & ~(uint32_t)SN_EVENT_REMOVE) {
+                        struct reg *g = registry_find(&srv->registry, r->dev, r->ino);
+
+                        if (g && g->port == p) {
+                                port_queue_reg(p, g, r->u32d & ~(uint32_t)SN_EVENT_REMOVE);
+                                out->queued++;
+                        }
                 }
         }
         posted = calloc(n, sizeof(*posted));

@@ -133,9 +133,10 @@ static void restore_after_crash(struct server *srv)
                 return;
         }
         log_info("fd store: after a crash, restored %u connection(s), %u port(s), %u "
-                 "registration(s), %u posted packet(s), %u parked call(s) in %ld us; %u call(s) "
-                 "in progress failed with EIO, %u registration(s) and %u descriptor(s) dropped",
-                 out.conns, out.ports, out.regs, out.posted, out.waits,
+                 "registration(s), %u posted packet(s), %u parked call(s), %u queued "
+                 "notification(s) in %ld us; %u call(s) in progress failed with EIO, %u "
+                 "registration(s) and %u descriptor(s) dropped",
+                 out.conns, out.ports, out.regs, out.posted, out.waits, out.queued,
                  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000),
                  out.interrupted, out.dropped, out.unused);
 }

@@ -436,6 +436,7 @@ void port_queue_reg(struct port *port, struct reg *g, uint32_t events)
 {
         if (g->queued) {
                 g->pkt.events |= events;
+                live_reg_queued(g);
                 return;
         }
         g->pkt.key = g->key;
@@ -446,6 +447,7 @@ void port_queue_reg(struct port *port, struct reg *g, uint32_t events)
         g->queued = true;
         port->nqueued++;
         port->srv->nqueued++;
+        live_reg_queued(g);
 }
 
 int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32_t n)
@@ -600,6 +602,7 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
                 uint32_t events = pkt->events;
 
                 g->queued = false;
+                live_reg_queued(g);
                 if (g->state == REG_REMOVING) {
                         /* Row 61: the REMOVE packet is the last one for its key. */
                         out = put_entry(out, pkt->key, 0, events, SN_PROTO_KIND_SOCKET);
