@@ -39,8 +39,9 @@
  * error), ports with new epoll instances, handles, registrations in their state (a socket's
  * readiness is read again from the kernel: a level-triggered condition is reported again, and
  * an edge or one-shot registration may report once more than it would have, never less),
- * posted packets in their order, parked calls with the time they had left.  Queued socket
- * notifications are not journaled: they are read again from the kernel.
+ * posted packets in their order, parked calls with the time they had left.  A registration's
+ * queued packet is journaled as its events (a few stores when it is queued, OR-ed into or
+ * taken) and queued again; the order between queued socket and posted packets is not kept.
  */
 #include "config.h"
 
