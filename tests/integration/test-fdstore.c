@@ -353,6 +353,8 @@ START_TEST(test_restart_keeps_everything)
         ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
         pthread_mutex_unlock(&m.lock);
 
+        sn_port_close(wp);
+        sn_port_close(p);
         sn_conn_close(wc);
         sn_conn_close(c);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
@@ -505,6 +507,8 @@ START_TEST(test_crash_loses_nothing)
         ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
         pthread_mutex_unlock(&m.lock);
         unsetenv("FDSTORE");
+        sn_port_close(wp);
+        sn_port_close(p);
         sn_conn_close(wc);
         sn_conn_close(c);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
@@ -559,6 +563,7 @@ START_TEST(test_dropped_socket_closes_with_store)
         ck_assert(!peer_closed(cl[0], 50) && !peer_closed(cl[2], 50));
         ck_assert_int_eq(send(cl[2], "x", 1, 0), 1);
         expect_entry(p, 2, SN_EVENT_IN);
+        sn_port_close(p);
         sn_conn_close(c);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
         manager_stop(&m);
@@ -614,6 +619,7 @@ START_TEST(test_leftovers_without_state_are_discarded)
         ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
         ck_assert_int_eq(sn_port_post(p, 5, 1, 0), 0);
         expect_entry(p, 5, 1);
+        sn_port_close(p);
         sn_conn_close(c);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
         manager_stop(&m);

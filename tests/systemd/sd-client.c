@@ -160,6 +160,10 @@ int main(int argc, char **argv)
                         if (w.n != 1 || w.e.key != 42 || !(w.e.events & SN_EVENT_IN)) {
                                 printf("after: the parked dequeue -> %s\n",
                                        w.n < 0 ? errname(w.n) : "wrong entry");
+                                fflush(stdout);
+                                sn_port_close(wport);
+                                sn_port_close(port);
+                                sn_conn_close(conn);
                                 return 3;
                         }
                         printf("parked dequeue: ok\n");
