@@ -112,6 +112,17 @@ static double median(double *v, int n)
         return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* CPU time of every thread of process pid so far, in seconds; -1 when it cannot be read. */
+static double cpu_seconds(pid_t pid)
+{
+        struct timespec ts;
+        clockid_t clk;
+
+        if (clock_getcpuclockid(pid, &clk) || clock_gettime(clk, &ts))
+                return -1;
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static bool selected(const char *name)
 {
         return !only || !strcmp(only, name) || (!strncmp(only, name, strlen(only)) &&
@@ -1344,15 +1355,16 @@ static void *churn_server_epoll(void *arg)
         }
 }
 
-/* One run of the server (socknotify or epoll) under the client load; connections per second. */
-static double churn_run(bool sn)
+/* One run of the server (socknotify or epoll) under the client load; connections per second.
+ * For socknotify, adds the daemon's CPU time and the connections to *cpu and *conns. */
+static double churn_run(bool sn, double *cpu, long *conns)
 {
         struct churn ch = { .ep = -1 };
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t len = sizeof(sa);
         pthread_t server, clients[CHURN_CLIENTS];
         int efd = -1;
-        double t0, t;
+        double t0, t, cpu0 = daemon_pid > 0 ? cpu_seconds(daemon_pid) : -1;
 
         ch.listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (ch.listener < 0 || bind(ch.listener, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
@@ -1400,6 +1412,10 @@ static double churn_run(bool sn)
                         die("churn: eventfd", errno);
         }
         pthread_join(server, NULL);
+        if (sn && cpu0 >= 0) {
+                *cpu += cpu_seconds(daemon_pid) - cpu0;
+                *conns += atomic_load(&ch.done);
+        }
         if (sn) {
                 sn_socket_close(ch.conn, ch.listener);
                 sn_port_close(ch.sn_port);
@@ -1414,17 +1430,20 @@ static double churn_run(bool sn)
 
 static void bench_churn(void)
 {
-        double xs[16], ys[16];
-        char extra[128];
+        double xs[16], ys[16], cpu = 0;
+        long conns = 0;
+        char extra[256];
 
         for (int r = 0; r < rounds; r++) {
-                xs[r] = churn_run(true);
-                ys[r] = churn_run(false);
+                xs[r] = churn_run(true, &cpu, &conns);
+                ys[r] = churn_run(false, NULL, NULL);
         }
+        /* The daemon's CPU time per connection: what caps one daemon's connection rate. */
         snprintf(extra, sizeof(extra),
                  "\"client_threads\": %d, \"server_threads\": 1, \"batch\": %d, "
-                 "\"request_bytes\": %d, \"reply_bytes\": %d",
-                 CHURN_CLIENTS, CHURN_BATCH, CHURN_MSG, CHURN_MSG);
+                 "\"request_bytes\": %d, \"reply_bytes\": %d, \"daemon_cpu_us_per_conn\": %.2f",
+                 CHURN_CLIENTS, CHURN_BATCH, CHURN_MSG, CHURN_MSG,
+                 conns ? cpu * 1e6 / (double)conns : -1.0);
         report("churn", "conns/s", median(xs, rounds), median(ys, rounds), 0.60, true, extra);
 }
 
@@ -1545,16 +1564,6 @@ static double sm_phase(struct sm_worker *w, int C, int phase, bool use_sn, long 
         pthread_barrier_destroy(&go);
         free(th);
         return last - first;
-}
-
-static double cpu_seconds(pid_t pid)
-{
-        struct timespec ts;
-        clockid_t clk;
-
-        if (clock_getcpuclockid(pid, &clk) || clock_gettime(clk, &ts))
-                return -1;
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int count_fds(pid_t pid)
