@@ -1233,7 +1233,7 @@ static void bench_mt_server(void)
         WSACleanup();
 }
 
-/* ---- 8. churn: the short-lived-connection server -------------------------------------------- */
+/* ---- 9. churn: the short-lived-connection server -------------------------------------------- */
 
 /* Client threads open connections one after another until the deadline: connect, send a
  * 16-byte request, read the 16-byte reply, close.  One server thread accepts on the listener's
@@ -1484,7 +1484,7 @@ static void bench_churn(void)
         report("churn", "conns/s", median(xs, rounds), median(ys, rounds), 0.60, true, extra);
 }
 
-/* ---- 9. scale matrix: registrations 1,000 to 15,000 over 1, 10 and 100 connections --------- */
+/* ---- 10. scale matrix: registrations 1,000 to 15,000 over 1, 10 and 100 connections -------- */
 
 /* For each cell (N registrations spread over C connections, one port each, socket i on port
  * i % C), on a fresh daemon: the wall time and the daemon's CPU time to register all N (each
