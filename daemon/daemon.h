@@ -41,10 +41,9 @@ struct server;
 struct ucred;
 struct box;
 
-/* Where a descriptor sits in the live store's boxes (live.c); box NULL: in none. */
+/* Which of the live store's boxes holds a descriptor (live.c); NULL: none. */
 struct box_ref {
         struct box *box;
-        uint16_t slot;
 };
 struct conn;
 struct port;
@@ -88,8 +87,18 @@ struct packet {
         uint32_t events;
         uint32_t kind;  /* SN_PROTO_KIND_* */
         uint64_t epoch; /* port->epoch when harvested */
-        uint32_t jr;    /* posted: its journal record (live.c), 0 for none */
 };
+
+/* A posted packet, allocated on its own (a registration's packet is part of it). */
+struct posted {
+        struct packet pkt; /* first: a posted packet is freed through its pkt */
+        uint32_t jr;       /* its journal record (live.c), 0 for none */
+};
+
+static inline struct posted *posted_of(struct packet *pkt)
+{
+        return (struct posted *)pkt; /* kind SN_PROTO_KIND_POSTED only */
+}
 
 enum reg_state {
         REG_ENABLED,
@@ -105,6 +114,7 @@ struct reg {
         struct conn *creator;
         struct port *port;
         uint32_t slot;             /* index in server->slots: the epoll item's data */
+        uint32_t jr;               /* journal record (live.c), 0 for none */
         uint64_t dev, ino;
         uint64_t key;
         int fd;                    /* the daemon's copy of the socket */
@@ -117,14 +127,13 @@ struct reg {
         bool fresh;                /* never-connected stream socket (rule 14) */
         bool in_epoll;
         bool parked;               /* hung up and nothing reportable: out of epoll */
+        bool queued;               /* pkt is on port->queue */
         /* EDGE transitions (registration.c): the OUT side's own epoll item on a duplicate. */
         int out_fd;                /* EDGE with OUT and IN or HANGUP: duplicate of fd, or -1 */
         bool out_in_epoll;
         bool out_seen;             /* EDGE: OUT held at the OUT side's last look */
         uint8_t out_state;         /* EDGE: hang-up/error bits at that look (EDGE_ST_*) */
         bool hup_seen;             /* EDGE: HANGUP reported or held at ENABLE */
-        bool queued;               /* pkt is on port->queue */
-        uint32_t jr;               /* journal record (live.c), 0 for none */
         struct box_ref box;        /* its socket in the live store's boxes */
         struct packet pkt;
 };

@@ -462,7 +462,6 @@ static void box_add(struct live *l, struct box_ref *ref, int fd)
         b->m[b->n].fd = fd;
         b->m[b->n].ref = ref;
         ref->box = b;
-        ref->slot = (uint16_t)b->n;
         b->n++;
         schedule_send(l, b);
 }
@@ -470,13 +469,19 @@ static void box_add(struct live *l, struct box_ref *ref, int fd)
 static void box_drop(struct live *l, struct box_ref *ref)
 {
         struct box *b = ref->box;
+        uint32_t i;
 
         if (!b)
                 return;
-        b->m[ref->slot].fd = -1;
-        b->m[ref->slot].ref = NULL;
+        /* Found by its reference (at most 253 to look at): owners keep no slot number. */
+        for (i = 0; i < b->n && b->m[i].ref != ref; i++)
+                ;
         ref->box = NULL;
-        if (ref->slot < b->nsent) {
+        if (i == b->n)
+                return;
+        b->m[i].fd = -1;
+        b->m[i].ref = NULL;
+        if (i < b->nsent) {
                 /* In the box's queue: the box is rebuilt without it. */
                 b->ndead++;
                 schedule_rebuild(l, b);
@@ -646,10 +651,10 @@ void live_posted(struct port *p, struct packet *pkt)
         struct jr_record *r;
         uint64_t seq;
 
-        if (!l || !(pkt->jr = jr_new(l, JR_POSTED)))
+        if (!l || !(posted_of(pkt)->jr = jr_new(l, JR_POSTED)))
                 return;
         seq = header(l)->next_posted++;
-        r = rec(l, pkt->jr);
+        r = rec(l, posted_of(pkt)->jr);
         r->u32a = p->id;
         r->u32b = pkt->events;
         r->u64a = pkt->key;
@@ -661,7 +666,7 @@ void live_posted(struct port *p, struct packet *pkt)
 void live_posted_gone(struct server *srv, struct packet *pkt)
 {
         if (srv->live)
-                jr_free(srv->live, &pkt->jr);
+                jr_free(srv->live, &posted_of(pkt)->jr);
 }
 
 void live_wait(struct wait *w)
@@ -753,8 +758,12 @@ static void forget_records(struct server *srv)
                         sn_list_entry(p2, struct handle, port_link)->jr = 0;
                 sn_list_foreach_safe(p2, t2, &p->regs)
                         sn_list_entry(p2, struct reg, port_link)->jr = 0;
-                sn_list_foreach_safe(p2, t2, &p->queue)
-                        sn_list_entry(p2, struct packet, link)->jr = 0;
+                sn_list_foreach_safe(p2, t2, &p->queue) {
+                        struct packet *pkt = sn_list_entry(p2, struct packet, link);
+
+                        if (pkt->kind == SN_PROTO_KIND_POSTED)
+                                posted_of(pkt)->jr = 0;
+                }
                 sn_list_foreach_safe(p2, t2, &p->waiters)
                         sn_list_entry(p2, struct wait, port_link)->jr = 0;
         }

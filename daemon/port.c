@@ -225,11 +225,11 @@ struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t
 int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint32_t bytes,
                       uint64_t epoch)
 {
-        struct packet *pkt = malloc(sizeof(*pkt));
+        struct packet *pkt = malloc(sizeof(struct posted));
 
         if (!pkt)
                 return -ENOMEM;
-        pkt->jr = 0;
+        posted_of(pkt)->jr = 0;
         pkt->key = key;
         pkt->overlapped = overlapped;
         pkt->events = bytes;
@@ -297,7 +297,7 @@ void port_free(struct port *p, uint32_t status)
                 }
         }
         p->user->nposted -= p->nposted;
-        server_note_freed(srv, (size_t)p->nposted * sizeof(struct packet));
+        server_note_freed(srv, (size_t)p->nposted * sizeof(struct posted));
         p->nposted = 0;
         while (!sn_list_empty(&p->regs))
                 reg_free(sn_list_first(&p->regs, struct reg, port_link));
@@ -467,7 +467,7 @@ int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32
         }
         for (uint32_t i = 0; i < n; i++) {
                 struct snw_packet in;
-                struct packet *pkt = malloc(sizeof(*pkt));
+                struct packet *pkt = malloc(sizeof(struct posted));
 
                 if (!pkt) {
                         while (!sn_list_empty(&batch)) {
@@ -483,7 +483,7 @@ int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32
                 pkt->events = in.bytes;
                 pkt->kind = SN_PROTO_KIND_POSTED;
                 pkt->epoch = port->epoch;
-                pkt->jr = 0;
+                posted_of(pkt)->jr = 0;
                 sn_list_add_tail(&batch, &pkt->link);
         }
         while (!sn_list_empty(&batch)) {
