@@ -35,160 +35,7 @@
 #include "common/macro.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
-
-#define MAXSTORED 4096
-
-/* ---- the service manager's side ------------------------------------------------------------ */
-
-struct manager {
-        int sock;
-        char path[108];
-        pthread_t thread;
-        pthread_mutex_t lock;
-        unsigned cap; /* FileDescriptorStoreMax= */
-        int fds[MAXSTORED];
-        char names[MAXSTORED][64];
-        unsigned n;
-        unsigned stores;  /* FDSTORE=1 messages */
-        unsigned refused; /* of them, refused: the store was full */
-        unsigned removed; /* FDSTOREREMOVE=1 messages */
-        unsigned bad;
-        char keep[48]; /* FDSTOREREMOVE=1 of names holding this ignored: the sender died first */
-};
-
-static const char *field(const char *text, const char *key, char *out, size_t outsz)
-{
-        size_t k = strlen(key);
-
-        for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-                if (!strncmp(p, key, k)) {
-                        size_t n = strcspn(p + k, "\n");
-
-                        snprintf(out, outsz, "%.*s", (int)n, p + k);
-                        return out;
-                }
-        return NULL;
-}
-
-static void *manager_loop(void *arg)
-{
-        struct manager *m = arg;
-
-        for (;;) {
-                char text[4096], name[64], cbuf[CMSG_SPACE(sizeof(int) * 16)];
-                struct iovec iov = { text, sizeof(text) - 1 };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                                     .msg_controllen = sizeof(cbuf) };
-                int fds[16];
-                unsigned nfds = 0;
-                ssize_t n = recvmsg(m->sock, &mh, MSG_CMSG_CLOEXEC);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return NULL;
-                text[n] = 0;
-                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                                unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-                                memcpy(fds + nfds, CMSG_DATA(c), k * sizeof(int));
-                                nfds += k;
-                        }
-                pthread_mutex_lock(&m->lock);
-                if (!strcmp(text, "EXIT")) {
-                        pthread_mutex_unlock(&m->lock);
-                        return NULL;
-                }
-                if (strstr(text, "BARRIER=1")) {
-                        /* closing the descriptor is the answer */
-                } else if (strstr(text, "FDSTORE=1")) {
-                        m->stores++;
-                        if (!strstr(text, "FDPOLL=0") ||
-                            !field(text, "FDNAME=", name, sizeof(name))) {
-                                m->bad++;
-                                snprintf(name, sizeof(name), "?");
-                        }
-                        for (unsigned i = 0; i < nfds; i++) {
-                                /* systemd: "Hit fd store limit", the descriptor is closed. */
-                                if (m->n >= m->cap || m->n >= MAXSTORED) {
-                                        m->refused++;
-                                        continue;
-                                }
-                                m->fds[m->n] = fds[i];
-                                fds[i] = -1;
-                                snprintf(m->names[m->n++], sizeof(m->names[0]), "%s", name);
-                        }
-                } else if (strstr(text, "FDSTOREREMOVE=1") &&
-                           field(text, "FDNAME=", name, sizeof(name)) &&
-                           !(m->keep[0] && strstr(name, m->keep))) {
-                        m->removed++;
-                        for (unsigned i = 0; i < m->n;)
-                                if (!strcmp(m->names[i], name)) {
-                                        close(m->fds[i]);
-                                        m->fds[i] = m->fds[m->n - 1];
-                                        memcpy(m->names[i], m->names[m->n - 1],
-                                               sizeof(m->names[0]));
-                                        m->n--;
-                                } else {
-                                        i++;
-                                }
-                }
-                pthread_mutex_unlock(&m->lock);
-                for (unsigned i = 0; i < nfds; i++)
-                        if (fds[i] >= 0)
-                                close(fds[i]);
-        }
-}
-
-static void manager_start(struct manager *m, const char *dir, unsigned cap)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        char v[16];
-        int one = 1;
-
-        memset(m, 0, sizeof(*m));
-        m->cap = cap;
-        pthread_mutex_init(&m->lock, NULL);
-        snprintf(m->path, sizeof(m->path), "%s/notify", dir);
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
-        m->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(m->sock, 0);
-        ck_assert_int_eq(bind(m->sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        setsockopt(m->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-        ck_assert_int_eq(pthread_create(&m->thread, NULL, manager_loop, m), 0);
-        setenv("NOTIFY_SOCKET", m->path, 1);
-        snprintf(v, sizeof(v), "%u", cap);
-        setenv("FDSTORE", v, 1);
-}
-
-static void manager_stop(struct manager *m)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
-        sendto(s, "EXIT", 4, 0, (struct sockaddr *)&sa, sizeof(sa));
-        close(s);
-        pthread_join(m->thread, NULL);
-        for (unsigned i = 0; i < m->n; i++)
-                close(m->fds[i]);
-        close(m->sock);
-        unlink(m->path);
-        unsetenv("NOTIFY_SOCKET");
-        unsetenv("FDSTORE");
-}
-
-static unsigned count_named(struct manager *m, const char *prefix)
-{
-        unsigned k = 0;
-
-        pthread_mutex_lock(&m->lock);
-        for (unsigned i = 0; i < m->n; i++)
-                k += !strncmp(m->names[i], prefix, strlen(prefix));
-        pthread_mutex_unlock(&m->lock);
-        return k;
-}
+#include "tests/helpers/manager.h"
 
 static unsigned stored(struct manager *m)
 {
@@ -310,14 +157,14 @@ START_TEST(test_fragmented_boxes_fill_the_store)
                 keep_cl[round] = cl[0];
                 keep_sv[round] = sv[0];
                 settle(&m);
-                live_max = SN_MAX(live_max, count_named(&m, "snlive."));
+                live_max = SN_MAX(live_max, manager_count(&m, "snlive."));
         }
         pthread_mutex_lock(&m.lock);
         refused = m.refused;
         pthread_mutex_unlock(&m.lock);
         printf("fragmentation: %d sockets held after %d rounds of %d: %u box(es) at most, "
                "%u now, %u store entries refused\n", ROUNDS, ROUNDS, ROUND, live_max,
-               count_named(&m, "snlive."), refused);
+               manager_count(&m, "snlive."), refused);
 
         /* Another client, after that: its session must survive a crash. */
         ck_assert_int_eq(sn_conn_open(d.path, &b), 0);
@@ -898,7 +745,7 @@ START_TEST(test_two_generations_newest_wins)
         ck_assert_int_eq(enable(p, sv2, 2, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL), 0);
         ck_assert_int_eq(sn_socket_close(c, sv), 0);
         settle(&m);
-        ck_assert_uint_ge(count_named(&m, "snjournal."), 2);
+        ck_assert_uint_ge(manager_count(&m, "snjournal."), 2);
         crash_and_restart(&d, &m);
         ck_assert_int_eq(send(cl2, "y", 1, 0), 1);
         ck_assert(peer_closed(cl, 5000)); /* the dropped one stays dropped */
@@ -1091,8 +938,8 @@ START_TEST(test_failed_reexec_then_crash)
         /* Still serving, with the same session. */
         ck_assert_int_eq(sn_port_post(p, 1, 1, 0), 0);
         ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);
-        ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
-        ck_assert_uint_ge(count_named(&m, "snlive."), 1);
+        ck_assert_uint_eq(manager_count(&m, "snjournal."), 1);
+        ck_assert_uint_ge(manager_count(&m, "snlive."), 1);
         crash_and_restart(&d, &m);
         ck_assert_int_eq(send(cl, "r", 1, 0), 1);
         ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 5000), 1);

@@ -32,154 +32,7 @@
 #include "common/macro.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
-
-#define MAXSTORED 256
-
-/* ---- the service manager's side ------------------------------------------------------------ */
-
-struct manager {
-        int sock;
-        char path[108];
-        pthread_t thread;
-        pthread_mutex_t lock;
-        int fds[MAXSTORED];
-        char names[MAXSTORED][64];
-        unsigned n;
-        unsigned removed; /* FDSTOREREMOVE=1 messages */
-        unsigned barriers;
-        unsigned bad; /* FDSTORE=1 without FDPOLL=0 or without a name */
-};
-
-static const char *field(const char *text, const char *key, char *out, size_t outsz)
-{
-        size_t k = strlen(key);
-
-        for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-                if (!strncmp(p, key, k)) {
-                        size_t n = strcspn(p + k, "\n");
-
-                        snprintf(out, outsz, "%.*s", (int)n, p + k);
-                        return out;
-                }
-        return NULL;
-}
-
-static void *manager_loop(void *arg)
-{
-        struct manager *m = arg;
-
-        for (;;) {
-                char text[4096], name[64], cbuf[CMSG_SPACE(sizeof(int) * 16)];
-                struct iovec iov = { text, sizeof(text) - 1 };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                                     .msg_controllen = sizeof(cbuf) };
-                int fds[16];
-                unsigned nfds = 0;
-                ssize_t n = recvmsg(m->sock, &mh, MSG_CMSG_CLOEXEC);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return NULL;
-                text[n] = 0;
-                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                                unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-                                memcpy(fds + nfds, CMSG_DATA(c), k * sizeof(int));
-                                nfds += k;
-                        }
-                pthread_mutex_lock(&m->lock);
-                if (!strcmp(text, "EXIT")) {
-                        pthread_mutex_unlock(&m->lock);
-                        return NULL;
-                }
-                if (strstr(text, "BARRIER=1")) {
-                        m->barriers++; /* closing the descriptor is the answer */
-                } else if (strstr(text, "FDSTORE=1")) {
-                        if (!strstr(text, "FDPOLL=0") ||
-                            !field(text, "FDNAME=", name, sizeof(name))) {
-                                m->bad++;
-                                snprintf(name, sizeof(name), "?");
-                        }
-                        for (unsigned i = 0; i < nfds && m->n < MAXSTORED; i++) {
-                                m->fds[m->n] = fds[i];
-                                snprintf(m->names[m->n++], sizeof(m->names[0]), "%s", name);
-                        }
-                        nfds = 0;
-                } else if (strstr(text, "FDSTOREREMOVE=1") &&
-                           field(text, "FDNAME=", name, sizeof(name))) {
-                        /* As systemd does: every entry of that name goes. */
-                        m->removed++;
-                        for (unsigned i = 0; i < m->n;)
-                                if (!strcmp(m->names[i], name)) {
-                                        close(m->fds[i]);
-                                        m->fds[i] = m->fds[m->n - 1];
-                                        memcpy(m->names[i], m->names[m->n - 1],
-                                               sizeof(m->names[0]));
-                                        m->n--;
-                                } else {
-                                        i++;
-                                }
-                }
-                pthread_mutex_unlock(&m->lock);
-                for (unsigned i = 0; i < nfds; i++)
-                        close(fds[i]);
-        }
-}
-
-static void manager_start(struct manager *m, const char *dir)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int one = 1;
-
-        memset(m, 0, sizeof(*m));
-        pthread_mutex_init(&m->lock, NULL);
-        snprintf(m->path, sizeof(m->path), "%s/notify", dir);
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
-        m->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(m->sock, 0);
-        ck_assert_int_eq(bind(m->sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        setsockopt(m->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-        ck_assert_int_eq(pthread_create(&m->thread, NULL, manager_loop, m), 0);
-        setenv("NOTIFY_SOCKET", m->path, 1);
-}
-
-static void manager_stop(struct manager *m)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
-        sendto(s, "EXIT", 4, 0, (struct sockaddr *)&sa, sizeof(sa));
-        close(s);
-        pthread_join(m->thread, NULL);
-        for (unsigned i = 0; i < m->n; i++)
-                close(m->fds[i]);
-        close(m->sock);
-        unlink(m->path);
-        unsetenv("NOTIFY_SOCKET");
-}
-
-/* The names of what is stored, joined by ':' (for LISTEN_FDNAMES). */
-static void joined_names(struct manager *m, char *out, size_t outsz)
-{
-        size_t off = 0;
-
-        out[0] = 0;
-        for (unsigned i = 0; i < m->n && off < outsz; i++)
-                off += (size_t)snprintf(out + off, outsz - off, "%s%s", i ? ":" : "",
-                                        m->names[i]);
-}
-
-static unsigned count_named(struct manager *m, const char *prefix)
-{
-        unsigned k = 0;
-
-        for (unsigned i = 0; i < m->n; i++)
-                k += !strncmp(m->names[i], prefix, strlen(prefix));
-        return k;
-}
+#include "tests/helpers/manager.h"
 
 /* ---- the clients' side --------------------------------------------------------------------- */
 
@@ -227,7 +80,7 @@ START_TEST(test_restart_keeps_everything)
         char mdir[] = "/tmp/sn-manager-XXXXXX";
 
         ck_assert_ptr_nonnull(mkdtemp(mdir));
-        manager_start(&m, mdir);
+        manager_start(&m, mdir, 64);
         test_daemon_start(&d, NULL);
 
         ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
@@ -272,18 +125,18 @@ START_TEST(test_restart_keeps_everything)
         ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
         ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
         pthread_mutex_lock(&m.lock);
-        ck_assert_uint_eq(count_named(&m, "snstate"), 1);
-        ck_assert_uint_eq(count_named(&m, "snmap"), 1);
-        ck_assert_uint_ge(count_named(&m, "snbox."), 2); /* 300+ descriptors, 253 per box */
+        ck_assert_uint_eq(manager_count_locked(&m, "snstate"), 1);
+        ck_assert_uint_eq(manager_count_locked(&m, "snmap"), 1);
+        ck_assert_uint_ge(manager_count_locked(&m, "snbox."), 2); /* 300+ descriptors, 253 per box */
         /* Beside them, what survives a crash: the journal and the boxes kept as it ran. */
-        ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
-        ck_assert_uint_ge(count_named(&m, "snlive."), 1);
-        ck_assert_uint_eq(m.n, count_named(&m, "snbox.") + 2 + count_named(&m, "snjournal.") +
-                                       count_named(&m, "snlive."));
+        ck_assert_uint_eq(manager_count_locked(&m, "snjournal."), 1);
+        ck_assert_uint_ge(manager_count_locked(&m, "snlive."), 1);
+        ck_assert_uint_eq(m.n, manager_count_locked(&m, "snbox.") + 2 + manager_count_locked(&m, "snjournal.") +
+                                       manager_count_locked(&m, "snlive."));
         ck_assert_uint_ge(m.barriers, 1);
         ck_assert_uint_eq(m.bad, 0);
         ck_assert_str_eq(m.names[m.n - 1], "snstate"); /* stored last */
-        joined_names(&m, names, sizeof(names));
+        manager_names_locked(&m, names, sizeof(names));
         pthread_mutex_unlock(&m.lock);
         /* Meanwhile the parked call is still waiting: nothing was answered. */
         ck_assert_int_eq(pthread_tryjoin_np(th, NULL), EBUSY);
@@ -340,17 +193,17 @@ START_TEST(test_restart_keeps_everything)
         /* The store holds only the new daemon's journal and boxes now. */
         for (int i = 0; i < 100; i++) {
                 pthread_mutex_lock(&m.lock);
-                bool done = !count_named(&m, "snbox.") && !count_named(&m, "snstate") &&
-                            !count_named(&m, "snmap") && count_named(&m, "snjournal.") == 1;
+                bool done = !manager_count_locked(&m, "snbox.") && !manager_count_locked(&m, "snstate") &&
+                            !manager_count_locked(&m, "snmap") && manager_count_locked(&m, "snjournal.") == 1;
                 pthread_mutex_unlock(&m.lock);
                 if (done)
                         break;
                 usleep(20000);
         }
         pthread_mutex_lock(&m.lock);
-        ck_assert_uint_eq(count_named(&m, "snbox.") + count_named(&m, "snstate") +
-                                  count_named(&m, "snmap"), 0);
-        ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
+        ck_assert_uint_eq(manager_count_locked(&m, "snbox.") + manager_count_locked(&m, "snstate") +
+                                  manager_count_locked(&m, "snmap"), 0);
+        ck_assert_uint_eq(manager_count_locked(&m, "snjournal."), 1);
         pthread_mutex_unlock(&m.lock);
 
         sn_port_close(wp);
@@ -379,7 +232,7 @@ static void settle(struct manager *m)
 {
         usleep(200 * 1000);
         pthread_mutex_lock(&m->lock);
-        ck_assert_uint_eq(count_named(m, "snjournal."), 1);
+        ck_assert_uint_eq(manager_count_locked(m, "snjournal."), 1);
         pthread_mutex_unlock(&m->lock);
 }
 
@@ -404,7 +257,7 @@ START_TEST(test_crash_loses_nothing)
 
         setenv("FDSTORE", "64", 1);
         ck_assert_ptr_nonnull(mkdtemp(mdir));
-        manager_start(&m, mdir);
+        manager_start(&m, mdir, 64);
         test_daemon_start(&d, NULL);
         ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
         ck_assert_int_eq(sn_port_create_named(c, "crash", 0, &p), 0);
@@ -449,8 +302,8 @@ START_TEST(test_crash_loses_nothing)
         usleep(100 * 1000);
         ck_assert_int_eq(pthread_tryjoin_np(th, NULL), EBUSY); /* still waiting, no error */
         pthread_mutex_lock(&m.lock);
-        ck_assert_uint_eq(count_named(&m, "snstate"), 0);
-        joined_names(&m, names, sizeof(names));
+        ck_assert_uint_eq(manager_count_locked(&m, "snstate"), 0);
+        manager_names_locked(&m, names, sizeof(names));
         test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
         pthread_mutex_unlock(&m.lock);
         ck_assert_int_eq(test_daemon_wait_fds(&d, fds_before, 5000), fds_before);
@@ -504,7 +357,7 @@ START_TEST(test_crash_loses_nothing)
         expect_entry(p, 100 + ONESHOT, SN_EVENT_IN);
         /* New registrations after the restore are kept too: one journal of the new daemon. */
         pthread_mutex_lock(&m.lock);
-        ck_assert_uint_eq(count_named(&m, "snjournal."), 1);
+        ck_assert_uint_eq(manager_count_locked(&m, "snjournal."), 1);
         pthread_mutex_unlock(&m.lock);
         unsetenv("FDSTORE");
         sn_port_close(wp);
@@ -539,7 +392,7 @@ START_TEST(test_dropped_socket_closes_with_store)
 
         setenv("FDSTORE", "64", 1);
         ck_assert_ptr_nonnull(mkdtemp(mdir));
-        manager_start(&m, mdir);
+        manager_start(&m, mdir, 64);
         test_daemon_start(&d, NULL);
         ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
         ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
@@ -588,7 +441,7 @@ START_TEST(test_leftovers_without_state_are_discarded)
         snprintf(d.dir, sizeof(d.dir), "/tmp/sn-test-XXXXXX");
         ck_assert_ptr_nonnull(mkdtemp(d.dir));
         snprintf(d.path, sizeof(d.path), "%s/socknotify.sock", d.dir);
-        manager_start(&m, d.dir);
+        manager_start(&m, d.dir, 64);
         /* A box with a socket in it, as a stop that was killed before its state went out. */
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, box), 0);
