@@ -920,17 +920,56 @@ static int take_sock(struct sock_id *t, size_t n, uint64_t dev, uint64_t ino)
         return -1;
 }
 
-static struct conn *conn_of(struct server *srv, uint64_t serial)
+/* Restored connections by serial and ports by id, sorted: a journal of a million registrations
+ * looks each one's creator and port up without walking every connection and port. */
+struct idx {
+        uint64_t key;
+        void *obj;
+        size_t n; /* in element 0: how many follow it */
+};
+
+static int cmp_idx(const void *a, const void *b)
 {
-        struct sn_list *pos, *tmp;
+        const struct idx *x = a, *y = b;
 
-        sn_list_foreach_safe(pos, tmp, &srv->conns) {
-                struct conn *c = sn_list_entry(pos, struct conn, link);
+        return x->key < y->key ? -1 : x->key > y->key;
+}
 
-                if (c->serial == serial)
-                        return c;
+/* An index of the server's connections (ports false) or ports; NULL when out of memory. */
+static struct idx *index_of(struct server *srv, bool ports)
+{
+        struct sn_list *head = ports ? &srv->ports : &srv->conns, *pos;
+        size_t n = 0;
+        struct idx *v;
+
+        for (pos = head->next; pos != head; pos = pos->next)
+                n++;
+        v = calloc(n + 1, sizeof(*v));
+        if (!v)
+                return NULL;
+        v[0].n = n;
+        n = 0;
+        for (pos = head->next; pos != head; pos = pos->next, n++) {
+                if (ports) {
+                        struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                        v[1 + n] = (struct idx){ .key = p->id, .obj = p };
+                } else {
+                        struct conn *c = sn_list_entry(pos, struct conn, link);
+
+                        v[1 + n] = (struct idx){ .key = c->serial, .obj = c };
+                }
         }
-        return NULL;
+        qsort(v + 1, n, sizeof(*v), cmp_idx);
+        return v;
+}
+
+static void *lookup(const struct idx *v, uint64_t key)
+{
+        struct idx k = { .key = key };
+        const struct idx *hit = v ? bsearch(&k, v + 1, v[0].n, sizeof(*v), cmp_idx) : NULL;
+
+        return hit ? hit->obj : NULL;
 }
 
 static struct port *port_of(struct server *srv, uint32_t id)
@@ -955,19 +994,19 @@ static int cmp_posted(const void *a, const void *b)
         return sx < sy ? -1 : sx > sy;
 }
 
-static void restore_port(struct server *srv, const struct jr_record *recs, uint32_t n,
-                         const struct jr_record *r, struct live_restored *out)
+static void restore_port(struct server *srv, const struct jr_record *const *names,
+                         uint32_t n, const struct jr_record *r, struct live_restored *out)
 {
         char name[256];
         size_t len = SN_MIN(r->u32d, 255u);
         int epfd;
 
         memcpy(name, r->data, SN_MIN(len, sizeof(r->data)));
-        for (uint32_t j = 1; j < n; j++) {
-                const struct jr_record *x = &recs[j];
+        for (uint32_t j = 0; j < n; j++) {
+                const struct jr_record *x = names[j];
 
-                if (x->type == JR_NAME && x->u32a == r->u32a && x->u32b < len &&
-                    x->u32c <= sizeof(x->data) && x->u32b + x->u32c <= len)
+                if (x->u32a == r->u32a && x->u32b < len && x->u32c <= sizeof(x->data) &&
+                    x->u32b + x->u32c <= len)
                         memcpy(name + x->u32b, x->data, x->u32c);
         }
         name[len] = 0;
@@ -986,7 +1025,9 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
         const struct jr_header *h = (const void *)journal;
         const struct jr_record *recs = (const void *)journal;
         struct sock_id *t = calloc(nfds ? nfds : 1, sizeof(*t));
-        const struct jr_record **posted = NULL;
+        const struct jr_record **posted = NULL, **names;
+        struct idx *conns = NULL, *ports = NULL;
+        uint32_t nnames = 0;
         uint32_t n, nposted = 0;
         struct timespec now;
 
@@ -1051,16 +1092,24 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                         c->discard_id = r->u32b;
                 }
         }
+        /* Long port names' other parts: only a few records, gathered once. */
+        names = calloc(n, sizeof(*names));
+        for (uint32_t i = 1; names && i < n; i++)
+                if (recs[i].type == JR_NAME)
+                        names[nnames++] = &recs[i];
         for (uint32_t i = 1; i < n; i++)
                 if (recs[i].type == JR_PORT)
-                        restore_port(srv, recs, n, &recs[i], out);
+                        restore_port(srv, names, nnames, &recs[i], out);
+        free(names);
+        conns = index_of(srv, false);
+        ports = index_of(srv, true);
         for (uint32_t i = 1; i < n; i++) {
                 const struct jr_record *r = &recs[i];
                 struct conn *c;
                 struct port *p;
 
-                if (r->type == JR_HANDLE && (c = conn_of(srv, r->serial)) &&
-                    (p = port_of(srv, r->u32a)) && !port_handle_of(c, p->id))
+                if (r->type == JR_HANDLE && (c = lookup(conns, r->serial)) &&
+                    (p = lookup(ports, r->u32a)) && !port_handle_of(c, p->id))
                         port_handle_add(c, p);
         }
         /* A port nobody holds any more went with its last handle. */
@@ -1073,6 +1122,8 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                         out->ports--;
                 }
         }
+        free(ports);
+        ports = index_of(srv, true);
         for (uint32_t i = 1; i < n; i++) {
                 const struct jr_record *r = &recs[i];
                 struct snw_registration it = { 0 };
@@ -1083,8 +1134,8 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 if (r->type != JR_REG)
                         continue;
                 fd = take_sock(t, nfds, r->dev, r->ino);
-                c = conn_of(srv, r->serial);
-                p = port_of(srv, r->u32a);
+                c = lookup(conns, r->serial);
+                p = lookup(ports, r->u32a);
                 if (fd < 0 || !c || !p || !port_handle_of(c, p->id)) {
                         sn_close(fd);
                         out->dropped++;
@@ -1125,7 +1176,7 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 qsort(posted, nposted, sizeof(*posted), cmp_posted);
         for (uint32_t i = 0; i < nposted; i++) {
                 const struct jr_record *r = posted[i];
-                struct port *p = port_of(srv, r->u32a);
+                struct port *p = lookup(ports, r->u32a);
 
                 if (p && port_adopt_posted(p, r->u64a, r->u64b, r->u32b, p->epoch) == 0)
                         out->posted++;
@@ -1138,9 +1189,9 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 struct conn *c;
                 struct port *p;
 
-                if (r->type != JR_WAIT || !(c = conn_of(srv, r->serial)))
+                if (r->type != JR_WAIT || !(c = lookup(conns, r->serial)))
                         continue;
-                p = port_of(srv, r->u32a);
+                p = lookup(ports, r->u32a);
                 if (!p || !port_handle_of(c, p->id) || nz == UINT32_MAX ||
                     nres > limits_call_items(&srv->limits) ||
                     !(res = calloc(nres ? nres : 1, sizeof(*res)))) {
@@ -1171,6 +1222,8 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 free(res);
         }
         srv->restoring = false;
+        free(conns);
+        free(ports);
         for (struct sn_list *pos = srv->ports.next; pos != &srv->ports; pos = pos->next) {
                 struct port *p = sn_list_entry(pos, struct port, srv_link);
 
