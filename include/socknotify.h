@@ -213,6 +213,87 @@ SN_EXPORT int sn_port_dequeue(sn_port_t *port, sn_entry_t *entries, uint32_t max
 SN_EXPORT int sn_port_post(sn_port_t *port, uint64_t key, uint32_t bytes, uint64_t overlapped);
 
 /*
+ * Handoff: ports, sockets and registrations that outlive the process that made them.
+ *
+ * A named port may linger: when its last handle closes (sn_port_close(), sn_conn_close(), or
+ * the process ends, even by SIGKILL), the port is kept linger_ms milliseconds with its
+ * registrations, the daemon's copies of their sockets, its queued entries and posted packets.
+ * Its sockets keep being watched and their notifications queue as always (one entry per
+ * registration at most).  A process of the same user that opens it by name in that time gets
+ * the port back, and sn_port_take_sockets() gives it the sockets.  With linger_ms 0 (the
+ * default) the port closes with its last handle, as rule 9 says.
+ *
+ * On a lingering port, the registrations of a connection that ends are not dropped (rule L3):
+ * they are kept by the port, without an owner, until a process takes them or the port closes.
+ */
+
+/* Options of sn_port_create_named_ex(). */
+typedef struct sn_port_options {
+        uint32_t concurrency; /* NumberOfConcurrentThreads; 0: the number of processors */
+        uint32_t linger_ms;   /* kept this long after its last handle closes; 0: not at all */
+} sn_port_options_t;
+
+/* sn_port_create_named() with options (opt NULL: all 0).  Errors as sn_port_create_named(),
+ * and -EDQUOT when linger_ms exceeds the daemon's --max-linger (nothing is created then). */
+SN_EXPORT int sn_port_create_named_ex(sn_conn_t *conn, const char *name,
+                                      const sn_port_options_t *opt, sn_port_t **ret_port);
+
+/* Sets the linger time of a named port (any process holding it may); it applies from the next
+ * time the port loses its last handle.  Errors: -EINVAL (a port without a name), -EDQUOT (over
+ * the daemon's --max-linger), -EBADF (port closed), -ECONNRESET. */
+SN_EXPORT int sn_port_set_linger(sn_port_t *port, uint32_t linger_ms);
+
+/* One socket taken over from a port (sn_port_take_sockets). */
+typedef struct sn_taken_socket {
+        int fd;             /* the socket, a new descriptor of the caller; -1: not received */
+        int previous_fd;    /* the descriptor number it had in the process that registered it */
+        uint64_t key;       /* its completion key, unchanged */
+        uint16_t filter;    /* SN_REGISTER_EVENT_* bits of its registration */
+        uint8_t trigger;    /* SN_TRIGGER_* bits */
+        uint8_t enabled;    /* 1: enabled, 0: disabled */
+} sn_taken_socket_t;
+
+/* What is left on the port after sn_port_take_sockets(). */
+typedef struct sn_take_info {
+        uint32_t remaining; /* registrations without an owner still on the port */
+        uint32_t holders;   /* other connections that hold the port open */
+} sn_take_info_t;
+
+/*
+ * Takes over up to max registrations of port that have no owner (their creator's connection
+ * ended while the port lingered or was held by others): each socket is sent to the caller as a
+ * new descriptor (close-on-exec), and the registration becomes the caller's own, as if made by
+ * it: it ends with the caller's connection (or is kept again if the port lingers), and
+ * sn_socket_close() of the new descriptor drops it (rule L1).  Key, filter, triggers, state and
+ * an entry already queued for it stay as they were.  A ONESHOT registration whose entry the
+ * previous owner dequeued is disarmed: ENABLE it again to hear of it.  Descriptors travel in
+ * batches of at most sn_limits_t.max_fds; the call loops until max are taken or none is left.
+ * Returns how many were taken (0: none without an owner), and info (may be NULL) says what is
+ * left.  Errors: -EBADF (port closed), -EMFILE (the caller ran out of descriptors: the entries
+ * from the first with fd -1 on are the caller's registrations but their sockets did not arrive;
+ * remove them by closing the port or with REMOVE), -ECONNRESET.
+ */
+SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint32_t max,
+                                   sn_take_info_t *info);
+
+/*
+ * Socket activation handoff.  sn_listen_fds_park() hands the sockets the service manager
+ * passed (LISTEN_FDS for this process, LISTEN_PID) to the daemon in one call: it creates the
+ * named port with linger_ms, registers each socket with key its index (0 for the first,
+ * SD_LISTEN_FDS_START) on it, ONESHOT and LEVEL with SN_REGISTER_EVENT_IN, and returns the port
+ * open (*ret_port; NULL to close it at once, leaving it to linger).  The descriptors stay open
+ * in the caller.  Returns how many sockets were parked, or -ENOENT (no LISTEN_FDS for this
+ * process), -EEXIST (the name is taken), and the errors of the calls above.
+ * sn_listen_fds_take() is the later instance's half: it opens the named port, takes every
+ * socket parked on it, and stores their descriptors in fds (at most max, in key order).
+ * Returns how many, or -ENOENT (no such port).  socknotify-handoff(1) does both for a program.
+ */
+SN_EXPORT int sn_listen_fds_park(sn_conn_t *conn, const char *name, uint32_t linger_ms,
+                                 sn_port_t **ret_port);
+SN_EXPORT int sn_listen_fds_take(sn_conn_t *conn, const char *name, int *fds, uint32_t max,
+                                 sn_port_t **ret_port);
+
+/*
  * Closes a socket that may be registered (rule L1, closesocket): when fd is the descriptor the
  * registration was made with, the daemon drops the registration without a REMOVE notification
  * and closes its copy; then fd itself is closed.  Notifications already dequeued stay valid;

@@ -475,6 +475,19 @@ SN_EXPORT BOOL sn_w32_post_queued_completion_status(HANDLE port, DWORD bytes, UL
 SN_EXPORT BOOL sn_w32_close_handle(HANDLE handle);
 SN_EXPORT HANDLE sn_w32_create_named_port(const char *name, DWORD threads);
 SN_EXPORT HANDLE sn_w32_open_port(const char *name);
+/* A socket taken over from a lingering port (SnTakeIoCompletionPortSockets). */
+typedef struct SN_TAKEN_SOCKET {
+        SOCKET socket;             /* the socket, now the caller's; INVALID_SOCKET: not received */
+        SOCKET previousSocket;     /* its number in the process that registered it */
+        PVOID completionKey;       /* as registered, unchanged */
+        UINT16 eventFilter;        /* SOCK_NOTIFY_REGISTER_EVENT_* */
+        UINT8 triggerFlags;        /* SOCK_NOTIFY_TRIGGER_* */
+        UINT8 enabled;             /* TRUE: enabled; FALSE: disabled */
+} SN_TAKEN_SOCKET, *PSN_TAKEN_SOCKET;
+SN_EXPORT HANDLE sn_w32_create_named_port_ex(const char *name, DWORD threads, DWORD linger_ms);
+SN_EXPORT BOOL sn_w32_set_port_linger(HANDLE port, DWORD linger_ms);
+SN_EXPORT BOOL sn_w32_take_port_sockets(HANDLE port, SN_TAKEN_SOCKET *sockets, ULONG count,
+                                        PULONG taken, PULONG remaining, PULONG holders);
 SN_EXPORT DWORD sn_w32_process_socket_notifications(HANDLE port, UINT32 count,
                                                     SOCK_NOTIFY_REGISTRATION *infos,
                                                     UINT32 timeout_ms, ULONG completion_count,
@@ -562,6 +575,37 @@ static inline HANDLE SnCreateNamedIoCompletionPort(const char *lpName,
 static inline HANDLE SnOpenIoCompletionPort(const char *lpName)
 {
         return sn_w32_open_port(lpName);
+}
+
+/* Handoff extensions (socknotify(3), "Handoff").  A named port created with a linger time is
+ * kept dwLingerMs milliseconds after its last handle closes (even when its process is killed),
+ * with its sockets, registrations and queued packets; a process of the same user that opens it
+ * in that time takes its sockets over with SnTakeIoCompletionPortSockets().  Errors:
+ * ERROR_NOT_ENOUGH_QUOTA (over the daemon's --max-linger), ERROR_INVALID_PARAMETER (a port
+ * without a name), and those of SnCreateNamedIoCompletionPort. */
+static inline HANDLE SnCreateNamedIoCompletionPortEx(const char *lpName,
+                                                     DWORD NumberOfConcurrentThreads,
+                                                     DWORD dwLingerMs)
+{
+        return sn_w32_create_named_port_ex(lpName, NumberOfConcurrentThreads, dwLingerMs);
+}
+
+static inline BOOL SnSetIoCompletionPortLinger(HANDLE CompletionPort, DWORD dwLingerMs)
+{
+        return sn_w32_set_port_linger(CompletionPort, dwLingerMs);
+}
+
+/* Takes up to ulCount sockets without an owner (their registering process is gone) from the
+ * port: each arrives as a new socket of the caller, its registration (key, filter, triggers,
+ * state, a queued entry) unchanged and now the caller's.  *lpTaken: how many; lpRemaining and
+ * lpHolders (may be NULL): sockets still without an owner, and other processes' handles to the
+ * port.  Re-ENABLE a ONESHOT socket taken over: its predecessor may have dequeued its entry. */
+static inline BOOL SnTakeIoCompletionPortSockets(HANDLE CompletionPort, SN_TAKEN_SOCKET *lpSockets,
+                                                 ULONG ulCount, PULONG lpTaken,
+                                                 PULONG lpRemaining, PULONG lpHolders)
+{
+        return sn_w32_take_port_sockets(CompletionPort, lpSockets, ulCount, lpTaken, lpRemaining,
+                                        lpHolders);
 }
 
 static inline BOOL CloseHandle(HANDLE hObject)
