@@ -1,0 +1,192 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
+#
+# run.sh - replaces a running echo server M times under the load of N connections, and fails
+# unless every connection stayed open and every byte came back exactly once, in order.
+#
+#   1. a socknotifyd on a temporary socket (or the one of $SOCKNOTIFY_SOCKET);
+#   2. zd-server on 127.0.0.1, a free port, with a lingering named port;
+#   3. zd-loadgen with N connections sending all the time;
+#   4. M times, EVERY seconds apart: a new zd-server --takeover-from the running one (SIGUSR1
+#      to the load generator first: a restart begins); once it prints "ready" and the old one
+#      has exited with status 0, SIGUSR2 (the restart is done);
+#   5. SIGTERM to the load generator: it drains every connection and prints its report;
+#      SIGINT to the last server: it stops for good, and the daemon must hold none of its
+#      ports afterwards.
+#
+# Environment (all optional): N (200 connections), M (20 restarts), EVERY (1 second between
+# restarts), THREADS (4 worker threads per server), LINGER (5000 ms), INTERVAL_MS (50: each
+# connection sends a chunk about this often), MAX_CHUNK (4096 bytes), SOCKNOTIFY_SOCKET (use
+# this daemon instead of starting one), SOCKNOTIFYD (the daemon to start), SN_BUILDDIR (the
+# build tree; default: two levels up from this script), ZD_BIN (where zd-server and zd-loadgen
+# are), SN_TEST_DAEMON_WRAPPER (a command the daemon runs under, e.g. valgrind).
+# Exit status 0 when everything held; the reason of a failure is printed as "FAIL: ...".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${SN_BUILDDIR:-$here/../..}
+bin=${ZD_BIN:-$build/examples/zero-downtime}
+N=${N:-200}
+M=${M:-20}
+EVERY=${EVERY:-1}
+THREADS=${THREADS:-4}
+LINGER=${LINGER:-5000}
+INTERVAL_MS=${INTERVAL_MS:-50}
+MAX_CHUNK=${MAX_CHUNK:-4096}
+server=$bin/zd-server
+loadgen=$bin/zd-loadgen
+ctl=$build/ctl/socknotifyctl
+
+tmp=$(mktemp -d /tmp/zd-run.XXXXXX)
+name=zd-$$-$RANDOM
+dpid=""
+lg=""
+srv=""
+failed=0
+
+say() { echo "run.sh: $*"; }
+fail() { echo "FAIL: $*"; failed=1; }
+
+finish() {
+        local rc=$?
+        trap - EXIT INT TERM
+        [ -n "$lg" ] && kill "$lg" 2>/dev/null
+        [ -n "$srv" ] && kill -INT "$srv" 2>/dev/null
+        wait 2>/dev/null
+        if [ "$failed" -ne 0 ] || [ "$rc" -ne 0 ]; then
+                for f in "$tmp"/server.err "$tmp"/loadgen.err "$tmp"/daemon.log; do
+                        [ -s "$f" ] || continue
+                        echo "---- ${f##*/} (last 40 lines)"
+                        tail -n 40 "$f"
+                done
+        fi
+        rm -rf "$tmp"
+        [ "$failed" -eq 0 ] && [ "$rc" -eq 0 ] && exit 0
+        exit 1
+}
+trap finish EXIT
+trap 'fail "interrupted"; exit 1' INT TERM
+
+for p in "$server" "$loadgen"; do
+        [ -x "$p" ] || { fail "$p is not built (make)"; exit 1; }
+done
+
+# Waits until process $1 prints its "ready" line into file $2 (30 s at most).
+wait_ready() {
+        local i=0 st
+        while [ $i -lt 3000 ]; do
+                if READY=$(grep -m1 '^ready ' "$2"); then
+                        return 0
+                fi
+                st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)
+                if [ -z "$st" ] || [ "$st" = Z ]; then
+                        return 1
+                fi
+                sleep 0.01
+                i=$((i + 1))
+        done
+        return 1
+}
+
+# ---- the daemon -----------------------------------------------------------------------------
+if [ -z "${SOCKNOTIFY_SOCKET:-}" ]; then
+        SOCKNOTIFY_SOCKET=$tmp/socknotify.sock
+        # shellcheck disable=SC2086 # the wrapper is a command line
+        ${SN_TEST_DAEMON_WRAPPER:-} "${SOCKNOTIFYD:-$build/daemon/socknotifyd}" \
+                --socket "$SOCKNOTIFY_SOCKET" 2>"$tmp/daemon.log" &
+        dpid=$!
+        i=0
+        while [ ! -S "$SOCKNOTIFY_SOCKET" ] && [ $i -lt 600 ]; do
+                sleep 0.05
+                i=$((i + 1))
+        done
+        [ -S "$SOCKNOTIFY_SOCKET" ] || { fail "socknotifyd did not start"; exit 1; }
+        say "socknotifyd (pid $dpid) on $SOCKNOTIFY_SOCKET"
+else
+        say "using the socknotifyd of $SOCKNOTIFY_SOCKET"
+fi
+export SOCKNOTIFY_SOCKET
+
+# ---- the first server and the load ----------------------------------------------------------
+"$server" --port-name "$name" --listen 127.0.0.1:0 --threads "$THREADS" --linger "$LINGER" \
+        >"$tmp/server.0.out" 2>>"$tmp/server.err" &
+srv=$!
+wait_ready "$srv" "$tmp/server.0.out" || { fail "zd-server did not start"; exit 1; }
+addr=$(echo "$READY" | awk '{ print $2 }')
+say "zd-server (pid $srv) serves $addr through port \"$name\" (linger $LINGER ms)"
+
+"$loadgen" --connect "$addr" --connections "$N" --interval-ms "$INTERVAL_MS" \
+        --max-chunk "$MAX_CHUNK" >"$tmp/loadgen.out" 2>"$tmp/loadgen.err" &
+lg=$!
+i=0
+until grep -q '^connected ' "$tmp/loadgen.out" 2>/dev/null; do
+        if ! kill -0 "$lg" 2>/dev/null || [ $i -ge 600 ]; then
+                fail "zd-loadgen did not connect"
+                exit 1
+        fi
+        sleep 0.05
+        i=$((i + 1))
+done
+say "zd-loadgen (pid $lg): $N connections"
+
+# ---- the restarts ---------------------------------------------------------------------------
+for k in $(seq 1 "$M"); do
+        sleep "$EVERY"
+        kill -USR1 "$lg"
+        "$server" --port-name "$name" --takeover-from "$srv" --threads "$THREADS" \
+                >"$tmp/server.$k.out" 2>>"$tmp/server.err" &
+        new=$!
+        if ! wait_ready "$new" "$tmp/server.$k.out"; then
+                fail "restart $k: the new server (pid $new) did not become ready"
+                exit 1
+        fi
+        wait "$srv"
+        rc=$?
+        if [ "$rc" -ne 0 ]; then
+                fail "restart $k: the old server (pid $srv) exited with status $rc"
+                srv=$new
+                exit 1
+        fi
+        kill -USR2 "$lg"
+        say "restart $k: pid $srv -> $new ($(echo "$READY" | awk '{ print $6 }') sockets taken)"
+        srv=$new
+done
+
+# ---- the end --------------------------------------------------------------------------------
+sleep "$EVERY"
+kill -TERM "$lg"
+wait "$lg"
+lgrc=$?
+lg=""
+cat "$tmp/loadgen.out"
+[ -s "$tmp/loadgen.err" ] && sed 's/^/  /' "$tmp/loadgen.err"
+[ "$lgrc" -eq 0 ] || fail "zd-loadgen exited with status $lgrc"
+
+kill -INT "$srv"
+wait "$srv"
+rc=$?
+srv=""
+[ "$rc" -eq 0 ] || fail "the last server exited with status $rc"
+grep -h 'zd-server' "$tmp/server.err" | tail -n 1 | sed 's/^/  /'
+bad=$(grep -e 'error' -e 'could not' -e 'did not' -e 'cannot' "$tmp/server.err" |
+        grep -v ', 0 errors, 0 shared$')
+if [ -n "$bad" ]; then
+        fail "a server reported an error:"
+        echo "$bad" | head -n 10
+fi
+
+# The port was closed for good: the daemon holds nothing of it any more.
+if [ -x "$ctl" ]; then
+        if "$ctl" -s "$SOCKNOTIFY_SOCKET" --json ports 2>/dev/null | grep -q "\"$name\""; then
+                fail "the daemon still holds port \"$name\" after the final stop"
+        fi
+fi
+if [ -n "$dpid" ]; then
+        kill -TERM "$dpid"
+        wait "$dpid"
+        rc=$?
+        dpid=""
+        [ "$rc" -eq 0 ] || fail "socknotifyd exited with status $rc"
+fi
+[ "$failed" -eq 0 ] && say "OK: $M restarts under $N connections, nothing lost"
+exit "$failed"
