@@ -47,6 +47,10 @@
 #define IO_SIZE 65536
 #define MAX_WINDOWS 4096
 #define SIGNAL_TAG UINT32_MAX
+#define SLOW_RCVBUF 4096   /* a slow reader's receive buffer */
+#define SLOW_BITE 512      /* what it reads at a time, */
+#define SLOW_EVERY_MS 10   /* and how often */
+#define SLOW_CHUNK_FACTOR 8 /* it sends this much more than the others: the server must wait */
 
 typedef struct lconn {
         int fd;
@@ -58,6 +62,13 @@ typedef struct lconn {
         uint64_t fnvSent, fnvReceived;
         int64_t nextDue;   /* ns: when the next chunk is scheduled */
         int64_t lastRx;    /* ns: last reception (or the connect) */
+        struct sendmark {  /* sends not yet echoed in full: stream end, time (ns) */
+                uint64_t end;
+                int64_t when;
+        } *marks;
+        uint32_t markHead, markCount, markCap; /* a ring */
+        int64_t nextRead;  /* ns: a slow reader's next bite */
+        bool slow;         /* reads less than it sends, in small bites, until the stop */
         bool wantOut;      /* EPOLLOUT armed */
         bool shutWr, eof, dead, resumed;
 } lconn_t;
@@ -65,13 +76,14 @@ typedef struct lconn {
 typedef struct window {
         int64_t t0, t1;          /* SIGUSR1, SIGUSR2 (0: not yet) */
         int64_t pause, connStall; /* ns */
+        int64_t delay;           /* ns: the longest a byte took to come back */
         uint32_t unresumed;
         bool closed, timedOut;
 } window_t;
 
 static struct {
         const char *connect;
-        uint32_t connections;
+        uint32_t connections, slow;
         double duration, drainTimeout, settleTimeout;
         uint32_t intervalMs, maxChunk;
         uint64_t seed;
@@ -84,7 +96,7 @@ static lconn_t *g_conns;
 static int g_epoll;
 static uint64_t g_rng;
 static int64_t g_lastRx;
-static int64_t g_baselinePause, g_baselineStall;
+static int64_t g_baselinePause, g_baselineStall, g_baselineDelay;
 static window_t g_windows[MAX_WINDOWS];
 static uint32_t g_nwindows;
 static uint64_t g_errors, g_duplicated, g_corrupt;
@@ -162,14 +174,25 @@ static void Drop(lconn_t *c)
         c->dead = true;
 }
 
+/* The epoll events a connection waits for: a slow reader reads on its own clock until the
+ * stop. */
+static void Watch(lconn_t *c)
+{
+        struct epoll_event ev = {
+                .events = (c->slow && !g_stopping ? 0 : EPOLLIN) | (c->wantOut ? EPOLLOUT : 0),
+                .data.u32 = c->idx,
+        };
+
+        if (c->fd >= 0)
+                epoll_ctl(g_epoll, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
 static void WantOut(lconn_t *c, bool on)
 {
-        struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.u32 = c->idx };
-
         if (c->wantOut == on || c->fd < 0)
                 return;
         c->wantOut = on;
-        epoll_ctl(g_epoll, EPOLL_CTL_MOD, c->fd, &ev);
+        Watch(c);
 }
 
 /* A connection that will receive nothing more leaves the open window's count. */
@@ -182,6 +205,42 @@ static void Resumed(lconn_t *c)
         c->resumed = true;
         if (w && !w->closed && w->t1 && w->unresumed && --w->unresumed == 0)
                 w->closed = true;
+}
+
+/* Remembers when the stream up to end was sent, to time its echo. */
+static void Mark(lconn_t *c, uint64_t end, int64_t when)
+{
+        if (c->markCount == c->markCap) {
+                uint32_t cap = c->markCap ? c->markCap * 2 : 64;
+                struct sendmark *m = malloc(cap * sizeof(*m));
+
+                if (!m) {
+                        Error(c, "out of memory");
+                        return;
+                }
+                for (uint32_t i = 0; i < c->markCount; i++)
+                        m[i] = c->marks[(c->markHead + i) % c->markCap];
+                free(c->marks);
+                c->marks = m;
+                c->markHead = 0;
+                c->markCap = cap;
+        }
+        c->marks[(c->markHead + c->markCount) % c->markCap] = (struct sendmark){ end, when };
+        c->markCount++;
+}
+
+/* The longest a byte sent took to come back, among the sends now echoed in full. */
+static int64_t Echoed(lconn_t *c, int64_t now)
+{
+        int64_t delay = 0;
+
+        while (c->markCount && c->marks[c->markHead].end <= c->received) {
+                if (now - c->marks[c->markHead].when > delay)
+                        delay = now - c->marks[c->markHead].when;
+                c->markHead = (c->markHead + 1) % c->markCap;
+                c->markCount--;
+        }
+        return delay;
 }
 
 /* Sends what is scheduled, as far as the kernel takes it. */
@@ -206,6 +265,7 @@ static void SendSome(lconn_t *c)
                 }
                 c->fnvSent = Fnv(c->fnvSent, buf, (size_t)w);
                 c->sent += (uint64_t)w;
+                Mark(c, c->sent, Now());
         }
         WantOut(c, false);
         if (g_stopping && !c->dead && !c->shutWr && c->sent == c->target) {
@@ -223,6 +283,12 @@ static void Received(lconn_t *c, int64_t now)
         window_t *w = g_nwindows ? &g_windows[g_nwindows - 1] : NULL;
         int64_t gap = now - c->lastRx, pause = now - g_lastRx;
 
+        if (c->slow) {
+                /* Its gaps are its own slowness, not the server's. */
+                if (w && !w->closed && w->t1)
+                        Resumed(c);
+                return;
+        }
         c->lastRx = now;
         g_lastRx = now;
         if (w && !w->closed) {
@@ -240,13 +306,28 @@ static void Received(lconn_t *c, int64_t now)
         }
 }
 
-/* Reads everything there is and checks it against the stream sent. */
-static void ReadSome(lconn_t *c)
+static void Delayed(int64_t delay)
+{
+        window_t *w = g_nwindows ? &g_windows[g_nwindows - 1] : NULL;
+
+        if (w && !w->closed) {
+                if (delay > w->delay)
+                        w->delay = delay;
+        } else if (delay > g_baselineDelay) {
+                g_baselineDelay = delay;
+        }
+}
+
+/* Reads everything there is (at most limit bytes, 0: no limit) and checks it against the
+ * stream sent. */
+static void ReadSome(lconn_t *c, size_t limit)
 {
         unsigned char buf[IO_SIZE], want[IO_SIZE];
+        size_t total = 0;
 
-        while (!c->dead && !c->eof) {
-                ssize_t r = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        while (!c->dead && !c->eof && (!limit || total < limit)) {
+                size_t ask = limit && limit - total < sizeof(buf) ? limit - total : sizeof(buf);
+                ssize_t r = recv(c->fd, buf, ask, MSG_DONTWAIT);
                 size_t n;
 
                 if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -269,6 +350,7 @@ static void ReadSome(lconn_t *c)
                         return;
                 }
                 n = (size_t)r;
+                total += n;
                 Received(c, Now());
                 if (c->received + n > c->sent) {
                         /* More than was sent: something was echoed twice. */
@@ -292,6 +374,10 @@ static void ReadSome(lconn_t *c)
                 }
                 c->fnvReceived = Fnv(c->fnvReceived, buf, n);
                 c->received += n;
+                if (c->slow)
+                        Echoed(c, Now());
+                else
+                        Delayed(Echoed(c, Now()));
                 if (n < (size_t)r) {
                         Drop(c);
                         return;
@@ -327,7 +413,14 @@ static int ConnectAll(int64_t now)
                 c->idx = i;
                 c->seed = SplitMix(opt.seed + i);
                 c->fnvSent = c->fnvReceived = 0xcbf29ce484222325ull;
+                c->slow = i < opt.slow;
                 c->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+                if (c->slow && c->fd >= 0) {
+                        int size = SLOW_RCVBUF;
+
+                        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+                        ev.events = 0;
+                }
                 if (c->fd < 0 || connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0) {
                         fprintf(stderr, "zd-loadgen: connection %u: connect: %s\n", i,
                                 strerror(errno));
@@ -409,7 +502,8 @@ static double Percentile(int64_t *v, uint32_t n, double p)
 
 static void Usage(FILE *f)
 {
-        fprintf(f, "Usage: zd-loadgen --connect HOST:PORT [--connections N] [--duration SEC]\n"
+        fprintf(f, "Usage: zd-loadgen --connect HOST:PORT [--connections N] [--slow K]\n"
+                   "       [--duration SEC]\n"
                    "       [--interval-ms MS] [--max-chunk BYTES] [--seed N]\n"
                    "       [--drain-timeout SEC] [--settle-timeout SEC]\n"
                    "SIGUSR1: a restart begins; SIGUSR2: it is done; SIGTERM/SIGINT: drain, "
@@ -421,6 +515,7 @@ int main(int argc, char **argv)
         static const struct option opts[] = {
                 { "connect", required_argument, NULL, 'c' },
                 { "connections", required_argument, NULL, 'n' },
+                { "slow", required_argument, NULL, 'w' },
                 { "duration", required_argument, NULL, 'd' },
                 { "interval-ms", required_argument, NULL, 'i' },
                 { "max-chunk", required_argument, NULL, 'm' },
@@ -437,7 +532,8 @@ int main(int argc, char **argv)
         uint64_t sent = 0, received = 0, lost = 0, fnvSent = 0xcbf29ce484222325ull,
                  fnvReceived = 0xcbf29ce484222325ull;
         uint32_t openAtStop = 0, clean = 0, settled = 0;
-        int64_t pauses[MAX_WINDOWS], stalls[MAX_WINDOWS], maxPause = 0, maxStall = 0;
+        int64_t pauses[MAX_WINDOWS], stalls[MAX_WINDOWS], delays[MAX_WINDOWS], maxPause = 0,
+                maxStall = 0, maxDelay = 0;
         bool ok;
 
         opt.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -445,6 +541,7 @@ int main(int argc, char **argv)
                 switch (o) {
                 case 'c': opt.connect = optarg; break;
                 case 'n': opt.connections = (uint32_t)strtoul(optarg, NULL, 10); break;
+                case 'w': opt.slow = (uint32_t)strtoul(optarg, NULL, 10); break;
                 case 'd': opt.duration = strtod(optarg, NULL); break;
                 case 'i': opt.intervalMs = (uint32_t)strtoul(optarg, NULL, 10); break;
                 case 'm': opt.maxChunk = (uint32_t)strtoul(optarg, NULL, 10); break;
@@ -455,7 +552,8 @@ int main(int argc, char **argv)
                 default: Usage(stderr); return 2;
                 }
         }
-        if (!opt.connect || opt.connections == 0 || opt.maxChunk == 0 || optind != argc) {
+        if (!opt.connect || opt.connections == 0 || opt.maxChunk == 0 ||
+            opt.slow > opt.connections || optind != argc) {
                 Usage(stderr);
                 return 2;
         }
@@ -495,10 +593,16 @@ int main(int argc, char **argv)
 
                 now = Now();
                 next = now + 100000000; /* look around at least every 100 ms */
-                if (!g_stopping)
-                        for (uint32_t i = 0; i < opt.connections; i++)
-                                if (!g_conns[i].dead && g_conns[i].nextDue < next)
-                                        next = g_conns[i].nextDue;
+                if (!g_stopping) {
+                        for (uint32_t i = 0; i < opt.connections; i++) {
+                                lconn_t *c = &g_conns[i];
+
+                                if (!c->dead && c->nextDue < next)
+                                        next = c->nextDue;
+                                if (!c->dead && c->slow && c->nextRead < next)
+                                        next = c->nextRead;
+                        }
+                }
                 timeoutMs = next > now ? (int)((next - now + 999999) / 1000000) : 0;
                 n = epoll_wait(g_epoll, evs, 256, timeoutMs);
                 if (n < 0 && errno != EINTR) {
@@ -518,7 +622,7 @@ int main(int argc, char **argv)
                         }
                         c = &g_conns[evs[k].data.u32];
                         if (evs[k].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
-                                ReadSome(c);
+                                ReadSome(c, 0);
                         if (!c->dead && (evs[k].events & EPOLLOUT))
                                 SendSome(c);
                 }
@@ -526,18 +630,30 @@ int main(int argc, char **argv)
                         g_stopping = true;
                 if (g_stopping && !drainEnd) {
                         drainEnd = now + (int64_t)(opt.drainTimeout * 1e9);
-                        for (uint32_t i = 0; i < opt.connections; i++)
+                        for (uint32_t i = 0; i < opt.connections; i++) {
                                 openAtStop += !g_conns[i].dead;
+                                if (g_conns[i].slow) {
+                                        Watch(&g_conns[i]); /* read at full speed now */
+                                        ReadSome(&g_conns[i], 0);
+                                }
+                        }
                 }
                 for (uint32_t i = 0; i < opt.connections; i++) {
                         lconn_t *c = &g_conns[i];
 
                         if (c->dead)
                                 continue;
+                        if (c->slow && !g_stopping && c->nextRead <= now) {
+                                ReadSome(c, SLOW_BITE);
+                                c->nextRead = now + SLOW_EVERY_MS * 1000000;
+                                if (c->dead)
+                                        continue;
+                        }
                         if (!g_stopping && c->nextDue <= now) {
                                 uint32_t spread = opt.intervalMs + 1;
 
-                                c->target += 1 + Random() % opt.maxChunk;
+                                c->target += 1 + Random() % ((uint64_t)opt.maxChunk *
+                                                             (c->slow ? SLOW_CHUNK_FACTOR : 1));
                                 c->nextDue = now + (int64_t)(opt.intervalMs / 2 +
                                                              Random() % spread) * 1000000;
                         }
@@ -579,6 +695,9 @@ int main(int argc, char **argv)
         for (uint32_t k = 0; k < g_nwindows; k++) {
                 pauses[k] = g_windows[k].pause;
                 stalls[k] = g_windows[k].connStall;
+                delays[k] = g_windows[k].delay;
+                if (delays[k] > maxDelay)
+                        maxDelay = delays[k];
                 settled += g_windows[k].closed && !g_windows[k].timedOut;
                 if (pauses[k] > maxPause)
                         maxPause = pauses[k];
@@ -608,9 +727,14 @@ int main(int argc, char **argv)
                "max %.1f ms\n",
                Percentile(stalls, g_nwindows, 50), Percentile(stalls, g_nwindows, 99),
                (double)maxStall / 1e6);
+        printf("zd-loadgen: longest echo delay of a byte per restart: p50 %.1f ms, p99 %.1f ms, "
+               "max %.1f ms\n",
+               Percentile(delays, g_nwindows, 50), Percentile(delays, g_nwindows, 99),
+               (double)maxDelay / 1e6);
         printf("zd-loadgen: outside restarts: longest pause %.1f ms, longest connection stall "
-               "%.1f ms (chunks every ~%u ms per connection)\n",
-               (double)g_baselinePause / 1e6, (double)g_baselineStall / 1e6, opt.intervalMs);
+               "%.1f ms (chunks every ~%u ms per connection), longest echo delay %.1f ms\n",
+               (double)g_baselinePause / 1e6, (double)g_baselineStall / 1e6, opt.intervalMs,
+               (double)g_baselineDelay / 1e6);
         printf("zd-loadgen: errors: %" PRIu64 " => %s\n", g_errors, ok ? "OK" : "FAILED");
         printf("{\"connections\":%u,\"open_at_stop\":%u,\"drained\":%u,\"errors\":%" PRIu64
                ",\"bytes_sent\":%" PRIu64 ",\"bytes_received\":%" PRIu64 ",\"bytes_lost\":%"
@@ -619,18 +743,23 @@ int main(int argc, char **argv)
                "\",\"restarts\":%u,\"restarts_settled\":%u,"
                "\"pause_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
                "\"connection_stall_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
+               "\"echo_delay_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
                "\"baseline_pause_ms\":%.3f,\"baseline_connection_stall_ms\":%.3f,"
-               "\"interval_ms\":%u,\"ok\":%s}\n",
+               "\"baseline_echo_delay_ms\":%.3f,\"interval_ms\":%u,\"ok\":%s}\n",
                opt.connections, openAtStop, clean, g_errors, sent, received, lost,
                g_duplicated, g_corrupt, fnvSent, fnvReceived, g_nwindows, settled,
                Percentile(pauses, g_nwindows, 50), Percentile(pauses, g_nwindows, 99),
                (double)maxPause / 1e6, Percentile(stalls, g_nwindows, 50),
                Percentile(stalls, g_nwindows, 99), (double)maxStall / 1e6,
-               (double)g_baselinePause / 1e6, (double)g_baselineStall / 1e6, opt.intervalMs,
+               Percentile(delays, g_nwindows, 50), Percentile(delays, g_nwindows, 99),
+               (double)maxDelay / 1e6, (double)g_baselinePause / 1e6,
+               (double)g_baselineStall / 1e6, (double)g_baselineDelay / 1e6, opt.intervalMs,
                ok ? "true" : "false");
-        for (uint32_t i = 0; i < opt.connections; i++)
+        for (uint32_t i = 0; i < opt.connections; i++) {
                 if (g_conns[i].fd >= 0)
                         close(g_conns[i].fd);
+                free(g_conns[i].marks);
+        }
         free(g_conns);
         close(g_epoll);
         close(sfd);

@@ -17,8 +17,11 @@
 #
 # Environment (all optional): N (200 connections), M (20 restarts), EVERY (1 second between
 # restarts), THREADS (4 worker threads per server), LINGER (5000 ms), INTERVAL_MS (50: each
-# connection sends a chunk about this often), MAX_CHUNK (4096 bytes), SOCKNOTIFY_SOCKET (use
-# this daemon instead of starting one), SOCKNOTIFYD (the daemon to start), SN_BUILDDIR (the
+# connection sends a chunk about this often), MAX_CHUNK (4096 bytes), SLOW (0: how many of the
+# connections read slower than they send, so that the server has output waiting when it is
+# replaced; see zd-loadgen --slow), SNDBUF (0: the servers' SO_SNDBUF for the connections;
+# small, with SLOW, makes their writes partial), SOCKNOTIFY_SOCKET (use this daemon instead of
+# starting one), SOCKNOTIFYD (the daemon to start), SN_BUILDDIR (the
 # build tree; default: two levels up from this script), ZD_BIN (where zd-server and zd-loadgen
 # are), SN_TEST_DAEMON_WRAPPER (a command the daemon runs under, e.g. valgrind).
 # Exit status 0 when everything held; the reason of a failure is printed as "FAIL: ...".
@@ -33,6 +36,8 @@ THREADS=${THREADS:-4}
 LINGER=${LINGER:-5000}
 INTERVAL_MS=${INTERVAL_MS:-50}
 MAX_CHUNK=${MAX_CHUNK:-4096}
+SLOW=${SLOW:-0}
+SNDBUF=${SNDBUF:-0}
 server=$bin/zd-server
 loadgen=$bin/zd-loadgen
 ctl=$build/ctl/socknotifyctl
@@ -42,6 +47,7 @@ name=zd-$$-$RANDOM
 dpid=""
 lg=""
 srv=""
+new=""
 failed=0
 
 say() { echo "run.sh: $*"; }
@@ -50,8 +56,15 @@ fail() { echo "FAIL: $*"; failed=1; }
 finish() {
         local rc=$?
         trap - EXIT INT TERM
-        [ -n "$lg" ] && kill "$lg" 2>/dev/null
+        if [ -n "$lg" ]; then
+                # Its report says what the clients saw of the failure.
+                kill -TERM "$lg" 2>/dev/null
+                wait "$lg" 2>/dev/null
+                cat "$tmp/loadgen.out"
+        fi
         [ -n "$srv" ] && kill -INT "$srv" 2>/dev/null
+        [ -n "$new" ] && kill -INT "$new" 2>/dev/null
+        [ -n "$dpid" ] && kill -TERM "$dpid" 2>/dev/null
         wait 2>/dev/null
         if [ "$failed" -ne 0 ] || [ "$rc" -ne 0 ]; then
                 for f in "$tmp"/server.err "$tmp"/loadgen.err "$tmp"/daemon.log; do
@@ -109,14 +122,14 @@ export SOCKNOTIFY_SOCKET
 
 # ---- the first server and the load ----------------------------------------------------------
 "$server" --port-name "$name" --listen 127.0.0.1:0 --threads "$THREADS" --linger "$LINGER" \
-        >"$tmp/server.0.out" 2>>"$tmp/server.err" &
+        --sndbuf "$SNDBUF" >"$tmp/server.0.out" 2>>"$tmp/server.err" &
 srv=$!
 wait_ready "$srv" "$tmp/server.0.out" || { fail "zd-server did not start"; exit 1; }
 addr=$(echo "$READY" | awk '{ print $2 }')
 say "zd-server (pid $srv) serves $addr through port \"$name\" (linger $LINGER ms)"
 
 "$loadgen" --connect "$addr" --connections "$N" --interval-ms "$INTERVAL_MS" \
-        --max-chunk "$MAX_CHUNK" >"$tmp/loadgen.out" 2>"$tmp/loadgen.err" &
+        --max-chunk "$MAX_CHUNK" --slow "$SLOW" --drain-timeout 10 >"$tmp/loadgen.out" 2>"$tmp/loadgen.err" &
 lg=$!
 i=0
 until grep -q '^connected ' "$tmp/loadgen.out" 2>/dev/null; do
@@ -134,7 +147,7 @@ for k in $(seq 1 "$M"); do
         sleep "$EVERY"
         kill -USR1 "$lg"
         "$server" --port-name "$name" --takeover-from "$srv" --threads "$THREADS" \
-                >"$tmp/server.$k.out" 2>>"$tmp/server.err" &
+                --sndbuf "$SNDBUF" >"$tmp/server.$k.out" 2>>"$tmp/server.err" &
         new=$!
         if ! wait_ready "$new" "$tmp/server.$k.out"; then
                 fail "restart $k: the new server (pid $new) did not become ready"
@@ -145,11 +158,16 @@ for k in $(seq 1 "$M"); do
         if [ "$rc" -ne 0 ]; then
                 fail "restart $k: the old server (pid $srv) exited with status $rc"
                 srv=$new
+                new=""
                 exit 1
         fi
         kill -USR2 "$lg"
-        say "restart $k: pid $srv -> $new ($(echo "$READY" | awk '{ print $6 }') sockets taken)"
+        took=$(echo "$READY" | awk '{ print $6 }')
+        ms=$(echo "$READY" | awk '{ print $9 }')
+        echo "$ms" >>"$tmp/handoff.ms"
+        say "restart $k: pid $srv -> $new: $took sockets taken over in $ms ms"
         srv=$new
+        new=""
 done
 
 # ---- the end --------------------------------------------------------------------------------
@@ -159,6 +177,15 @@ wait "$lg"
 lgrc=$?
 lg=""
 cat "$tmp/loadgen.out"
+if [ -s "$tmp/handoff.ms" ]; then
+        # Server side: from the SIGTERM to the old instance until the new one had re-armed every
+        # socket (nobody served in between), over the restarts; nearest-rank percentiles.
+        sort -n "$tmp/handoff.ms" | awk '{ v[NR] = $1 }
+                function rank(p) { r = int(p / 100 * NR + 0.999999); return v[r < 1 ? 1 : r] }
+                END { printf "run.sh: handoff (SIGTERM to the old server until every socket is " \
+                      "re-armed in the new one): p50 %.1f ms, p99 %.1f ms, max %.1f ms over %d " \
+                      "restarts\n", rank(50), rank(99), v[NR], NR }'
+fi
 [ -s "$tmp/loadgen.err" ] && sed 's/^/  /' "$tmp/loadgen.err"
 [ "$lgrc" -eq 0 ] || fail "zd-loadgen exited with status $lgrc"
 
@@ -168,6 +195,11 @@ rc=$?
 srv=""
 [ "$rc" -eq 0 ] || fail "the last server exited with status $rc"
 grep -h 'zd-server' "$tmp/server.err" | tail -n 1 | sed 's/^/  /'
+# What the servers held when they were told to stop, and wrote out before exiting.
+sed -n 's/.* (\([0-9]*\) partial writes, \([0-9]*\) bytes flushed at the stop).*/\1 \2/p' \
+        "$tmp/server.err" | awk '{ p += $1; f += $2; n += ($2 > 0); s++ }
+        END { printf "run.sh: %d servers: %d partial writes; %d bytes of output pending at a stop " \
+              "(in %d servers), written out before the exit\n", s, p, f, n }'
 bad=$(grep -e 'error' -e 'could not' -e 'did not' -e 'cannot' "$tmp/server.err" |
         grep -v ', 0 errors, 0 shared$')
 if [ -n "$bad" ]; then

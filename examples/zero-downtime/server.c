@@ -18,12 +18,15 @@
  *
  * Invariants that make the handoff lose and duplicate nothing:
  *  - A byte read from a connection is in that connection's pending output until it has been
- *    written back; a worker never leaves a byte it read anywhere else.
- *  - On SIGTERM no worker starts another wait.  Each finishes the sockets it holds (reads what
- *    is there up to its buffer, writes what it can, re-arms), submits its re-arms and exits.
- *    Then the main thread writes out every pending output (blocking, with a deadline), so that
- *    the process ends holding no byte: what it did not read is still in the kernel's socket
- *    buffers, where the successor reads it.
+ *    written back; a worker never leaves a byte it read anywhere else.  A connection with
+ *    pending output is not read again until it is all written (it waits for OUT only), so a
+ *    connection holds at most one read's worth (BUF_SIZE).
+ *  - On SIGTERM no worker starts another wait, reads or accepts.  Each finishes the socket it
+ *    was serving, writes what it can of the other sockets it had dequeued, re-arms them all,
+ *    submits the re-arms and exits.  Then the main thread writes out every pending output
+ *    (blocking, with a deadline), so that the process ends holding no byte: what it did not
+ *    read is still in the kernel's socket buffers, where the successor reads it.  (A client
+ *    that does not read therefore delays the handoff until what was read from it is written.)
  *  - Completion keys are connection ids, not pointers: a key outlives the process that chose
  *    it (the daemon keeps it; re-ENABLE cannot change it, rule 4), and the successor finds its
  *    own context for a key in a table.  Ids are random 64-bit numbers, unique in the table.
@@ -37,7 +40,9 @@
  *    "look at the stop flag", whoever posted them.
  *
  * SIGINT stops for good instead: linger 0, every socket closed, the port closed.
- * Writes "ready ADDRESS" to stdout once it serves; a summary line goes to stderr at exit.
+ * Writes "ready ADDRESS pid PID took N sockets in T ms" to stdout once it serves (T: from the
+ * SIGTERM to the old instance until every socket was re-armed here); a summary line goes to
+ * stderr at exit.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -88,12 +93,13 @@ static HANDLE g_port;
 static atomic_bool g_stopping;
 static atomic_int g_stopSignal; /* SIGTERM: hand over; SIGINT: stop for good */
 static UINT32 g_threadCount = 4;
+static int g_sndbuf; /* SO_SNDBUF of accepted connections; 0: the kernel's */
 
 static pthread_mutex_t g_tableLock = PTHREAD_MUTEX_INITIALIZER;
 static CONN *g_table[TABLE_SIZE];
 static size_t g_tableCount;
 
-static atomic_long g_accepted, g_closed, g_reset, g_echoed, g_errors, g_stray, g_shared;
+static atomic_long g_accepted, g_closed, g_reset, g_echoed, g_partial, g_errors, g_stray, g_shared;
 
 static void Fail(const char *what, DWORD code)
 {
@@ -101,12 +107,17 @@ static void Fail(const char *what, DWORD code)
         atomic_fetch_add(&g_errors, 1);
 }
 
-static int64_t NowMs(void)
+static int64_t NowUs(void)
 {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t NowMs(void)
+{
+        return NowUs() / 1000;
 }
 
 /* ---- the key -> connection table ------------------------------------------------------- */
@@ -245,19 +256,23 @@ static BOOL WriteSome(CONN *c)
                 break;
         }
         atomic_fetch_add(&g_echoed, (long)off);
+        if (off < c->len)
+                atomic_fetch_add(&g_partial, 1);
         memmove(c->buf, c->buf + off, c->len - off);
         c->len -= off;
         return ok;
 }
 
-/* Serves a connection's notification and appends its re-arm, or closes it. */
-static void ServeConnection(CONN *c, UINT32 events, SOCK_NOTIFY_REGISTRATION *regs, UINT32 *n)
+/* Serves a connection's notification and appends its re-arm, or closes it.  Once the stop
+ * has begun it reads nothing more: it only writes what it holds. */
+static void ServeConnection(CONN *c, UINT32 events, BOOL stopping,
+                            SOCK_NOTIFY_REGISTRATION *regs, UINT32 *n)
 {
         BOOL ok = TRUE;
         UINT16 filter;
 
-        if (!c->eof && (events & (SOCK_NOTIFY_EVENT_IN | SOCK_NOTIFY_EVENT_HANGUP |
-                                  SOCK_NOTIFY_EVENT_ERR))) {
+        if (!stopping && !c->eof && c->len == 0 &&
+            (events & (SOCK_NOTIFY_EVENT_IN | SOCK_NOTIFY_EVENT_HANGUP | SOCK_NOTIFY_EVENT_ERR))) {
                 /* Everything there is, up to the buffer: the budget keeps one busy connection
                  * from starving the others, and a level-triggered re-arm brings it back. */
                 while (c->len < BUF_SIZE) {
@@ -286,22 +301,21 @@ static void ServeConnection(CONN *c, UINT32 events, SOCK_NOTIFY_REGISTRATION *re
                 ConnClose(c);
                 return;
         }
-        /* HANGUP stays set after the peer's FIN (level-triggered): once EOF is read, wait for
-         * OUT only.  A full buffer waits for OUT only too (back-pressure on the peer). */
-        if (c->eof || c->len == BUF_SIZE)
-                filter = SOCK_NOTIFY_REGISTER_EVENT_OUT;
-        else if (c->len > 0)
-                filter = CONN_EVENTS | SOCK_NOTIFY_REGISTER_EVENT_OUT;
-        else
-                filter = CONN_EVENTS;
+        /* Output left over: wait for OUT only, and read nothing more until it is written (the
+         * peer that does not read is slowed down, and what this process holds stays small:
+         * the stop has to write it out).  Nothing left: wait for IN and HANGUP.  A connection
+         * whose EOF was read has output left (else it is closed): HANGUP, which stays set
+         * after the peer's FIN, is out of its filter. */
+        filter = c->len > 0 ? SOCK_NOTIFY_REGISTER_EVENT_OUT : CONN_EVENTS;
         atomic_store(&c->busy, 0);
         AddRegistration(regs, n, c, filter);
 }
 
-/* Accepts what is waiting (up to ACCEPT_BATCH), registers it, and re-arms the listener. */
-static void ServeListener(CONN *l, SOCK_NOTIFY_REGISTRATION *regs, UINT32 *n)
+/* Accepts what is waiting (up to ACCEPT_BATCH; nothing once the stop has begun: the successor
+ * will), registers it, and re-arms the listener. */
+static void ServeListener(CONN *l, BOOL stopping, SOCK_NOTIFY_REGISTRATION *regs, UINT32 *n)
 {
-        for (int i = 0; i < ACCEPT_BATCH; i++) {
+        for (int i = 0; i < ACCEPT_BATCH && !stopping; i++) {
                 SOCKET s = accept((int)l->socket, NULL, NULL);
                 CONN *c;
 
@@ -311,6 +325,8 @@ static void ServeListener(CONN *l, SOCK_NOTIFY_REGISTRATION *regs, UINT32 *n)
                         break;
                 }
                 SetNonBlocking(s);
+                if (g_sndbuf > 0)
+                        setsockopt((int)s, SOL_SOCKET, SO_SNDBUF, &g_sndbuf, sizeof(g_sndbuf));
                 c = ConnAdd(s);
                 if (!c) {
                         Fail("out of memory", ERROR_NOT_ENOUGH_MEMORY);
@@ -371,8 +387,10 @@ static void *WorkerMain(void *arg)
                 nregs = 0;
                 if (stop)
                         break;
-                /* Every entry taken is served, even when the stop came meanwhile: a dequeued
-                 * ONESHOT socket is this thread's until it is re-armed. */
+                /* Every entry taken is served: a dequeued ONESHOT socket is this thread's until
+                 * it is re-armed.  When the stop came meanwhile, the sockets not begun yet are
+                 * re-armed without reading (what is unread stays in the kernel for the
+                 * successor); the one being served when it came has been finished. */
                 for (UINT32 i = 0; i < got; i++) {
                         ULONG_PTR key = entries[i].lpCompletionKey;
                         CONN *c;
@@ -386,11 +404,12 @@ static void *WorkerMain(void *arg)
                         }
                         if (atomic_exchange(&c->busy, 1))
                                 atomic_fetch_add(&g_shared, 1);
+                        stop = atomic_load(&g_stopping);
                         if (c->listener)
-                                ServeListener(c, regs, &nregs);
+                                ServeListener(c, stop, regs, &nregs);
                         else
                                 ServeConnection(c, SocketNotificationRetrieveEvents(&entries[i]),
-                                                regs, &nregs);
+                                                stop, regs, &nregs);
                 }
         }
         /* Pass the wake-up on: a thread waiting may not have had one (another took two). */
@@ -477,8 +496,9 @@ static BOOL RegisterAll(SOCK_NOTIFY_REGISTRATION *regs, UINT32 n)
  * socket it leaves (they arrive as it exits), enter them in the table and re-arm them.
  * Returns the listener's context, or NULL.
  */
-static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken)
+static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken, int64_t *ret_us)
 {
+        int64_t start = NowUs();
         SN_TAKEN_SOCKET got[TAKE_BATCH];
         SOCK_NOTIFY_REGISTRATION regs[TAKE_BATCH];
         CONN *listener = NULL;
@@ -544,39 +564,78 @@ static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken)
         if (!listener)
                 fprintf(stderr, "zd-server: no listening socket was handed over\n");
         *ret_taken = total;
+        *ret_us = NowUs() - start;
         return listener;
 }
 
 /* ---- stop --------------------------------------------------------------------------------- */
 
-/* With the workers gone: writes out every pending output (a blocking wait per socket, one
- * deadline for all) and closes the connections whose peer had finished.  Returns the bytes
- * that could not be written. */
+/* With the workers gone: writes out every pending output, all connections at once (poll, one
+ * deadline for all), and closes the connections whose peer had finished.  Returns the bytes
+ * that could not be written; *ret_flushed: the bytes written. */
 static long FlushAll(long *ret_flushed)
 {
         int64_t deadline = NowMs() + FLUSH_TIMEOUT_MS;
         long lost = 0, flushed = 0;
+        size_t n = 0, cap = 0;
+        CONN **pending = NULL;
+        struct pollfd *polls = NULL;
 
+        for (size_t b = 0; b < TABLE_SIZE; b++)
+                for (CONN *c = g_table[b]; c; c = c->next)
+                        cap += !c->listener && c->len > 0;
+        if (cap) {
+                pending = calloc(cap, sizeof(*pending));
+                polls = calloc(cap, sizeof(*polls));
+                if (!pending || !polls) {
+                        free(pending);
+                        free(polls);
+                        Fail("out of memory", ERROR_NOT_ENOUGH_MEMORY);
+                        return -1;
+                }
+        }
+        for (size_t b = 0; b < TABLE_SIZE; b++)
+                for (CONN *c = g_table[b]; c; c = c->next)
+                        if (!c->listener && c->len > 0)
+                                pending[n++] = c;
+        while (n > 0) {
+                int64_t left = deadline - NowMs();
+                int r;
+
+                if (left <= 0)
+                        break;
+                for (size_t i = 0; i < n; i++)
+                        polls[i] = (struct pollfd){ .fd = (int)pending[i]->socket,
+                                                    .events = POLLOUT };
+                r = poll(polls, (nfds_t)n, (int)left);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        break;
+                for (size_t i = n; i-- > 0;) {
+                        CONN *c = pending[i];
+                        size_t before = c->len;
+                        BOOL ok;
+
+                        if (!polls[i].revents)
+                                continue;
+                        ok = WriteSome(c);
+                        flushed += (long)(before - c->len);
+                        if (!ok)
+                                lost += (long)c->len; /* the peer is gone */
+                        if (!ok || c->len == 0)
+                                pending[i] = pending[--n];
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                lost += (long)pending[i]->len;
+        free(pending);
+        free(polls);
         for (size_t b = 0; b < TABLE_SIZE; b++) {
-                CONN *c = g_table[b];
-
-                while (c) {
-                        CONN *next = c->next;
-
-                        while (!c->listener && c->len > 0) {
-                                struct pollfd p = { .fd = (int)c->socket, .events = POLLOUT };
-                                size_t before = c->len;
-                                int64_t left = deadline - NowMs();
-
-                                if (left <= 0 || poll(&p, 1, (int)left) <= 0 || !WriteSome(c)) {
-                                        lost += (long)c->len;
-                                        break;
-                                }
-                                flushed += (long)(before - c->len);
-                        }
+                for (CONN *c = g_table[b], *next; c; c = next) {
+                        next = c->next;
                         if (!c->listener && c->eof && c->len == 0)
                                 ConnClose(c);
-                        c = next;
                 }
         }
         *ret_flushed = flushed;
@@ -586,8 +645,9 @@ static long FlushAll(long *ret_flushed)
 static void Usage(FILE *f)
 {
         fprintf(f, "Usage: zd-server --port-name NAME --listen HOST:PORT [--threads N] "
-                   "[--linger MS]\n"
-                   "       zd-server --port-name NAME --takeover-from PID [--threads N]\n"
+                   "[--linger MS] [--sndbuf BYTES]\n"
+                   "       zd-server --port-name NAME --takeover-from PID [--threads N] "
+                   "[--sndbuf BYTES]\n"
                    "An echo server handed over between processes without closing a connection.\n"
                    "SIGTERM: stop and leave everything to a successor; SIGINT: stop for good.\n");
 }
@@ -600,6 +660,7 @@ int main(int argc, char **argv)
                 { "threads", required_argument, NULL, 't' },
                 { "linger", required_argument, NULL, 'g' },
                 { "takeover-from", required_argument, NULL, 'p' },
+                { "sndbuf", required_argument, NULL, 'b' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -611,6 +672,7 @@ int main(int argc, char **argv)
         WSADATA wsa;
         CONN *listener;
         ULONG taken = 0;
+        int64_t takeUs = 0;
         long flushed = 0, lost;
         char address[INET6_ADDRSTRLEN + 8] = "?";
         struct sockaddr_storage ss;
@@ -624,6 +686,7 @@ int main(int argc, char **argv)
                 case 't': g_threadCount = (UINT32)strtoul(optarg, NULL, 10); break;
                 case 'g': lingerMs = strtoul(optarg, NULL, 10); break;
                 case 'p': predecessor = (pid_t)strtol(optarg, NULL, 10); break;
+                case 'b': g_sndbuf = atoi(optarg); break;
                 case 'h': Usage(stdout); return 0;
                 default: Usage(stderr); return 2;
                 }
@@ -651,7 +714,7 @@ int main(int argc, char **argv)
                         Fail("SnOpenIoCompletionPort", GetLastError());
                         return 1;
                 }
-                listener = TakeOver(predecessor, &taken);
+                listener = TakeOver(predecessor, &taken, &takeUs);
                 if (!listener)
                         return 1;
         } else {
@@ -700,7 +763,10 @@ int main(int argc, char **argv)
                         snprintf(address, sizeof(address), "[%s]:%u", host, port);
                 }
         }
-        printf("ready %s pid %d took %lu\n", address, (int)getpid(), (unsigned long)taken);
+        /* "took N sockets in T ms": from the SIGTERM to the old instance until every socket
+         * was re-armed here; nobody served in between. */
+        printf("ready %s pid %d took %lu sockets in %.3f ms\n", address, (int)getpid(),
+               (unsigned long)taken, (double)takeUs / 1000.0);
         fflush(stdout);
 
         for (UINT32 i = 0; i < g_threadCount; i++)
@@ -717,11 +783,13 @@ int main(int argc, char **argv)
                 status = 1;
         fprintf(stderr,
                 "zd-server[%d]: %s: took %lu sockets, accepted %ld, closed %ld (%ld reset by "
-                "the peer), echoed %ld bytes (%ld flushed at the stop), %zu sockets left "
+                "the peer), echoed %ld bytes (%ld partial writes, %ld bytes flushed at the stop), "
+                "%zu sockets left "
                 "%s, %ld stray keys, %ld errors, %ld shared\n",
                 (int)getpid(), atomic_load(&g_stopSignal) == SIGINT ? "stopped" : "handed over",
                 (unsigned long)taken, atomic_load(&g_accepted), atomic_load(&g_closed),
-                atomic_load(&g_reset), atomic_load(&g_echoed), flushed, g_tableCount,
+                atomic_load(&g_reset), atomic_load(&g_echoed), atomic_load(&g_partial), flushed,
+                g_tableCount,
                 atomic_load(&g_stopSignal) == SIGINT ? "to close" : "to the successor",
                 atomic_load(&g_stray), atomic_load(&g_errors), atomic_load(&g_shared));
 
