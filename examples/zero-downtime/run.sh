@@ -23,7 +23,8 @@
 # small, with SLOW, makes their writes partial), SOCKNOTIFY_SOCKET (use this daemon instead of
 # starting one), SOCKNOTIFYD (the daemon to start), SN_BUILDDIR (the
 # build tree; default: two levels up from this script), ZD_BIN (where zd-server and zd-loadgen
-# are), SN_TEST_DAEMON_WRAPPER (a command the daemon runs under, e.g. valgrind).
+# are), SN_TEST_DAEMON_WRAPPER and ZD_SERVER_WRAPPER (a command the daemon, the servers run
+# under, e.g. valgrind: it must keep the process, as valgrind does, for --takeover-from PID).
 # Exit status 0 when everything held; the reason of a failure is printed as "FAIL: ...".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -88,7 +89,7 @@ done
 wait_ready() {
         local i=0 st
         while [ $i -lt 3000 ]; do
-                if READY=$(grep -m1 '^ready ' "$2"); then
+                if READY=$(grep -m1 '^ready ' "$2" 2>/dev/null); then
                         return 0
                 fi
                 st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)
@@ -121,7 +122,8 @@ fi
 export SOCKNOTIFY_SOCKET
 
 # ---- the first server and the load ----------------------------------------------------------
-"$server" --port-name "$name" --listen 127.0.0.1:0 --threads "$THREADS" --linger "$LINGER" \
+# shellcheck disable=SC2086 # the wrapper is a command line
+${ZD_SERVER_WRAPPER:-} "$server" --port-name "$name" --listen 127.0.0.1:0 --threads "$THREADS" --linger "$LINGER" \
         --sndbuf "$SNDBUF" >"$tmp/server.0.out" 2>>"$tmp/server.err" &
 srv=$!
 wait_ready "$srv" "$tmp/server.0.out" || { fail "zd-server did not start"; exit 1; }
@@ -146,7 +148,8 @@ say "zd-loadgen (pid $lg): $N connections"
 for k in $(seq 1 "$M"); do
         sleep "$EVERY"
         kill -USR1 "$lg"
-        "$server" --port-name "$name" --takeover-from "$srv" --threads "$THREADS" \
+        # shellcheck disable=SC2086
+        ${ZD_SERVER_WRAPPER:-} "$server" --port-name "$name" --takeover-from "$srv" --threads "$THREADS" \
                 --sndbuf "$SNDBUF" >"$tmp/server.$k.out" 2>>"$tmp/server.err" &
         new=$!
         if ! wait_ready "$new" "$tmp/server.$k.out"; then
