@@ -47,6 +47,7 @@
 #define IO_SIZE 65536
 #define MAX_WINDOWS 4096
 #define SIGNAL_TAG UINT32_MAX
+#define MAX_BACKLOG (256 * 1024)
 #define SLOW_RCVBUF 4096   /* a slow reader's receive buffer */
 #define SLOW_BITE 512      /* what it reads at a time, */
 #define SLOW_EVERY_MS 10   /* and how often */
@@ -652,8 +653,12 @@ int main(int argc, char **argv)
                         if (!g_stopping && c->nextDue <= now) {
                                 uint32_t spread = opt.intervalMs + 1;
 
-                                c->target += 1 + Random() % ((uint64_t)opt.maxChunk *
-                                                             (c->slow ? SLOW_CHUNK_FACTOR : 1));
+                                /* A connection the server does not read from piles up no more
+                                 * than MAX_BACKLOG to send. */
+                                if (c->target - c->sent < MAX_BACKLOG)
+                                        c->target += 1 + Random() % ((uint64_t)opt.maxChunk *
+                                                                     (c->slow ? SLOW_CHUNK_FACTOR
+                                                                              : 1));
                                 c->nextDue = now + (int64_t)(opt.intervalMs / 2 +
                                                              Random() % spread) * 1000000;
                         }

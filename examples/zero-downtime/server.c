@@ -428,8 +428,11 @@ static void *SignalMain(void *arg)
                 ;
         atomic_store(&g_stopSignal, sig);
         atomic_store(&g_stopping, TRUE);
-        if (!PostQueuedCompletionStatus(g_port, 0, WAKE_KEY, NULL))
-                Fail("PostQueuedCompletionStatus", GetLastError());
+        /* One wake-up per thread, so that they stop side by side; the successor dequeues the
+         * ones left over and ignores them. */
+        for (UINT32 i = 0; i < g_threadCount; i++)
+                if (!PostQueuedCompletionStatus(g_port, 0, WAKE_KEY, NULL))
+                        Fail("PostQueuedCompletionStatus", GetLastError());
         return NULL;
 }
 
