@@ -167,8 +167,11 @@ for k in $(seq 1 "$M"); do
         kill -USR2 "$lg"
         took=$(echo "$READY" | awk '{ print $6 }')
         ms=$(echo "$READY" | awk '{ print $9 }')
+        gone=$(echo "$READY" | awk '{ print $14 }')
         echo "$ms" >>"$tmp/handoff.ms"
-        say "restart $k: pid $srv -> $new: $took sockets taken over in $ms ms"
+        echo "$gone" >>"$tmp/gone.ms"
+        say "restart $k: pid $srv -> $new: $took sockets taken over in $ms ms (the old one gone" \
+            "at $gone ms)"
         srv=$new
         new=""
 done
@@ -180,15 +183,19 @@ wait "$lg"
 lgrc=$?
 lg=""
 cat "$tmp/loadgen.out"
-if [ -s "$tmp/handoff.ms" ]; then
-        # Server side: from the SIGTERM to the old instance until the new one had re-armed every
-        # socket (nobody served in between), over the restarts; nearest-rank percentiles.
-        sort -n "$tmp/handoff.ms" | awk '{ v[NR] = $1 }
+# Server side, over the restarts (nearest-rank percentiles): from the SIGTERM to the old
+# instance until the new one had re-armed every socket (nobody served in between), and the part
+# of it until the old instance was gone.
+percentiles() { # FILE WHAT
+        [ -s "$1" ] || return 0
+        sort -n "$1" | awk -v what="$2" '{ v[NR] = $1 }
                 function rank(p) { r = int(p / 100 * NR + 0.999999); return v[r < 1 ? 1 : r] }
-                END { printf "run.sh: handoff (SIGTERM to the old server until every socket is " \
-                      "re-armed in the new one): p50 %.1f ms, p99 %.1f ms, max %.1f ms over %d " \
-                      "restarts\n", rank(50), rank(99), v[NR], NR }'
-fi
+                END { printf "run.sh: %s: p50 %.1f ms, p99 %.1f ms, max %.1f ms over %d " \
+                      "restarts\n", what, rank(50), rank(99), v[NR], NR }'
+}
+percentiles "$tmp/handoff.ms" \
+        "handoff (SIGTERM to the old server until every socket is re-armed in the new one)"
+percentiles "$tmp/gone.ms" "of which until the old server was gone (no other holder of the port)"
 [ -s "$tmp/loadgen.err" ] && sed 's/^/  /' "$tmp/loadgen.err"
 [ "$lgrc" -eq 0 ] || fail "zd-loadgen exited with status $lgrc"
 

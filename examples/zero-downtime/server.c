@@ -69,7 +69,7 @@
 #define BUF_SIZE 65536
 #define TABLE_SIZE 4096
 #define MAX_THREADS 64
-#define TAKE_BATCH 64
+#define TAKE_BATCH 256
 #define TAKE_TIMEOUT_MS 30000
 #define FLUSH_TIMEOUT_MS 10000
 
@@ -499,9 +499,9 @@ static BOOL RegisterAll(SOCK_NOTIFY_REGISTRATION *regs, UINT32 n)
  * socket it leaves (they arrive as it exits), enter them in the table and re-arm them.
  * Returns the listener's context, or NULL.
  */
-static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken, int64_t *ret_us)
+static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken, int64_t *ret_us, int64_t *ret_gone_us)
 {
-        int64_t start = NowUs();
+        int64_t start = NowUs(), gone = 0;
         SN_TAKEN_SOCKET got[TAKE_BATCH];
         SOCK_NOTIFY_REGISTRATION regs[TAKE_BATCH];
         CONN *listener = NULL;
@@ -527,7 +527,10 @@ static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken, int64_t *ret_us)
                         }
                         taken = 0;
                         remaining = 1;
+                        holders = 1;
                 }
+                if (!gone && holders == 0)
+                        gone = NowUs() - start;
                 for (ULONG i = 0; i < taken; i++) {
                         BOOL isListener = (ULONG_PTR)got[i].completionKey == LISTENER_KEY;
                         CONN *c;
@@ -568,6 +571,7 @@ static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken, int64_t *ret_us)
                 fprintf(stderr, "zd-server: no listening socket was handed over\n");
         *ret_taken = total;
         *ret_us = NowUs() - start;
+        *ret_gone_us = gone;
         return listener;
 }
 
@@ -675,7 +679,7 @@ int main(int argc, char **argv)
         WSADATA wsa;
         CONN *listener;
         ULONG taken = 0;
-        int64_t takeUs = 0;
+        int64_t takeUs = 0, goneUs = 0;
         long flushed = 0, lost;
         char address[INET6_ADDRSTRLEN + 8] = "?";
         struct sockaddr_storage ss;
@@ -717,7 +721,7 @@ int main(int argc, char **argv)
                         Fail("SnOpenIoCompletionPort", GetLastError());
                         return 1;
                 }
-                listener = TakeOver(predecessor, &taken, &takeUs);
+                listener = TakeOver(predecessor, &taken, &takeUs, &goneUs);
                 if (!listener)
                         return 1;
         } else {
@@ -767,9 +771,11 @@ int main(int argc, char **argv)
                 }
         }
         /* "took N sockets in T ms": from the SIGTERM to the old instance until every socket
-         * was re-armed here; nobody served in between. */
-        printf("ready %s pid %d took %lu sockets in %.3f ms\n", address, (int)getpid(),
-               (unsigned long)taken, (double)takeUs / 1000.0);
+         * was re-armed here, nobody serving in between; "(old gone at G ms)": when the first
+         * take that found no other holder of the port returned (with its sockets). */
+        printf("ready %s pid %d took %lu sockets in %.3f ms (old gone at %.3f ms)\n", address,
+               (int)getpid(), (unsigned long)taken, (double)takeUs / 1000.0,
+               (double)goneUs / 1000.0);
         fflush(stdout);
 
         for (UINT32 i = 0; i < g_threadCount; i++)
