@@ -7,8 +7,8 @@
  *
  * One thread, epoll.  Each connection sends chunks of random size (1..--max-chunk bytes) at
  * random intervals around --interval-ms, and checks every byte it receives against what it
- * sent: connection i sends the byte stream GenByte(seed_i, 0), GenByte(seed_i, 1), ..., so the
- * echo is compared byte by byte, incrementally, without keeping a copy of what was sent.  A
+ * sent: the byte at offset k of connection i's stream is a function of (seed_i, k) (GenFill),
+ * so the echo is compared byte by byte, incrementally, without keeping a copy of it.  A
  * running FNV-1a 64 checksum and a byte count of both directions are kept per connection.
  *
  * Restart windows come from the script: SIGUSR1 opens one (a restart begins), SIGUSR2 says the
@@ -16,7 +16,12 @@
  * SIGUSR2 (or after --settle-timeout seconds, an error).  For each window it records the
  * longest time in which no connection received anything (the delivery pause) and the longest
  * gap between two receptions of any one connection (the worst connection stall).  Gaps outside
- * the windows are the baseline.
+ * the windows are the baseline.  It also times each send's echo (the longest a byte took to
+ * come back).
+ *
+ * --slow K: the first K connections have a small receive buffer, read a little at a time and
+ * send more than the others, so that the server has output it cannot write yet (partial
+ * writes, OUT registrations, a flush at its stop).  They are left out of the timings.
  *
  * SIGTERM or SIGINT (or --duration) stops it: no new chunks; each connection sends what is
  * scheduled, shuts down its sending side and reads until the server closes; then it prints a

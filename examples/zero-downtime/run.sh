@@ -54,6 +54,7 @@ failed=0
 say() { echo "run.sh: $*"; }
 fail() { echo "FAIL: $*"; failed=1; }
 
+# shellcheck disable=SC2317 # run by the EXIT trap
 finish() {
         local rc=$?
         trap - EXIT INT TERM
