@@ -15,16 +15,27 @@
 #      SIGINT to the last server: it stops for good, and the daemon must hold none of its
 #      ports afterwards.
 #
-# Environment (all optional): N (200 connections), M (20 restarts), EVERY (1 second between
-# restarts), THREADS (4 worker threads per server), LINGER (5000 ms), INTERVAL_MS (50: each
-# connection sends a chunk about this often), MAX_CHUNK (4096 bytes), SLOW (0: how many of the
-# connections read slower than they send, so that the server has output waiting when it is
-# replaced; see zd-loadgen --slow), SNDBUF (0: the servers' SO_SNDBUF for the connections;
-# small, with SLOW, makes their writes partial), SOCKNOTIFY_SOCKET (use this daemon instead of
-# starting one), SOCKNOTIFYD (the daemon to start), SN_BUILDDIR (the
-# build tree; default: two levels up from this script), ZD_BIN (where zd-server and zd-loadgen
-# are), SN_TEST_DAEMON_WRAPPER and ZD_SERVER_WRAPPER (a command the daemon, the servers run
-# under, e.g. valgrind: it must keep the process, as valgrind does, for --takeover-from PID).
+# Environment (all optional):
+#   N            connections (200)
+#   M            restarts (20)
+#   EVERY        seconds between restarts (1)
+#   THREADS      worker threads per server (4)
+#   LINGER       the port's linger time, ms (5000)
+#   INTERVAL_MS  each connection sends a chunk about this often (50)
+#   MAX_CHUNK    the largest chunk, bytes (4096)
+#   SLOW         connections that read slower than they send, so that the server has output
+#                waiting when it is replaced (0; zd-loadgen --slow)
+#   SNDBUF       the servers' SO_SNDBUF per connection (0: the kernel's); small, with SLOW,
+#                makes their writes partial
+#   CRASH        1: kill -9 each server instead of letting its successor stop it; the bytes a
+#                killed server had read and not yet written back are lost, and zd-loadgen
+#                says so
+#   SOCKNOTIFY_SOCKET  use this daemon instead of starting one
+#   SOCKNOTIFYD  the daemon to start (default: daemon/socknotifyd of the build tree)
+#   SN_BUILDDIR  the build tree (default: two levels up from this script)
+#   ZD_BIN       where zd-server and zd-loadgen are (default: in the build tree)
+#   SN_TEST_DAEMON_WRAPPER, ZD_SERVER_WRAPPER  a command the daemon, the servers run under
+#                (valgrind; it must keep the process, as valgrind does, for --takeover-from)
 # Exit status 0 when everything held; the reason of a failure is printed as "FAIL: ...".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +50,7 @@ INTERVAL_MS=${INTERVAL_MS:-50}
 MAX_CHUNK=${MAX_CHUNK:-4096}
 SLOW=${SLOW:-0}
 SNDBUF=${SNDBUF:-0}
+CRASH=${CRASH:-0}
 server=$bin/zd-server
 loadgen=$bin/zd-loadgen
 ctl=$build/ctl/socknotifyctl
@@ -124,15 +136,16 @@ export SOCKNOTIFY_SOCKET
 
 # ---- the first server and the load ----------------------------------------------------------
 # shellcheck disable=SC2086 # the wrapper is a command line
-${ZD_SERVER_WRAPPER:-} "$server" --port-name "$name" --listen 127.0.0.1:0 --threads "$THREADS" --linger "$LINGER" \
-        --sndbuf "$SNDBUF" >"$tmp/server.0.out" 2>>"$tmp/server.err" &
+${ZD_SERVER_WRAPPER:-} "$server" --port-name "$name" --listen 127.0.0.1:0 --threads "$THREADS" \
+        --linger "$LINGER" --sndbuf "$SNDBUF" >"$tmp/server.0.out" 2>>"$tmp/server.err" &
 srv=$!
 wait_ready "$srv" "$tmp/server.0.out" || { fail "zd-server did not start"; exit 1; }
 addr=$(echo "$READY" | awk '{ print $2 }')
 say "zd-server (pid $srv) serves $addr through port \"$name\" (linger $LINGER ms)"
 
 "$loadgen" --connect "$addr" --connections "$N" --interval-ms "$INTERVAL_MS" \
-        --max-chunk "$MAX_CHUNK" --slow "$SLOW" --drain-timeout 10 >"$tmp/loadgen.out" 2>"$tmp/loadgen.err" &
+        --max-chunk "$MAX_CHUNK" --slow "$SLOW" --drain-timeout 10 \
+        >"$tmp/loadgen.out" 2>"$tmp/loadgen.err" &
 lg=$!
 i=0
 until grep -q '^connected ' "$tmp/loadgen.out" 2>/dev/null; do
@@ -149,16 +162,22 @@ say "zd-loadgen (pid $lg): $N connections"
 for k in $(seq 1 "$M"); do
         sleep "$EVERY"
         kill -USR1 "$lg"
+        if [ "$CRASH" = 1 ]; then
+                # The old server dies on the spot; the port keeps its sockets for LINGER ms.
+                kill -KILL "$srv"
+                wait "$srv"
+        fi
         # shellcheck disable=SC2086
-        ${ZD_SERVER_WRAPPER:-} "$server" --port-name "$name" --takeover-from "$srv" --threads "$THREADS" \
-                --sndbuf "$SNDBUF" >"$tmp/server.$k.out" 2>>"$tmp/server.err" &
+        ${ZD_SERVER_WRAPPER:-} "$server" --port-name "$name" --takeover-from "$srv" \
+                --threads "$THREADS" --sndbuf "$SNDBUF" >"$tmp/server.$k.out" \
+                2>>"$tmp/server.err" &
         new=$!
         if ! wait_ready "$new" "$tmp/server.$k.out"; then
                 fail "restart $k: the new server (pid $new) did not become ready"
                 exit 1
         fi
-        wait "$srv"
-        rc=$?
+        rc=0
+        [ "$CRASH" = 1 ] || { wait "$srv"; rc=$?; }
         if [ "$rc" -ne 0 ]; then
                 fail "restart $k: the old server (pid $srv) exited with status $rc"
                 srv=$new
@@ -209,8 +228,8 @@ grep -h 'zd-server' "$tmp/server.err" | tail -n 1 | sed 's/^/  /'
 # What the servers held when they were told to stop, and wrote out before exiting.
 sed -n 's/.* (\([0-9]*\) partial writes, \([0-9]*\) bytes flushed at the stop).*/\1 \2/p' \
         "$tmp/server.err" | awk '{ p += $1; f += $2; n += ($2 > 0); s++ }
-        END { printf "run.sh: %d servers: %d partial writes; %d bytes of output pending at a stop " \
-              "(in %d servers), written out before the exit\n", s, p, f, n }'
+        END { printf "run.sh: %d servers: %d partial writes; %d bytes of output pending at " \
+              "a stop (in %d servers), written out before the exit\n", s, p, f, n }'
 bad=$(grep -e 'error' -e 'could not' -e 'did not' -e 'cannot' "$tmp/server.err" |
         grep -v ', 0 errors, 0 shared$')
 if [ -n "$bad" ]; then
