@@ -13,7 +13,8 @@
 #      has exited with status 0, SIGUSR2 (the restart is done);
 #   5. SIGTERM to the load generator: it drains every connection and prints its report;
 #      SIGINT to the last server: it stops for good, and the daemon must hold none of its
-#      ports afterwards.
+#      ports afterwards (and, when the script started it: no port, no registration, and as
+#      many descriptors as at its start).
 #
 # Environment (all optional):
 #   N            connections (200)
@@ -115,6 +116,12 @@ wait_ready() {
         return 1
 }
 
+# The number of descriptors process $1 holds.
+nfds() {
+        set -- "/proc/$1/fd/"*
+        echo $#
+}
+
 # ---- the daemon -----------------------------------------------------------------------------
 if [ -z "${SOCKNOTIFY_SOCKET:-}" ]; then
         SOCKNOTIFY_SOCKET=$tmp/socknotify.sock
@@ -128,7 +135,8 @@ if [ -z "${SOCKNOTIFY_SOCKET:-}" ]; then
                 i=$((i + 1))
         done
         [ -S "$SOCKNOTIFY_SOCKET" ] || { fail "socknotifyd did not start"; exit 1; }
-        say "socknotifyd (pid $dpid) on $SOCKNOTIFY_SOCKET"
+        dfds=$(nfds "$dpid")
+        say "socknotifyd (pid $dpid) on $SOCKNOTIFY_SOCKET ($dfds descriptors)"
 else
         say "using the socknotifyd of $SOCKNOTIFY_SOCKET"
 fi
@@ -244,6 +252,21 @@ if [ -x "$ctl" ]; then
         fi
 fi
 if [ -n "$dpid" ]; then
+        # Our own daemon: it holds nothing more than when it started.
+        st=$("$ctl" -s "$SOCKNOTIFY_SOCKET" --json status 2>/dev/null)
+        for key in ports registrations; do
+                if ! echo "$st" | grep -q "^  \"$key\": 0,"; then
+                        fail "the daemon still holds $key after the final stop:" \
+                             "$(echo "$st" | grep "^  \"$key\"")"
+                fi
+        done
+        i=0
+        while [ "$(nfds "$dpid")" -ne "$dfds" ] && [ $i -lt 100 ]; do
+                sleep 0.05
+                i=$((i + 1))
+        done
+        n=$(nfds "$dpid")
+        [ "$n" -eq "$dfds" ] || fail "the daemon holds $n descriptors, $dfds at its start"
         kill -TERM "$dpid"
         wait "$dpid"
         rc=$?
