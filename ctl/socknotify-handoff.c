@@ -126,9 +126,9 @@ static sn_conn_t *connect_daemon(void)
 
         if (r == 0)
                 return c;
-        fprintf(stderr, "socknotify-handoff: cannot talk to socknotifyd: %s\n", sn_strerror(r));
-        if (*sn_conn_open_error())
-                fprintf(stderr, "%s\n", sn_conn_open_error());
+        /* sn_conn_open_error() names the paths tried and what to do. */
+        fprintf(stderr, "socknotify-handoff: cannot talk to socknotifyd: %s\n",
+                *sn_conn_open_error() ? sn_conn_open_error() : sn_strerror(r));
         exit(EXIT_NODAEMON);
 }
 

@@ -68,11 +68,11 @@ while [ "$p2" = "$p1" ]; do p2=$("$echo_" free-port); done
 
 # ---- 1. activated run -------------------------------------------------------------------------
 timeout 60 systemd-socket-activate -l "127.0.0.1:$p1" -l "127.0.0.1:$p2" --fdname=one:two \
-        "$tool" --verbose --name web --linger 60000 -- "$echo_" serve 1 \
+        "$tool" --socket "$SOCKNOTIFY_SOCKET" --verbose --name web --linger 60000 -- "$echo_" serve 1 \
         > "$tmp/run1.out" 2> "$tmp/run1.err" &
 run1=$!
 wait_for 10 has "$tmp/run1.err" "Listening on 127.0.0.1:$p2" || flunk "systemd-socket-activate did not listen"
-ans=$("$echo_" connect "$p1" hello-1) || true
+ans=$("$echo_" connect "$p1" hello-1 2>> "$tmp/clients.err") || true
 pid1=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run1.out")
 check "activated run: the program got LISTEN_FDS=2 with names, in order" \
         grep -qx "pid $pid1 fds 2 ports $p1 $p2 names one:two" "$tmp/run1.out"
@@ -80,8 +80,10 @@ check "activated run: the program answered (\"$ans\")" test "$ans" = "$pid1 $p1 
 st=0; wait "$run1" || st=$?
 check "activated run: the program exited 0" test $st -eq 0
 check "activated run: the tool said it parked 2 sockets" has "$tmp/run1.err" "parked 2 socket(s) on port web"
-"$ctl" ports > "$tmp/ports1" || true
-check "the port lingers with the program gone" has "$tmp/ports1" "web"
+"$ctl" --json ports > "$tmp/ports1" || true
+check "the port lingers with the program gone: no handle, 2 ownerless sockets, 60000 ms" \
+        sh -c "grep -q '\"name\": \"web\"' '$tmp/ports1' && grep -q '\"handles\": 0,' '$tmp/ports1' &&
+               grep -q '\"ownerless\": 2,' '$tmp/ports1' && grep -q '\"linger_ms\": 60000,' '$tmp/ports1'"
 
 # ---- 2. a client while no instance runs --------------------------------------------------------
 "$echo_" connect "$p2" queued > "$tmp/queued.out" 2> "$tmp/queued.err" &
@@ -101,7 +103,7 @@ check "second run: a different process" test "$pid2" != "$pid1"
 st=0; wait "$queued" || st=$?
 check "the client queued in the backlog was served by the second run ($(cat "$tmp/queued.out"))" \
         test $st -eq 0 -a "$(cat "$tmp/queued.out")" = "$pid2 $p2 queued"
-ans=$("$echo_" connect "$p1" hello-2) || true
+ans=$("$echo_" connect "$p1" hello-2 2>> "$tmp/clients.err") || true
 check "second run: a new client on the first listener is served (\"$ans\")" test "$ans" = "$pid2 $p1 hello-2"
 st=0; wait "$run2" || st=$?
 check "second run: exited 0" test $st -eq 0
@@ -115,7 +117,7 @@ wait_for 10 test -s "$tmp/run3.out" || flunk "the third run did not start: $(cat
 pid3=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run3.out")
 check "LISTEN_PID of another process is ignored: the sockets are taken back" \
         grep -qx "pid $pid3 fds 2 ports $p1 $p2 names -" "$tmp/run3.out"
-ans=$("$echo_" connect "$p2" hello-3) || true
+ans=$("$echo_" connect "$p2" hello-3 2>> "$tmp/clients.err") || true
 check "third run serves (\"$ans\")" test "$ans" = "$pid3 $p2 hello-3"
 st=0; wait "$run3" || st=$?
 check "third run: exited 0" test $st -eq 0
@@ -140,20 +142,21 @@ timeout 60 "$tool" --name web -- "$echo_" serve 1 > "$tmp/run4.out" 2> "$tmp/run
 run4=$!
 wait_for 10 test -s "$tmp/run4.out" || flunk "the fourth run did not start: $(cat "$tmp/run4.err")"
 pid4=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run4.out")
-ans=$("$echo_" connect "$p1" hello-4) || true
+ans=$("$echo_" connect "$p1" hello-4 2>> "$tmp/clients.err") || true
 check "after a failed exec the sockets are still parked (\"$ans\")" test "$ans" = "$pid4 $p1 hello-4"
 wait "$run4" || flunk "fourth run failed"
-check "--help exits 0" "$tool" --help > /dev/null
+check "--help exits 0" sh -c "'$tool' --help > /dev/null"
 check "--version names the tool" sh -c "'$tool' --version | grep -q '^socknotify-handoff '"
 
 # ---- 6. activated again: the new sockets replace the parked ones ---------------------------------
 p3=$("$echo_" free-port)
 while [ "$p3" = "$p1" ] || [ "$p3" = "$p2" ]; do p3=$("$echo_" free-port); done
 timeout 60 systemd-socket-activate -l "127.0.0.1:$p3" \
-        "$tool" --name web --linger 60000 -- "$echo_" serve 1 > "$tmp/run5.out" 2> "$tmp/run5.err" &
+        -E SOCKNOTIFY_SOCKET "$tool" --name web --linger 60000 -- "$echo_" serve 1 \
+        > "$tmp/run5.out" 2> "$tmp/run5.err" &
 run5=$!
 wait_for 10 has "$tmp/run5.err" "Listening on 127.0.0.1:$p3" || flunk "systemd-socket-activate did not listen"
-ans=$("$echo_" connect "$p3" hello-5) || true
+ans=$("$echo_" connect "$p3" hello-5 2>> "$tmp/clients.err") || true
 pid5=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run5.out")
 check "re-activated run serves on its new listener (\"$ans\")" test "$ans" = "$pid5 $p3 hello-5"
 st=0; wait "$run5" || st=$?
@@ -168,7 +171,7 @@ timeout 60 "$tool" --name web --linger 500 -- "$echo_" serve 1 > "$tmp/run6.out"
 run6=$!
 wait_for 10 test -s "$tmp/run6.out" || flunk "the last run did not start: $(cat "$tmp/run6.err")"
 check "last run: only the new listener" sh -c "grep -q ' fds 1 ports $p3 names -\$' '$tmp/run6.out'"
-"$echo_" connect "$p3" hello-6 > /dev/null || flunk "last run did not serve"
+"$echo_" connect "$p3" hello-6 > /dev/null 2>> "$tmp/clients.err" || flunk "last run did not serve"
 wait "$run6" || flunk "last run failed"
 sleep 1
 st=0; "$tool" --name web -- true 2> "$tmp/err" || st=$?

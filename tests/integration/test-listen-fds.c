@@ -93,8 +93,17 @@ static int park_in_child(const struct park_args *a)
                 }
                 snprintf(buf, sizeof(buf), "%ld", (long)getpid() + a->pid_delta);
                 setenv("LISTEN_PID", buf, 1);
+                /* The connection's socket goes above the numbers just after the range, which
+                 * stay closed (a LISTEN_FDS larger than what was passed must find them so). */
+                r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                for (int i = 0; i < 16; i++)
+                        if (r < 0 || dup2(r, 3 + a->n + i) < 0)
+                                _exit(98);
                 if (sn_conn_open(D.path, &c) < 0)
                         _exit(97);
+                close_range(3 + (unsigned)a->n, 3 + (unsigned)a->n + 15, 0);
+                if (r >= 3 + a->n + 16)
+                        close(r);
                 r = sn_listen_fds_park(c, a->name, a->linger_ms, NULL);
                 for (int i = 0; i < a->n; i++)
                         if (fcntl(3 + i, F_GETFD) < 0)
