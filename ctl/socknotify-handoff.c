@@ -196,12 +196,19 @@ static void replace_parked(sn_conn_t *c)
                 opt_name, dropped);
 }
 
+/* Parks the sockets passed to this process and returns how many, or -ENOENT when none were
+ * (LISTEN_FDS=0); exits on every other error. */
 static int park(void)
 {
         sn_conn_t *c = connect_daemon();
         int r;
 
         r = sn_listen_fds_park(c, opt_name, opt_linger, NULL);
+        if (r == -ENOENT) {
+                /* LISTEN_FDS=0: nothing was passed after all, as sd_listen_fds(3) sees it. */
+                sn_conn_close(c);
+                return r;
+        }
         if (r == -EEXIST) {
                 replace_parked(c);
                 r = sn_listen_fds_park(c, opt_name, opt_linger, NULL);
@@ -243,6 +250,8 @@ static void move_fds(int *fds, int n)
         }
 }
 
+/* Takes the sockets back, moves them to 3.. and sets LISTEN_FDS and LISTEN_PID; returns how
+ * many; exits on every error. */
 static int take(void)
 {
         sn_conn_t *c = connect_daemon();
@@ -340,9 +349,7 @@ int main(int argc, char **argv)
         if (optind >= argc)
                 die(EXIT_USAGE, "no PROGRAM to run (see --help)");
 
-        if (activated())
-                park();
-        else
+        if (!activated() || park() == -ENOENT)
                 take();
 
         fflush(NULL);
