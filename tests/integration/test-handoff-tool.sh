@@ -15,7 +15,8 @@
 #   5. errors: unknown name (4), no daemon (3), bad usage (2), program not found (127, and
 #      the sockets stay parked)
 #   6. an activated run while the port holds an earlier run's sockets replaces them: the old
-#      listener is closed, the new one parked
+#      listener is closed, the new one parked; but not while another process holds the port
+#      open (refused, and the parked sockets are still there for the replacement)
 #   7. --linger on a take: the port goes when it has passed, and the daemon holds no more
 #      descriptors than before the test
 set -eu
@@ -147,6 +148,30 @@ check "after a failed exec the sockets are still parked (\"$ans\")" test "$ans" 
 wait "$run4" || flunk "fourth run failed"
 check "--help exits 0" sh -c "'$tool' --help > /dev/null"
 check "--version names the tool" sh -c "'$tool' --version | grep -q '^socknotify-handoff '"
+
+# ---- 6a. activated while another process holds the port: refused, nothing lost -------------------
+# The holder is a client of the Python binding (pure Python); without python3 this part is left out.
+if command -v python3 >/dev/null 2>&1; then
+        PYTHONPATH="$src/bindings/python" python3 -c '
+import sys, time, socknotify
+c = socknotify.Connection(sys.argv[1])
+p = c.open_port("web")
+print("held", flush=True)
+time.sleep(60)' "$SOCKNOTIFY_SOCKET" > "$tmp/holder.out" 2>&1 &
+        holder=$!
+        wait_for 10 has "$tmp/holder.out" held || flunk "the holder did not open the port: $(cat "$tmp/holder.out")"
+        p4=$("$echo_" free-port)
+        timeout 60 systemd-socket-activate -l "127.0.0.1:$p4" -E SOCKNOTIFY_SOCKET \
+                "$tool" --name web -- "$echo_" serve 1 > "$tmp/run7.out" 2> "$tmp/run7.err" &
+        run7=$!
+        wait_for 10 has "$tmp/run7.err" "Listening on 127.0.0.1:$p4" || flunk "systemd-socket-activate did not listen"
+        "$echo_" connect "$p4" nobody > /dev/null 2>&1 || true
+        st=0; wait "$run7" || st=$?
+        check "activated while another process holds the port: exit 1" test $st -eq 1
+        check "activated while another process holds the port: says so" \
+                has "$tmp/run7.err" "other process(es) hold it open"
+        kill "$holder"; wait "$holder" 2>/dev/null || true
+fi
 
 # ---- 6. activated again: the new sockets replace the parked ones ---------------------------------
 p3=$("$echo_" free-port)
