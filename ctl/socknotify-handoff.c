@@ -51,6 +51,11 @@ static const char *opt_socket, *opt_name;
 static uint32_t opt_linger = DEFAULT_LINGER_MS;
 static bool opt_linger_set, opt_verbose;
 
+/* What die() releases: the connection, the port handle in use, the descriptor array. */
+static sn_conn_t *g_conn;
+static sn_port_t *g_port;
+static int *g_fds;
+
 static void usage(FILE *f)
 {
         fprintf(f,
@@ -89,6 +94,11 @@ static void die(int status, const char *fmt, ...)
         vfprintf(stderr, fmt, ap);
         va_end(ap);
         fputc('\n', stderr);
+        /* Nothing is lost by leaving: what was taken is ownerless again on the lingering port
+         * once the connection is closed. */
+        sn_port_close(g_port);
+        sn_conn_close(g_conn);
+        free(g_fds);
         exit(status);
 }
 
@@ -125,7 +135,7 @@ static sn_conn_t *connect_daemon(void)
         int r = sn_conn_open(opt_socket, &c);
 
         if (r == 0)
-                return c;
+                return g_conn = c;
         /* sn_conn_open_error() names the paths tried and what to do. */
         fprintf(stderr, "socknotify-handoff: cannot talk to socknotifyd: %s\n",
                 *sn_conn_open_error() ? sn_conn_open_error() : sn_strerror(r));
@@ -169,6 +179,7 @@ static void replace_parked(sn_conn_t *c)
                 return; /* closed meanwhile (its linger ran out): the name is free */
         if (r < 0)
                 fail("open the existing port", r);
+        g_port = port;
         do {
                 r = sn_port_take_sockets(port, taken, 64, &info);
                 if (r < 0)
@@ -189,6 +200,7 @@ static void replace_parked(sn_conn_t *c)
         r = sn_port_set_linger(port, 0);
         if (r < 0)
                 fail("close the existing port", r);
+        g_port = NULL;
         sn_port_close(port);
         fprintf(stderr,
                 "socknotify-handoff: port %s held %u socket(s) parked by an earlier run; "
@@ -206,7 +218,7 @@ static int park(void)
         r = sn_listen_fds_park(c, opt_name, opt_linger, NULL);
         if (r == -ENOENT) {
                 /* LISTEN_FDS=0: nothing was passed after all, as sd_listen_fds(3) sees it. */
-                sn_conn_close(c);
+                g_conn = sn_conn_close(c);
                 return r;
         }
         if (r == -EEXIST) {
@@ -226,7 +238,7 @@ static int park(void)
                         "(linger %u ms)\n", r, opt_name, opt_linger);
         /* The port lingers from here: our descriptors, LISTEN_FDS, LISTEN_PID (ours, so the
          * program's after exec) and LISTEN_FDNAMES go to the program unchanged. */
-        sn_conn_close(c);
+        g_conn = sn_conn_close(c);
         return r;
 }
 
@@ -261,10 +273,12 @@ static int take(void)
         char buf[32];
         int *fds, n, r;
 
-        fds = calloc(max, sizeof(*fds));
+        g_fds = fds = calloc(max, sizeof(*fds));
         if (!fds)
                 die(EXIT_FAILED, "%s", strerror(ENOMEM));
+        port = NULL;
         n = sn_listen_fds_take(c, opt_name, fds, max, &port);
+        g_port = port;
         if (n == -ENOENT)
                 die(EXIT_NOTHING, "no port %s: nothing is parked under that name (start the "
                     "program once with socket activation; or the port's linger time ran out)",
@@ -285,8 +299,11 @@ static int take(void)
         /* The port lingers again from here, with the sockets (and our registrations become
          * ownerless), so the next run finds them; the numbers this connection used are free
          * for the move. */
-        sn_conn_close(c);
+        g_port = NULL;
+        sn_port_close(port);
+        g_conn = sn_conn_close(c);
         move_fds(fds, n);
+        g_fds = NULL;
         free(fds);
 
         snprintf(buf, sizeof(buf), "%d", n);
