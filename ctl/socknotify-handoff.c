@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "socknotify.h"
@@ -208,29 +209,51 @@ static void replace_parked(sn_conn_t *c)
                 opt_name, dropped);
 }
 
+/* Checks what LISTEN_FDS names before anything is opened here: a descriptor number that is
+ * not open would otherwise be taken by the daemon connection itself.  Returns the count (0:
+ * none passed); exits when LISTEN_FDS is not a count or names a descriptor that is not an open
+ * socket. */
+static int check_listen_fds(void)
+{
+        const char *s = getenv("LISTEN_FDS");
+        unsigned long n;
+
+        if (!parse_uint(s, INT_MAX - LISTEN_FDS_START, &n))
+                die(EXIT_FAILED, "LISTEN_FDS=%s: not a count of descriptors", s);
+        for (unsigned long i = 0; i < n; i++) {
+                struct stat st;
+                int fd = LISTEN_FDS_START + (int)i;
+
+                if (fstat(fd, &st) < 0)
+                        die(EXIT_FAILED, "LISTEN_FDS=%s, but descriptor %d is not open", s, fd);
+                if (!S_ISSOCK(st.st_mode))
+                        die(EXIT_FAILED, "LISTEN_FDS=%s, but descriptor %d is not a socket", s,
+                            fd);
+        }
+        return (int)n;
+}
+
 /* Parks the sockets passed to this process and returns how many, or -ENOENT when none were
  * (LISTEN_FDS=0); exits on every other error. */
 static int park(void)
 {
-        sn_conn_t *c = connect_daemon();
+        sn_conn_t *c;
         int r;
 
+        if (check_listen_fds() == 0)
+                return -ENOENT; /* as sd_listen_fds(3) sees it: nothing was passed */
+        c = connect_daemon();
+
         r = sn_listen_fds_park(c, opt_name, opt_linger, NULL);
-        if (r == -ENOENT) {
-                /* LISTEN_FDS=0: nothing was passed after all, as sd_listen_fds(3) sees it. */
-                g_conn = sn_conn_close(c);
-                return r;
-        }
         if (r == -EEXIST) {
                 replace_parked(c);
                 r = sn_listen_fds_park(c, opt_name, opt_linger, NULL);
         }
         if (r == -EEXIST)
                 die(EXIT_FAILED, "port %s exists still; is another instance starting?", opt_name);
-        if (r == -EBADF || r == -ENOTSOCK || r == -EINVAL)
-                die(EXIT_FAILED, "LISTEN_FDS=%s: %s (LISTEN_FDS must be a count, and the "
-                    "descriptors from 3 to 3+LISTEN_FDS-1 open sockets)", getenv("LISTEN_FDS"),
-                    sn_strerror(r));
+        if (r == -EINVAL)
+                die(EXIT_FAILED, "park the sockets: %s (the daemon refused one of the "
+                    "descriptors of LISTEN_FDS)", sn_strerror(r));
         if (r < 0)
                 fail("park the sockets", r);
         if (opt_verbose)

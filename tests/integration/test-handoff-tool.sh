@@ -17,8 +17,10 @@
 #   6. an activated run while the port holds an earlier run's sockets replaces them: the old
 #      listener is closed, the new one parked; but not while another process holds the port
 #      open (refused, and the parked sockets are still there for the replacement)
-#   7. --linger on a take: the port goes when it has passed, and the daemon holds no more
-#      descriptors than before the test
+#   7. --linger on a take: the port goes when it has passed
+#   8. a manager that keeps its sockets (a socket unit) passes the same listener on each start:
+#      the replacement by itself loses nothing; at the end the daemon holds no more descriptors
+#      than before the test
 set -eu
 src="${SN_SRCDIR:-.}"
 build="${SN_BUILDDIR:-.}"
@@ -146,6 +148,18 @@ pid4=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run4.out")
 ans=$("$echo_" connect "$p1" hello-4 2>> "$tmp/clients.err") || true
 check "after a failed exec the sockets are still parked (\"$ans\")" test "$ans" = "$pid4 $p1 hello-4"
 wait "$run4" || flunk "fourth run failed"
+st=0; sh -c 'exec 3</dev/null; LISTEN_PID=$$ LISTEN_FDS=1 exec "$1" --name web -- true' sh "$tool" \
+        2> "$tmp/err" || st=$?
+check "activated with a descriptor that is not a socket: exit 1, says which" \
+        sh -c "[ $st -eq 1 ] && grep -q 'descriptor 3 is not a socket' '$tmp/err'"
+st=0; sh -c 'exec 3<&- 4<&-; LISTEN_PID=$$ LISTEN_FDS=2 exec "$1" --name web -- true' sh "$tool" \
+        2> "$tmp/err" || st=$?
+check "activated with a descriptor that is not open: exit 1, says which" \
+        sh -c "[ $st -eq 1 ] && grep -q 'descriptor 3 is not open' '$tmp/err'"
+st=0; LISTEN_PID=$$ LISTEN_FDS=two sh -c 'LISTEN_PID=$$ exec "$1" --name web -- true' sh "$tool" \
+        2> "$tmp/err" || st=$?
+check "activated with a LISTEN_FDS that is not a count: exit 1" \
+        sh -c "[ $st -eq 1 ] && grep -q 'LISTEN_FDS=two: not a count' '$tmp/err'"
 check "--help exits 0" sh -c "'$tool' --help > /dev/null"
 check "--version names the tool" sh -c "'$tool' --version | grep -q '^socknotify-handoff '"
 
@@ -203,9 +217,51 @@ st=0; "$tool" --name web -- true 2> "$tmp/err" || st=$?
 check "after the shorter linger the port is gone (exit 4)" test $st -eq 4
 check "the listener went with the port (connection refused)" \
         sh -c "! '$echo_' connect '$p3' nobody 2>/dev/null"
+
+# ---- 8. a service manager that keeps its sockets (a socket unit) passes the same one each start --
+if command -v python3 >/dev/null 2>&1; then
+        timeout 60 python3 -c '
+import os, socket, sys
+tool, prog, path = sys.argv[1:4]
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(16)
+port = l.getsockname()[1]
+print("port", port, flush=True)
+for i in range(2):
+    pid = os.fork()
+    if pid == 0:
+        if l.fileno() != 3:
+            os.dup2(l.fileno(), 3)
+        os.set_inheritable(3, True)
+        os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
+        os.execv(tool, [tool, "--socket", path, "-v", "--name", "unit", "--", prog, "serve", "1"])
+    c = socket.create_connection(("127.0.0.1", port))
+    c.sendall(b"start%d\n" % i)
+    print("answer", c.recv(200).decode().strip(), flush=True)
+    print("exit", os.waitpid(pid, 0)[1], flush=True)
+' "$tool" "$echo_" "$SOCKNOTIFY_SOCKET" > "$tmp/unit.out" 2>&1 || true
+        p5=$(sed -n 's/^port //p' "$tmp/unit.out")
+        check "socket unit: both starts served and exited 0" \
+                sh -c "grep -q '^answer [0-9]* $p5 start0\$' '$tmp/unit.out' &&
+                       grep -q '^answer [0-9]* $p5 start1\$' '$tmp/unit.out' &&
+                       [ \$(grep -c '^exit 0\$' '$tmp/unit.out') -eq 2 ]"
+        check "socket unit: the second start replaced the same socket" \
+                has "$tmp/unit.out" "port unit held 1 socket(s) parked by an earlier run"
+        # The manager is gone; the daemon's copy is the listener's last reference.
+        timeout 60 "$tool" --name unit -- "$echo_" serve 1 > "$tmp/run8.out" 2> "$tmp/run8.err" &
+        run8=$!
+        wait_for 10 test -s "$tmp/run8.out" || flunk "the run after the unit did not start: $(cat "$tmp/run8.err")"
+        pid8=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run8.out")
+        ans=$("$echo_" connect "$p5" after-unit 2>> "$tmp/clients.err") || true
+        check "socket unit: the listener is still parked after a replacement by itself (\"$ans\")" \
+                test "$ans" = "$pid8 $p5 after-unit"
+        wait "$run8" || flunk "the run after the unit failed"
+        "$tool" --name unit --linger 1 -- true || flunk "could not shorten the unit port's linger"
+fi
+
 check "the daemon holds as many descriptors as before the test ($fds0)" \
         wait_for 5 sh -c "[ \$(ls /proc/$dpid/fd | wc -l) -eq $fds0 ]"
-
 kill "$dpid"
 st=0; wait "$dpid" || st=$?
 dpid=
