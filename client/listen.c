@@ -211,7 +211,12 @@ SN_EXPORT int sn_listen_fds_take(sn_conn_t *conn, const char *name, int *fds, ui
                 if (r < 0)
                         break;
                 n += (uint32_t)r;
-                if (r == 0 || info.remaining == 0)
+                /* Out of descriptors: the library may report it as entries with fd -1 (their
+                 * registrations are ours, their sockets did not arrive) rather than -EMFILE. */
+                for (uint32_t i = n - (uint32_t)r; i < n; i++)
+                        if (taken[i].fd < 0)
+                                r = -EMFILE;
+                if (r <= 0 || info.remaining == 0)
                         break;
         }
         if (r < 0) {

@@ -250,7 +250,9 @@ static int park(void)
                 r = sn_listen_fds_park(c, opt_name, opt_linger, NULL);
         }
         if (r == -EEXIST)
-                die(EXIT_FAILED, "port %s exists still; is another instance starting?", opt_name);
+                die(EXIT_FAILED, "park the sockets: %s: port %s exists still (another instance "
+                    "starting?), or a socket of LISTEN_FDS is registered on another port "
+                    "(parked under another name?)", sn_strerror(r), opt_name);
         if (r == -EINVAL)
                 die(EXIT_FAILED, "park the sockets: %s (the daemon refused one of the "
                     "descriptors of LISTEN_FDS)", sn_strerror(r));

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -310,6 +311,66 @@ START_TEST(test_take_fewer_than_parked)
 }
 END_TEST
 
+/* Lowest descriptor number not open. */
+static int lowest_free(void)
+{
+        int fd = fcntl(0, F_DUPFD, 0);
+
+        if (fd >= 0)
+                close(fd);
+        return fd;
+}
+
+START_TEST(test_take_out_of_descriptors)
+{
+        unsigned short port[3];
+        int socks[3], fds[3];
+        struct park_args a = { .name = "emfile", .linger_ms = 30000, .socks = socks, .n = 3 };
+        pid_t pid;
+        int st;
+
+        for (int i = 0; i < 3; i++)
+                socks[i] = tcp_listener(&port[i]);
+        ck_assert_int_eq(park_in_child(&a), 3);
+        for (int i = 0; i < 3; i++)
+                close(socks[i]);
+
+        /* A process with room for one more descriptor: the take fails with EMFILE, leaves it
+         * no descriptor, and loses nothing. */
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                sn_conn_t *c;
+                struct rlimit rl;
+                int r, before;
+
+                if (sn_conn_open(D.path, &c) < 0)
+                        _exit(97);
+                before = lowest_free();
+                close_range((unsigned)before + 1, ~0u, 0);
+                getrlimit(RLIMIT_NOFILE, &rl);
+                rl.rlim_cur = (rlim_t)before + 1;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        _exit(96);
+                r = sn_listen_fds_take(c, "emfile", fds, 3, NULL);
+                if (lowest_free() != before)
+                        _exit(95);
+                sn_conn_close(c);
+                _exit(r < 0 ? 100 - r : r);
+        }
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st));
+        ck_assert_int_eq(WEXITSTATUS(st), 100 + EMFILE);
+
+        ck_assert_int_eq(sn_listen_fds_take(C, "emfile", fds, 3, NULL), 3);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_uint_eq(local_port(fds[i]), port[i]);
+                close(fds[i]);
+        }
+        drop_port("emfile");
+}
+END_TEST
+
 START_TEST(test_port_without_sockets)
 {
         sn_conn_t *c2;
@@ -384,6 +445,7 @@ int main(void)
         tcase_add_test(tc, test_environment_checks);
         tcase_add_test(tc, test_park_then_take_in_key_order);
         tcase_add_test(tc, test_take_fewer_than_parked);
+        tcase_add_test(tc, test_take_out_of_descriptors);
         tcase_add_test(tc, test_port_without_sockets);
         tcase_add_test(tc, test_park_is_all_or_nothing);
         tcase_add_test(tc, test_linger_over_the_daemon_limit);
