@@ -352,6 +352,14 @@ START_TEST(test_take_out_of_descriptors)
                 rl.rlim_cur = (rlim_t)before + 1;
                 if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
                         _exit(96);
+                /* Under valgrind the limit is only emulated for the calls that make
+                 * descriptors, not for the ones SCM_RIGHTS installs: nothing to check there. */
+                {
+                        const char *pre = getenv("LD_PRELOAD");
+
+                        if (pre && strstr(pre, "vgpreload"))
+                                _exit(94);
+                }
                 r = sn_listen_fds_take(c, "emfile", fds, 3, NULL);
                 if (lowest_free() != before)
                         _exit(95);
@@ -360,7 +368,11 @@ START_TEST(test_take_out_of_descriptors)
         }
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
         ck_assert(WIFEXITED(st));
-        ck_assert_int_eq(WEXITSTATUS(st), 100 + EMFILE);
+        if (WEXITSTATUS(st) == 94)
+                fprintf(stderr, "test_take_out_of_descriptors: under valgrind RLIMIT_NOFILE "
+                                "does not apply to SCM_RIGHTS: the EMFILE part is not checked\n");
+        else
+                ck_assert_int_eq(WEXITSTATUS(st), 100 + EMFILE);
 
         ck_assert_int_eq(sn_listen_fds_take(C, "emfile", fds, 3, NULL), 3);
         for (int i = 0; i < 3; i++) {
