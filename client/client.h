@@ -41,6 +41,11 @@ struct sn_pending {
         bool relay;     /* a pure dequeue: it may return stashed entries instead (-EINPROGRESS) */
         bool abandoned; /* heap copy left by its caller: its reply is stashed */
         bool gone;      /* ... by a cancelled caller, whose thread is gone */
+        /* A reply that brings descriptors (PORT_TAKE): they are moved to fds (room for
+         * SN_PROTO_MAX_FDS), their number to nfds; fds_cut when the kernel dropped some. */
+        int *fds;
+        unsigned nfds;
+        bool fds_cut;
 };
 
 /* Entries that reached a cancelled sn_port_dequeue(): the next call on the port returns them
@@ -73,6 +78,7 @@ struct sn_conn {
         uint32_t next_id;
         uint8_t *rbuf;
         sn_limits_t limits;
+        uint16_t version; /* protocol version of the connection */
         struct sn_fdcache *cache;
         uint32_t cache_cap;
         struct sn_orphans *orphans; /* oldest first */

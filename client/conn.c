@@ -192,6 +192,9 @@ void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_rep
         p->port = p->thread = 0;
         p->salvage = NULL;
         p->relay = p->abandoned = p->gone = false;
+        p->fds = NULL;
+        p->nfds = 0;
+        p->fds_cut = false;
         pthread_cond_init(&p->cond, NULL);
         pthread_mutex_lock(&c->lock);
         if (++c->next_id == 0)
@@ -235,21 +238,35 @@ void sn__pending_remove(sn_conn_t *c, struct sn_pending *p)
         pthread_cond_destroy(&p->cond);
 }
 
-/* Called with c->lock held: decodes one received reply into its pending request. */
-static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len)
+/* Called with c->lock held: decodes one received reply into its pending request.  The
+ * descriptors that came with it go to a request that expects some (p->fds), are closed
+ * otherwise; fds_cut: the kernel dropped some (we ran out of descriptors). */
+static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsigned nfds,
+                    bool fds_cut)
 {
         const struct sn_msg_desc *d;
         struct snw_header h;
         struct sn_pending *p;
 
-        if (sn_msg_check(buf, len, &h, &d) < 0)
+        if (sn_msg_check(buf, len, &h, &d) < 0) {
+                sn__fds_close(fds, nfds);
                 return; /* nothing in it can be trusted, not even its id */
+        }
         for (p = c->pending; p; p = p->next)
                 if (p->id == h.id)
                         break;
+        if (!p || !p->fds || h.type != p->expect) {
+                sn__fds_close(fds, nfds);
+                nfds = 0;
+        }
         if (!p)
                 return;
         unlink_pending(c, p);
+        if (p->fds) {
+                memcpy(p->fds, fds, nfds * sizeof(int));
+                p->nfds = nfds;
+                p->fds_cut = fds_cut;
+        }
         if (h.type == SN_MSG_ERROR) {
                 p->status = h.status ? -(int)h.status : -EPROTO;
         } else if (h.type != p->expect) {
@@ -378,6 +395,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
 
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0;
+                bool cut;
                 struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 ssize_t n;
 
@@ -389,21 +407,23 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                                 ;
                         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
                 }
-                n = sn__fdmsg_recv(c->fd, c->rbuf, c->limits.max_message, fds, 0, &nfds, 0);
-                sn__fds_close(fds, nfds); /* the daemon never sends descriptors */
+                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, fds, &nfds, &cut,
+                                       0);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 pthread_mutex_lock(&c->lock);
                 w.locked = true;
                 w.reading = false;
                 c->reader_active = false;
-                if (n == -ETOOMANYREFS || n == -EMSGSIZE)
+                if (n <= 0)
+                        sn__fds_close(fds, nfds);
+                if (n == -EMSGSIZE)
                         continue;
                 if (n <= 0) {
                         conn_lost(c);
                         continue;
                 }
-                deliver(c, c->rbuf, (size_t)n);
+                deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
         }
         pthread_cleanup_pop(0);
         hand_off(c);
@@ -421,26 +441,28 @@ int sn__conn_pump(sn_conn_t *c)
         while (!c->broken && !c->reader_active) {
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0;
+                bool cut;
                 ssize_t n;
 
                 c->reader_active = true;
                 pthread_mutex_unlock(&c->lock);
-                n = sn__fdmsg_recv(c->fd, c->rbuf, c->limits.max_message, fds, 0, &nfds,
-                                   MSG_DONTWAIT);
-                sn__fds_close(fds, nfds);
+                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, fds, &nfds, &cut,
+                                       MSG_DONTWAIT);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 pthread_mutex_lock(&c->lock);
                 c->reader_active = false;
+                if (n <= 0)
+                        sn__fds_close(fds, nfds);
                 if (n == -EAGAIN || n == -EWOULDBLOCK)
                         break;
-                if (n == -ETOOMANYREFS || n == -EMSGSIZE)
+                if (n == -EMSGSIZE)
                         continue;
                 if (n <= 0) {
                         conn_lost(c);
                         break;
                 }
-                deliver(c, c->rbuf, (size_t)n);
+                deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
         }
         if (c->broken)
                 sn__async_lost(c);
@@ -559,7 +581,7 @@ static int handshake(sn_conn_t *c)
 {
         uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_hello_reply + 64];
         struct snw_hello hello = { .magic = SN_PROTO_MAGIC,
-                                  .version_min = SN_PROTO_VERSION,
+                                  .version_min = SN_PROTO_VERSION_MIN,
                                   .version_max = SN_PROTO_VERSION };
         const struct sn_msg_desc *d;
         struct snw_hello_reply rep;
@@ -599,8 +621,10 @@ static int handshake(sn_conn_t *c)
         if (h.type != SN_MSG_HELLO_REPLY || h.status)
                 return -EPROTO;
         snw_hello_reply_decode(sn_msg_body(buf), &rep);
-        if (rep.version != SN_PROTO_VERSION || rep.max_message < 4096 || rep.max_fds == 0)
+        if (rep.version < SN_PROTO_VERSION_MIN || rep.version > SN_PROTO_VERSION ||
+            rep.max_message < 4096 || rep.max_fds == 0)
                 return -EPROTO;
+        c->version = rep.version;
         c->limits = (sn_limits_t){
                 .max_message = rep.max_message,
                 .max_fds = SN_MIN(rep.max_fds, (uint32_t)SN_PROTO_MAX_FDS),

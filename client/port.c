@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "client/client.h"
+#include "common/fdmsg.h"
 #include "common/macro.h"
 
 static int64_t now_ms(void)
@@ -511,4 +512,179 @@ SN_EXPORT int sn_port_close(sn_port_t *port)
         }
         sn__port_unref(port);
         return r == -ECONNRESET ? 0 : r;
+}
+
+/* ---- handoff: linger times and taking sockets over ------------------------------------------ */
+
+SN_EXPORT int sn_port_set_linger(sn_port_t *port, uint32_t linger_ms)
+{
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_port_linger];
+        struct snw_port_linger body = { .linger_ms = linger_ms };
+        int r;
+
+        if (!port)
+                return -EINVAL;
+        r = sn__conn_usable(port->conn);
+        if (r < 0)
+                return r;
+        if (port->conn->version < 2)
+                return -EOPNOTSUPP;
+        body.port = port->id;
+        snw_port_linger_encode(sn_msg_begin(buf, SN_MSG_PORT_LINGER, 0, 0, 0, 0, 0), &body);
+        return sn__call(port->conn, buf, sizeof(buf), SN_MSG_PORT_LINGER_REPLY, NULL, NULL);
+}
+
+SN_EXPORT int sn_port_create_named_ex(sn_conn_t *c, const char *name,
+                                      const sn_port_options_t *opt, sn_port_t **ret_port)
+{
+        sn_port_options_t o = opt ? *opt : (sn_port_options_t){ 0 };
+        sn_port_t *port;
+        int r;
+
+        if (!name || !*name || !ret_port)
+                return -EINVAL;
+        r = sn__conn_usable(c);
+        if (r < 0)
+                return r;
+        if (o.linger_ms && c->version < 2)
+                return -EOPNOTSUPP;
+        r = port_get(c, SN_MSG_PORT_CREATE, name, o.concurrency, &port);
+        if (r < 0)
+                return r;
+        if (o.linger_ms) {
+                r = sn_port_set_linger(port, o.linger_ms);
+                if (r < 0) {
+                        sn_port_close(port); /* linger 0 yet: it closes with our handle */
+                        return r;
+                }
+        }
+        *ret_port = port;
+        return 0;
+}
+
+struct take_ctx {
+        struct snw_port_take_reply rep;
+        uint32_t n;
+        struct snw_registration items[SN_PROTO_MAX_FDS];
+};
+
+static void take_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
+                       const struct sn_msg_desc *d)
+{
+        struct take_ctx *ctx = p->ctx;
+        const uint8_t *it = sn_msg_array(buf, d, 1);
+
+        snw_port_take_reply_decode(sn_msg_body(buf), &ctx->rep);
+        ctx->n = SN_MIN(h->count, (uint32_t)SN_PROTO_MAX_FDS);
+        for (uint32_t i = 0; i < ctx->n; i++)
+                it = snw_registration_decode(it, &ctx->items[i]);
+}
+
+/* One PORT_TAKE round trip for at most max; fills out, returns how many (or a negative errno;
+ * -EMFILE after filling out when descriptors were missing). */
+static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, struct take_ctx *ctx)
+{
+        sn_conn_t *c = port->conn;
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_port_take];
+        struct snw_port_take body = { .port = port->id, .max = max };
+        int fds[SN_PROTO_MAX_FDS];
+        struct sn_pending p;
+        bool missing = false;
+        int r;
+
+        ctx->n = 0;
+        sn__pending_add(c, &p, SN_MSG_PORT_TAKE_REPLY, take_reply, ctx);
+        p.fds = fds;
+        snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, p.id, 0, 0, 0, 0), &body);
+        r = sn__send(c, buf, sizeof(buf), NULL, 0);
+        if (r < 0) {
+                sn__pending_remove(c, &p);
+                return r == -EPIPE ? -ECONNRESET : r;
+        }
+        r = sn__wait(c, &p);
+        if (r < 0) {
+                sn__fds_close(fds, p.nfds);
+                return r;
+        }
+        pthread_mutex_lock(&c->lock);
+        for (uint32_t i = 0; i < ctx->n && i < max; i++) {
+                const struct snw_registration *it = &ctx->items[i];
+                int fd = it->fd_index < p.nfds ? fds[it->fd_index] : -1;
+                struct stat st;
+
+                /* The daemon's word on the identity is checked: the cache must never map a
+                 * descriptor to another socket's registration. */
+                if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == it->dev &&
+                    (uint64_t)st.st_ino == it->ino)
+                        sn__cache_set(c, fd, it->dev, it->ino, port->id);
+                if (fd < 0)
+                        missing = true;
+                out[i] = (sn_taken_socket_t){
+                        .fd = fd,
+                        .previous_fd = it->client_fd == SN_PROTO_NO_FD ? -1 : (int)it->client_fd,
+                        .key = it->key,
+                        .filter = it->filter,
+                        .trigger = it->trigger,
+                        .enabled = it->op == SN_OP_ENABLE,
+                };
+        }
+        pthread_mutex_unlock(&c->lock);
+        /* Descriptors no item names (a daemon that sent more) are not ours to keep. */
+        for (uint32_t k = 0; k < p.nfds; k++) {
+                bool named = false;
+
+                for (uint32_t i = 0; i < ctx->n && i < max && !named; i++)
+                        named = ctx->items[i].fd_index == k;
+                if (!named)
+                        sn_close(fds[k]);
+        }
+        if (missing || p.fds_cut)
+                return -EMFILE;
+        return (int)SN_MIN(ctx->n, max);
+}
+
+SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint32_t max,
+                                   sn_take_info_t *info)
+{
+        struct take_ctx *ctx;
+        uint32_t taken = 0;
+        int r, busy = 0;
+
+        if (!port || (max && !out) || max > INT32_MAX)
+                return -EINVAL;
+        r = sn__conn_usable(port->conn);
+        if (r < 0)
+                return r;
+        if (port->conn->version < 2)
+                return -EOPNOTSUPP;
+        ctx = malloc(sizeof(*ctx));
+        if (!ctx)
+                return -ENOMEM;
+        for (;;) {
+                uint32_t ask = SN_MIN(max - taken, port->conn->limits.max_fds);
+
+                r = take_once(port, out + taken, ask, ctx);
+                if (r == -EAGAIN && ++busy < 1000) {
+                        /* Replies of other threads were still queued for us: they are being
+                         * read; ask again shortly. */
+                        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+                        continue;
+                }
+                if (r == -EMFILE) {
+                        /* Entries with fd -1 tell the caller; no more rounds. */
+                        taken += SN_MIN(ctx->n, ask);
+                        r = 0;
+                        break;
+                }
+                if (r < 0)
+                        break;
+                taken += (uint32_t)r;
+                if (!r || !ctx->rep.remaining || taken == max)
+                        break;
+        }
+        if (info && r >= 0)
+                *info = (sn_take_info_t){ .remaining = ctx->rep.remaining,
+                                          .holders = ctx->rep.holders };
+        free(ctx);
+        return r < 0 ? r : (int)taken;
 }

@@ -128,8 +128,10 @@ static BOOL fail(DWORD code)
 enum port_how { PORT_NEW, PORT_NAMED, PORT_OPEN };
 
 /* Makes a port (new, new and named, or opened by name) and a handle for it. */
-static HANDLE port_handle_new(enum port_how how, const char *name, DWORD threads)
+static HANDLE port_handle_new(enum port_how how, const char *name, DWORD threads,
+                              DWORD linger_ms)
 {
+        sn_port_options_t opt = { .concurrency = threads, .linger_ms = linger_ms };
         sn_conn_t *conn;
         sn_port_t *port;
         uint32_t idx;
@@ -164,7 +166,7 @@ static HANDLE port_handle_new(enum port_how how, const char *name, DWORD threads
         }
         /* The daemon call happens under the lock: creation is rare and keeps slots simple. */
         r = how == PORT_NEW     ? sn_port_create(conn, threads, &port)
-            : how == PORT_NAMED ? sn_port_create_named(conn, name, threads, &port)
+            : how == PORT_NAMED ? sn_port_create_named_ex(conn, name, &opt, &port)
                                 : sn_port_open(conn, name, &port);
         if (r < 0) {
                 pthread_mutex_unlock(&g_lock);
@@ -194,7 +196,7 @@ SN_EXPORT HANDLE sn_w32_create_io_completion_port(HANDLE file, HANDLE existing, 
                 return NULL;
         }
         (void)key; /* ignored for a new port (row 71) */
-        return port_handle_new(PORT_NEW, NULL, threads);
+        return port_handle_new(PORT_NEW, NULL, threads, 0);
 }
 
 SN_EXPORT HANDLE sn_w32_create_named_port(const char *name, DWORD threads)
@@ -204,7 +206,73 @@ SN_EXPORT HANDLE sn_w32_create_named_port(const char *name, DWORD threads)
                 sn_w32_set_last_error(ERROR_INVALID_PARAMETER);
                 return NULL;
         }
-        return port_handle_new(PORT_NAMED, name, threads);
+        return port_handle_new(PORT_NAMED, name, threads, 0);
+}
+
+SN_EXPORT HANDLE sn_w32_create_named_port_ex(const char *name, DWORD threads, DWORD linger_ms)
+{
+        pthread_once(&g_once, init_once);
+        if (!name || !*name || strlen(name) > 255) {
+                sn_w32_set_last_error(ERROR_INVALID_PARAMETER);
+                return NULL;
+        }
+        return port_handle_new(PORT_NAMED, name, threads, linger_ms);
+}
+
+SN_EXPORT BOOL sn_w32_set_port_linger(HANDLE h, DWORD linger_ms)
+{
+        sn_port_t *port = port_get(h);
+        int r;
+
+        if (!port)
+                return fail(ERROR_INVALID_HANDLE);
+        r = sn_port_set_linger(port, linger_ms);
+        sn__port_unref(port);
+        return r < 0 ? fail(sn__w32_map(r, SN_W32_CALL)) : TRUE;
+}
+
+SN_EXPORT BOOL sn_w32_take_port_sockets(HANDLE h, SN_TAKEN_SOCKET *sockets, ULONG count,
+                                        PULONG taken, PULONG remaining, PULONG holders)
+{
+        sn_port_t *port = port_get(h);
+        sn_taken_socket_t *t = NULL;
+        sn_take_info_t info = { 0 };
+        int r;
+
+        if (!port)
+                return fail(ERROR_INVALID_HANDLE);
+        if (!taken || (count && !sockets)) {
+                sn__port_unref(port);
+                return fail(ERROR_INVALID_PARAMETER);
+        }
+        *taken = 0;
+        if (count && !(t = calloc(count, sizeof(*t)))) {
+                sn__port_unref(port);
+                return fail(ERROR_NOT_ENOUGH_MEMORY);
+        }
+        r = sn_port_take_sockets(port, t, count, &info);
+        sn__port_unref(port);
+        if (r < 0) {
+                free(t);
+                return fail(sn__w32_map(r, SN_W32_CALL));
+        }
+        for (int i = 0; i < r; i++)
+                sockets[i] = (SN_TAKEN_SOCKET){
+                        .socket = t[i].fd >= 0 ? (SOCKET)t[i].fd : INVALID_SOCKET,
+                        .previousSocket = t[i].previous_fd >= 0 ? (SOCKET)t[i].previous_fd
+                                                                : INVALID_SOCKET,
+                        .completionKey = (PVOID)(uintptr_t)t[i].key,
+                        .eventFilter = t[i].filter,
+                        .triggerFlags = t[i].trigger,
+                        .enabled = t[i].enabled,
+                };
+        free(t);
+        *taken = (ULONG)r;
+        if (remaining)
+                *remaining = info.remaining;
+        if (holders)
+                *holders = info.holders;
+        return TRUE;
 }
 
 SN_EXPORT HANDLE sn_w32_open_port(const char *name)
@@ -214,7 +282,7 @@ SN_EXPORT HANDLE sn_w32_open_port(const char *name)
                 sn_w32_set_last_error(ERROR_INVALID_PARAMETER);
                 return NULL;
         }
-        return port_handle_new(PORT_OPEN, name, 0);
+        return port_handle_new(PORT_OPEN, name, 0, 0);
 }
 
 SN_EXPORT BOOL sn_w32_close_handle(HANDLE h)

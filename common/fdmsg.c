@@ -55,6 +55,17 @@ int sn__fdmsg_send(int sock, const void *buf, size_t len, const int *fds, unsign
 ssize_t sn__fdmsg_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds,
                        unsigned *ret_nfds, int flags)
 {
+        bool ctrunc;
+        ssize_t n = sn__fdmsg_recv_any(sock, buf, cap, fds, ret_nfds, &ctrunc, flags);
+
+        if (n > 0 && (ctrunc || *ret_nfds > max_fds))
+                return -ETOOMANYREFS;
+        return n;
+}
+
+ssize_t sn__fdmsg_recv_any(int sock, void *buf, size_t cap, int *fds, unsigned *ret_nfds,
+                           bool *ret_ctrunc, int flags)
+{
         union {
                 char buf[CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS)];
                 struct cmsghdr align;
@@ -64,16 +75,15 @@ ssize_t sn__fdmsg_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_f
                 .msg_iov = &iov,
                 .msg_iovlen = 1,
                 .msg_control = control.buf,
-                .msg_controllen = CMSG_SPACE(sizeof(int) * SN_MIN(max_fds, SN_PROTO_MAX_FDS)),
+                /* Room for the most a message may carry, so that unexpected ones are seen
+                 * (and closed by the caller) rather than cut off by the kernel. */
+                .msg_controllen = CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS),
         };
         unsigned got = 0;
         ssize_t n;
 
         *ret_nfds = 0;
-        if (!max_fds) {
-                /* Still offer room for one fd so that an unexpected one is seen and closed. */
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS);
-        }
+        *ret_ctrunc = false;
         do
                 n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);
@@ -97,8 +107,7 @@ ssize_t sn__fdmsg_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_f
                 }
         }
         *ret_nfds = got;
-        if (mh.msg_flags & MSG_CTRUNC || got > max_fds)
-                return -ETOOMANYREFS;
+        *ret_ctrunc = mh.msg_flags & MSG_CTRUNC;
         if (mh.msg_flags & MSG_TRUNC)
                 return -EMSGSIZE;
         return n;

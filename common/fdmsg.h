@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 /*
@@ -26,6 +27,12 @@ int sn__fdmsg_send(int sock, const void *buf, size_t len, const int *fds, unsign
  */
 ssize_t sn__fdmsg_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds,
                        unsigned *ret_nfds, int flags);
+
+/* sn__fdmsg_recv() taking every descriptor that came (fds holds SN_PROTO_MAX_FDS), and saying
+ * in *ret_ctrunc whether the kernel dropped some (the receiver ran out of descriptors); the
+ * message itself is returned all the same. */
+ssize_t sn__fdmsg_recv_any(int sock, void *buf, size_t cap, int *fds, unsigned *ret_nfds,
+                           bool *ret_ctrunc, int flags);
 
 /* Closes n descriptors of an array. */
 void sn__fds_close(const int *fds, unsigned n);

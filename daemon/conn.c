@@ -261,9 +261,16 @@ void conn_free(struct conn *c, uint32_t status)
                 if (p->nwaiters)
                         port_dispatch(p);
         }
-        /* Rule L3: its registrations go, on shared ports too, without REMOVE packets. */
-        while (!sn_list_empty(&c->regs))
-                reg_free(sn_list_first(&c->regs, struct reg, conn_link));
+        /* Rule L3: its registrations go, on shared ports too, without REMOVE packets; a port
+         * with a linger time keeps them, without an owner, for a successor to take over. */
+        while (!sn_list_empty(&c->regs)) {
+                struct reg *g = sn_list_first(&c->regs, struct reg, conn_link);
+
+                if (g->port->name && g->port->linger_ms)
+                        reg_orphan(g);
+                else
+                        reg_free(g);
+        }
         while (!sn_list_empty(&c->handles))
                 port_close_handle(sn_list_first(&c->handles, struct handle, conn_link), status);
         while (!sn_list_empty(&c->waits))
@@ -489,12 +496,14 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
                 return;
         }
         if (in.magic != SN_PROTO_MAGIC || in.version_min > SN_PROTO_VERSION ||
-            in.version_max < SN_PROTO_VERSION) {
+            in.version_max < SN_PROTO_VERSION_MIN || in.version_min > in.version_max) {
                 violation(c, h->id, EPROTONOSUPPORT, "no common protocol version");
                 conn_kill(c, "failed handshake");
                 return;
         }
         c->hello = true;
+        c->version = (uint16_t)SN_MIN(in.version_max, (uint16_t)SN_PROTO_VERSION);
+        out.version = c->version;
         evtimer_del(&c->hello_timer);
         live_conn(c);
         p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, h->id, 0, 0, 0, 0);
@@ -618,6 +627,93 @@ static void handle_post(struct conn *c, const struct snw_header *h, const uint8_
         snw_post_reply_encode(p, &out);
         conn_send(c, c->srv->wbuf, sn_msg_size(SN_MSG_POST_REPLY, 0, 0));
         port_dispatch(port);
+}
+
+static void handle_port_linger(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+{
+        struct snw_port_linger in;
+        struct snw_port_linger_reply out;
+        struct port *port;
+        int r;
+
+        snw_port_linger_decode(sn_msg_body(buf), &in);
+        port = port_find(c, in.port);
+        r = port ? port_set_linger(port, c, in.linger_ms) : -EBADF;
+        if (r < 0) {
+                server_count_call_error(c->srv, (uint32_t)-r);
+                reply_simple(c, SN_MSG_PORT_LINGER_REPLY, h->id, (uint32_t)-r);
+                return;
+        }
+        out.linger_ms = port->linger_ms;
+        snw_port_linger_reply_encode(sn_msg_begin(c->srv->wbuf, SN_MSG_PORT_LINGER_REPLY, h->id,
+                                                  0, 0, 0, 0), &out);
+        conn_send(c, c->srv->wbuf, sn_msg_size(SN_MSG_PORT_LINGER_REPLY, 0, 0));
+}
+
+/*
+ * PORT_TAKE: the one reply that carries descriptors.  It is sent at once or not at all: a reply
+ * queued behind others would have to keep its descriptors (and they would have to survive a
+ * re-exec), so a connection with replies waiting, or whose socket is full, gets EAGAIN and
+ * nothing changes hands.  The registrations become the caller's only once the kernel has taken
+ * the message, so a failed send loses nothing.
+ */
+static void handle_port_take(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+{
+        struct server *srv = c->srv;
+        struct snw_port_take in;
+        struct snw_port_take_reply out;
+        int fds[SN_PROTO_MAX_FDS];
+        struct port *port;
+        uint32_t max, n, err = 0;
+        uint8_t *p;
+        size_t len;
+        int r;
+
+        snw_port_take_decode(sn_msg_body(buf), &in);
+        port = port_find(c, in.port);
+        if (!port)
+                err = EBADF;
+        else if (in.flags)
+                err = EINVAL;
+        else if (!sn_list_empty(&c->outq))
+                err = EAGAIN;
+        if (err) {
+                server_count_call_error(srv, err);
+                reply_simple(c, SN_MSG_PORT_TAKE_REPLY, h->id, err);
+                return;
+        }
+        /* A batch: what the client asked, what one message may carry in descriptors and in
+         * bytes (both limits the client learnt at HELLO). */
+        max = SN_MIN(in.max, srv->limits.max_fds);
+        max = SN_MIN(max, (uint32_t)((srv->limits.max_message - SN_HEADER_SIZE -
+                                      SN_WIRE_SIZE_port_take_reply) /
+                                     SN_WIRE_SIZE_registration));
+        p = sn_msg_begin(srv->wbuf, SN_MSG_PORT_TAKE_REPLY, h->id, 0, 0, 0, 0);
+        n = port_take_prepare(port, p + SN_WIRE_SIZE_port_take_reply, fds, max);
+        out.remaining = port->norphans - n;
+        out.holders = port->nhandles - 1;
+        snw_port_take_reply_encode(p, &out);
+        len = sn_msg_size(SN_MSG_PORT_TAKE_REPLY, n, 0);
+        sn_msg_begin(srv->wbuf, SN_MSG_PORT_TAKE_REPLY, h->id, 0, (uint16_t)n, n, 0);
+        if (srv->live)
+                live_flush(srv);
+        srv->counters.messages_out++;
+        if (srv->trace)
+                trace(c, "->", srv->wbuf, len);
+        r = sn__fdmsg_send(c->fd, srv->wbuf, len, fds, n, MSG_DONTWAIT);
+        if (r == -EAGAIN || r == -EWOULDBLOCK) {
+                server_count_call_error(srv, EAGAIN);
+                reply_simple(c, SN_MSG_PORT_TAKE_REPLY, h->id, EAGAIN);
+                return;
+        }
+        if (r < 0) {
+                conn_kill(c, "sending failed");
+                return;
+        }
+        port_take_commit(port, c, n);
+        if (n)
+                log_debug("connection %llu (pid %d) took %u registration(s) of port %u",
+                          (unsigned long long)c->serial, (int)c->pid, n, port->id);
 }
 
 static void handle_socket_close(struct conn *c, const struct snw_header *h, const uint8_t *buf)
@@ -976,6 +1072,18 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                 break;
         case SN_MSG_CONTROL:
                 control_handle(c, h.id, sn_msg_array(buf, d, 1), h.count);
+                break;
+        case SN_MSG_PORT_LINGER:
+        case SN_MSG_PORT_TAKE:
+                if (c->version < 2) {
+                        violation(c, h.id, EOPNOTSUPP, "a version 2 request on a version 1 "
+                                                      "connection");
+                        break;
+                }
+                if (h.type == SN_MSG_PORT_LINGER)
+                        handle_port_linger(c, &h, buf);
+                else
+                        handle_port_take(c, &h, buf);
                 break;
         default:
                 violation(c, h.id, EPROTO, "a reply type sent as a request");

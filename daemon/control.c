@@ -156,11 +156,14 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
 
 static json_t *port_object(const struct port *p)
 {
-        return json_pack("{s:I, s:s?, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "id",
-                         (json_int_t)p->id, "name", p->name, "uid", (json_int_t)p->uid, "handles", (int)p->nhandles,
-                         "concurrency", (int)p->concurrency, "running", (int)p->nrunning,
-                         "registrations", (int)p->nregs, "queued", (int)p->nqueued,
-                         "posted", (int)p->nposted, "waiters", (int)p->nwaiters);
+        return json_pack("{s:I, s:s?, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i}",
+                         "id", (json_int_t)p->id, "name", p->name, "uid", (json_int_t)p->uid,
+                         "handles", (int)p->nhandles, "concurrency", (int)p->concurrency,
+                         "running", (int)p->nrunning, "registrations", (int)p->nregs,
+                         "queued", (int)p->nqueued, "posted", (int)p->nposted,
+                         "waiters", (int)p->nwaiters, "linger_ms", (json_int_t)p->linger_ms,
+                         "linger_left_ms", (json_int_t)port_linger_left(p),
+                         "ownerless", (int)p->norphans);
 }
 
 static json_t *bits(uint32_t v, const char *const *names, const uint32_t *values, size_t n)

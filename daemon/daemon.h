@@ -128,6 +128,7 @@ struct reg {
         bool in_epoll;
         bool parked;               /* hung up and nothing reportable: out of epoll */
         bool queued;               /* pkt is on port->queue */
+        bool ownerless;            /* on port->orphans: its creator ended, the port keeps it */
         /* EDGE transitions (registration.c): the OUT side's own epoll item on a duplicate. */
         int out_fd;                /* EDGE with OUT and IN or HANGUP: duplicate of fd, or -1 */
         bool out_in_epoll;
@@ -163,6 +164,11 @@ int server_slot_put(struct server *srv, struct reg *g, uint32_t slot);
 void server_slot_release(struct server *srv, struct reg *g);
 /* Frees a registration: out of epoll, registry and port, its packet dequeued, fd closed. */
 void reg_free(struct reg *reg);
+/* The registration's creator is gone but its port keeps it (a lingering port): it goes on the
+ * port's orphans, without a creator, until a PORT_TAKE gives it a new one. */
+void reg_orphan(struct reg *reg);
+/* Makes an ownerless registration conn's own (PORT_TAKE). */
+void reg_adopt_owner(struct reg *reg, struct conn *conn);
 /* Translates epoll readiness of one of the registration's epoll items (out_side: the EDGE OUT
  * item) into notification bits; handles rule 14 (fresh sockets), rule 15 (EDGE transitions) and
  * hung-up sockets.  0 means nothing to report. */
@@ -241,6 +247,15 @@ struct port {
         struct sn_list skips;   /* struct reg whose first EDGE report must be trimmed */
         uint32_t jr;            /* journal record (live.c), 0 for none */
         uint32_t jr_name[3];    /* and those of a long name's rest */
+        /* Handoff: a named port with linger_ms > 0 is kept that long once nhandles drops to
+         * 0 (lingering, linger_timer armed, linger_deadline CLOCK_MONOTONIC).  Registrations
+         * whose creator ended are kept on orphans (their conn_link) until taken (PORT_TAKE). */
+        uint32_t linger_ms;
+        bool lingering;
+        struct event linger_timer;
+        struct timespec linger_deadline;
+        struct sn_list orphans; /* struct reg without a creator */
+        uint32_t norphans;
 };
 
 /* Creates a port and conn's handle to it; name NULL or empty for a private port.  Returns 0,
@@ -261,6 +276,18 @@ int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint
 void port_close_handle(struct handle *h, uint32_t status);
 /* Closes the port at once (rule 9): every wait answered with status. */
 void port_free(struct port *port, uint32_t status);
+/* Sets a named port's linger time.  Returns 0, -EINVAL (no name) or -EDQUOT (over max-linger,
+ * logged for conn). */
+int port_set_linger(struct port *port, struct conn *conn, uint32_t linger_ms);
+/* Re-exec and restore: a port restored with no handle lingers for ms more (at least 1). */
+void port_linger_resume(struct port *port, uint32_t ms);
+/* Milliseconds a lingering port has left (0 when it does not linger). */
+uint32_t port_linger_left(const struct port *port);
+/* Takes up to max ownerless registrations of port for conn (encoded as registration items into
+ * items, their sockets into fds); they are conn's once the caller has sent them: call
+ * port_take_commit() then, with the same count.  Returns how many. */
+uint32_t port_take_prepare(struct port *port, uint8_t *items, int *fds, uint32_t max);
+void port_take_commit(struct port *port, struct conn *conn, uint32_t n);
 /* The port id as conn may use it, or NULL. */
 struct port *port_find(struct conn *conn, uint32_t id);
 struct handle *port_handle_of(struct conn *conn, uint32_t id);
@@ -356,6 +383,7 @@ struct conn {
         gid_t gid;
         bool hello;
         bool dead;
+        uint16_t version;         /* protocol version chosen at HELLO */
         struct sn_list handles;   /* struct handle */
         uint32_t nports;
         struct sn_list regs;      /* registrations this connection made */
@@ -564,6 +592,8 @@ void live_conn_request(struct conn *c, uint32_t id, bool begin);
 void live_conn_stage(struct conn *c, uint32_t id, bool active);
 void live_port(struct port *p);
 void live_port_gone(struct port *p);
+/* Its linger time or lingering state changed. */
+void live_port_linger(struct port *p);
 void live_handle(struct handle *h);
 void live_handle_gone(struct handle *h);
 void live_reg(struct reg *g);

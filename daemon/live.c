@@ -114,12 +114,13 @@ _Static_assert(sizeof(struct jr_header) <= JR_RECORD, "journal header size");
 /*
  * Fields by type:
  *   CONN    serial, dev, ino; u8a 1 while a request is handled, u32a its id; u8b 1 while a
- *           multi-part call is being received, u32b its id
- *   PORT    u32a id, u32b uid, u32c concurrency, u32d name length (0: unnamed), data: the
- *           name's first bytes
+ *           multi-part call is being received, u32b its id; u32c its protocol version (0: 1)
+ *   PORT    u32a id, u32b uid, u32c concurrency, u32d name length (0: unnamed), u32e linger
+ *           time (ms), u64a the linger deadline while it lingers (CLOCK_MONOTONIC ns; 0: it
+ *           does not), data: the name's first bytes
  *   NAME    u32a port id, u32b offset, u32c length, data: those bytes
  *   HANDLE  serial, u32a port id
- *   REG     serial (creator), dev, ino, u64a key, u32a port id, u32b client_fd, u32c filter,
+ *   REG     serial (creator; 0: kept without an owner by a lingering port), dev, ino, u64a key, u32a port id, u32b client_fd, u32c filter,
  *           u32d the events of its queued packet (0: none queued), u8a trigger, u8b state
  *           (enum reg_state)
  *   POSTED  u32a port id, u32b bytes, u64a key, u64b overlapped, u32c/u32d sequence (low, high)
@@ -502,6 +503,7 @@ void live_conn(struct conn *c)
         c->jr = i;
         r = rec(l, i);
         r->serial = c->serial;
+        r->u32c = c->version;
         header(l)->next_conn_serial = c->srv->next_conn_serial;
         r->dev = (uint64_t)st.st_dev;
         r->ino = (uint64_t)st.st_ino;
@@ -570,6 +572,21 @@ void live_port(struct port *p)
                 off += n;
         }
         header(l)->next_port_id = p->srv->next_port_id;
+        live_port_linger(p);
+}
+
+void live_port_linger(struct port *p)
+{
+        struct live *l = p->srv->live;
+        struct jr_record *r;
+
+        if (!l || !p->jr)
+                return;
+        r = rec(l, p->jr);
+        r->u32e = p->linger_ms;
+        r->u64a = p->lingering ? (uint64_t)p->linger_deadline.tv_sec * 1000000000u +
+                                         (uint64_t)p->linger_deadline.tv_nsec
+                               : 0;
 }
 
 void live_port_gone(struct port *p)
@@ -999,6 +1016,7 @@ static void restore_port(struct server *srv, const struct jr_record *const *name
 {
         char name[256];
         size_t len = SN_MIN(r->u32d, 255u);
+        struct port *p;
         int epfd;
 
         memcpy(name, r->data, SN_MIN(len, sizeof(r->data)));
@@ -1012,9 +1030,16 @@ static void restore_port(struct server *srv, const struct jr_record *const *name
         name[len] = 0;
         epfd = epoll_create1(EPOLL_CLOEXEC);
         if (epfd < 0 || port_of(srv, r->u32a) ||
-            !port_adopt(srv, r->u32a, len ? name : NULL, (uid_t)r->u32b, r->u32c, epfd, 0)) {
+            !(p = port_adopt(srv, r->u32a, len ? name : NULL, (uid_t)r->u32b, r->u32c, epfd,
+                             0))) {
                 sn_close(epfd);
                 return;
+        }
+        if (len) {
+                p->linger_ms = r->u32e;
+                /* Whether it lingered, and until when: read once its handles are back. */
+                p->linger_deadline.tv_sec = (time_t)(r->u64a / 1000000000u);
+                p->linger_deadline.tv_nsec = (long)(r->u64a % 1000000000u);
         }
         out->ports++;
 }
@@ -1073,6 +1098,7 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                         continue;
                 }
                 c->passed_fds = true; /* swept when its process is gone */
+                c->version = (uint16_t)(r->u32c ? SN_MIN(r->u32c, (uint32_t)SN_PROTO_VERSION) : 1);
                 srv->next_conn_serial = SN_MAX(srv->next_conn_serial, r->serial + 1);
                 out->conns++;
                 if (r->u8a) {
@@ -1112,15 +1138,24 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                     (p = lookup(ports, r->u32a)) && !port_handle_of(c, p->id))
                         port_handle_add(c, p);
         }
-        /* A port nobody holds any more went with its last handle. */
+        /* A port nobody holds any more went with its last handle, unless it lingers: then
+         * it goes on for what was left of its time. */
         for (struct sn_list *pos = srv->ports.next, *tmp = pos->next; pos != &srv->ports;
              pos = tmp, tmp = pos->next) {
                 struct port *p = sn_list_entry(pos, struct port, srv_link);
+                const struct timespec *d = &p->linger_deadline;
 
-                if (!p->nhandles) {
-                        port_free(p, ECANCELED);
-                        out->ports--;
+                if (p->nhandles)
+                        continue;
+                if (p->name && (d->tv_sec || d->tv_nsec)) {
+                        int64_t ms = ((int64_t)(d->tv_sec - now.tv_sec) * 1000000000 +
+                                      (d->tv_nsec - now.tv_nsec)) / 1000000;
+
+                        port_linger_resume(p, ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)UINT32_MAX));
+                        continue;
                 }
+                port_free(p, ECANCELED);
+                out->ports--;
         }
         free(ports);
         ports = index_of(srv, true);
@@ -1134,9 +1169,11 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 if (r->type != JR_REG)
                         continue;
                 fd = take_sock(t, nfds, r->dev, r->ino);
-                c = lookup(conns, r->serial);
+                c = r->serial ? lookup(conns, r->serial) : NULL;
                 p = lookup(ports, r->u32a);
-                if (fd < 0 || !c || !p || !port_handle_of(c, p->id)) {
+                /* Without an owner (serial 0): kept by its port, which must have a name. */
+                if (fd < 0 || !p || (r->serial && (!c || !port_handle_of(c, p->id))) ||
+                    (!r->serial && !p->name)) {
                         sn_close(fd);
                         out->dropped++;
                         continue;

@@ -72,6 +72,12 @@ int port_handle_add(struct conn *conn, struct port *p)
         conn->nports++;
         p->nhandles++;
         live_handle(h);
+        if (p->lingering) {
+                /* Opened again in time: it is held, no longer lingering. */
+                evtimer_del(&p->linger_timer);
+                p->lingering = false;
+                live_port_linger(p);
+        }
         return 0;
 }
 
@@ -86,6 +92,111 @@ static struct port *port_by_name(struct server *srv, uid_t uid, const char *name
                         return p;
         }
         return NULL;
+}
+
+/* ---- handoff: lingering ports and taking registrations over ------------------------------- */
+
+static void port_linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct port *p = arg;
+
+        log_debug("port %u (\"%s\"): linger time over, closed", p->id, p->name);
+        port_free(p, ECANCELED);
+}
+
+static void linger_arm(struct port *p, uint32_t ms)
+{
+        struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+        clock_gettime(CLOCK_MONOTONIC, &p->linger_deadline);
+        p->linger_deadline.tv_sec += ms / 1000;
+        p->linger_deadline.tv_nsec += (long)(ms % 1000) * 1000000;
+        if (p->linger_deadline.tv_nsec >= 1000000000) {
+                p->linger_deadline.tv_sec++;
+                p->linger_deadline.tv_nsec -= 1000000000;
+        }
+        p->lingering = true;
+        /* evtimer_add() fails only for a bad timeval: the port then waits to be taken. */
+        if (evtimer_add(&p->linger_timer, &tv) < 0)
+                log_warning("port %u: the linger timer could not be armed", p->id);
+        live_port_linger(p);
+}
+
+/* The last handle of a port with a linger time is gone: every registration on it is kept
+ * without an owner, and the port waits linger_ms for a process to open it again. */
+static void port_linger_begin(struct port *p)
+{
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &p->regs) {
+                struct reg *g = sn_list_entry(pos, struct reg, port_link);
+
+                if (g->creator)
+                        reg_orphan(g);
+        }
+        log_debug("port %u (\"%s\"): no handle left, lingers %u ms with %u registration(s)",
+                  p->id, p->name, p->linger_ms, p->nregs);
+        linger_arm(p, p->linger_ms);
+}
+
+void port_linger_resume(struct port *p, uint32_t ms)
+{
+        linger_arm(p, ms ? ms : 1);
+}
+
+uint32_t port_linger_left(const struct port *p)
+{
+        struct timespec now;
+        int64_t ms;
+
+        if (!p->lingering)
+                return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        ms = (int64_t)(p->linger_deadline.tv_sec - now.tv_sec) * 1000 +
+             (p->linger_deadline.tv_nsec - now.tv_nsec) / 1000000;
+        return ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)UINT32_MAX);
+}
+
+int port_set_linger(struct port *p, struct conn *conn, uint32_t linger_ms)
+{
+        struct server *srv = p->srv;
+
+        if (!p->name)
+                return -EINVAL; /* nobody could open it again */
+        if (linger_ms > srv->limits.max_linger_ms) {
+                server_log_refusal(srv, conn, conn->uid, "max-linger");
+                return -EDQUOT;
+        }
+        p->linger_ms = linger_ms;
+        live_port_linger(p);
+        return 0;
+}
+
+uint32_t port_take_prepare(struct port *p, uint8_t *items, int *fds, uint32_t max)
+{
+        struct sn_list *pos, *tmp;
+        uint32_t n = 0;
+
+        sn_list_foreach_safe(pos, tmp, &p->orphans) {
+                struct reg *g = sn_list_entry(pos, struct reg, conn_link);
+                struct snw_registration it = {
+                        .key = g->key, .dev = g->dev, .ino = g->ino, .filter = g->filter,
+                        .op = g->state == REG_ENABLED ? SN_OP_ENABLE : SN_OP_DISABLE,
+                        .trigger = g->trigger, .fd_index = n, .client_fd = g->client_fd,
+                };
+
+                if (n == max)
+                        break;
+                items = snw_registration_encode(items, &it);
+                fds[n++] = g->fd;
+        }
+        return n;
+}
+
+void port_take_commit(struct port *p, struct conn *conn, uint32_t n)
+{
+        while (n-- && !sn_list_empty(&p->orphans))
+                reg_adopt_owner(sn_list_first(&p->orphans, struct reg, conn_link), conn);
 }
 
 /*
@@ -157,6 +268,8 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         sn_list_init(&p->waiters);
         sn_list_init(&p->regs);
         sn_list_init(&p->skips);
+        sn_list_init(&p->orphans);
+        evtimer_assign(&p->linger_timer, srv->base, port_linger_cb, p);
         if (!concurrency) {
                 long n = sysconf(_SC_NPROCESSORS_ONLN);
                 concurrency = n > 0 ? (uint32_t)n : 1;
@@ -215,6 +328,8 @@ struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t
         sn_list_init(&p->waiters);
         sn_list_init(&p->regs);
         sn_list_init(&p->skips);
+        sn_list_init(&p->orphans);
+        evtimer_assign(&p->linger_timer, srv->base, port_linger_cb, p);
         event_assign(&p->ev, srv->base, p->epfd, EV_READ | EV_PERSIST | EV_ET, port_ready_cb, p);
         sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
@@ -283,6 +398,8 @@ void port_free(struct port *p, uint32_t status)
                 free(h);
         }
         event_del(&p->ev);
+        evtimer_del(&p->linger_timer);
+        p->lingering = false;
         /* Closing the epoll instance first drops every item at once (rule 9). */
         p->epfd = sn_close(p->epfd);
         sn_list_foreach_safe(pos, tmp, &p->queue) {
@@ -316,7 +433,7 @@ void port_close_handle(struct handle *h, uint32_t status)
         struct conn *conn = h->conn;
         struct sn_list *pos, *tmp;
 
-        if (p->nhandles == 1) {
+        if (p->nhandles == 1 && !(p->name && p->linger_ms)) {
                 port_free(p, status);
                 return;
         }
@@ -342,7 +459,10 @@ void port_close_handle(struct handle *h, uint32_t status)
         p->nhandles--;
         live_handle_gone(h);
         free(h);
-        port_dispatch(p);
+        if (!p->nhandles)
+                port_linger_begin(p);
+        else
+                port_dispatch(p);
 }
 
 struct handle *port_handle_of(struct conn *conn, uint32_t id)

@@ -31,7 +31,8 @@
 
 #define STATE_MAGIC "SNSTATE\0"
 #define STATE_END "SNSTEND\0"
-#define STATE_VERSION 2u /* 2: a registration's EDGE OUT side (its duplicate and state) */
+#define STATE_VERSION 3u /* 2: a registration's EDGE OUT side (its duplicate and state);
+                          * 3: a port's linger time and what is left of it */
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
@@ -121,7 +122,7 @@ static void save_conn(struct wbuf *b, const struct conn *c)
         put_u32(b, (uint32_t)c->pid);
         put_u32(b, (uint32_t)c->uid);
         put_u32(b, (uint32_t)c->gid);
-        put_u8(b, (uint8_t)(c->hello | c->passed_fds << 1));
+        put_u8(b, (uint8_t)(c->hello | c->passed_fds << 1 | (c->version & 0x3f) << 2));
         put_u32(b, c->violations);
         put_u8(b, st->active);
         if (st->active) {
@@ -155,6 +156,8 @@ static void save_port(struct wbuf *b, const struct port *p)
         put_u32(b, p->concurrency);
         put_u32(b, (uint32_t)p->epfd);
         put_u64(b, p->epoch);
+        put_u32(b, p->linger_ms);
+        put_u32(b, p->lingering ? port_linger_left(p) : 0);
         put_u32(b, p->nhandles);
         sn_list_foreach_safe(pos, tmp, &p->handles)
                 put_u64(b, sn_list_entry(pos, struct handle, port_link)->conn->serial);
@@ -429,10 +432,13 @@ static void load_conn(struct loader *l, uint32_t index)
                 fail(b, "connections out of order");
         if (l->srv && !b->bad) {
                 c = conn_adopt(l->srv, fd, &cred, serial, hello);
-                if (!c)
+                if (!c) {
                         fail(b, "out of memory");
-                else
+                } else {
+                        /* States before version 3 had only version-1 connections. */
+                        c->version = (uint16_t)SN_MAX(flags >> 2, 1);
                         l->conns[l->nconns++] = c;
+                }
         }
         if (c) {
                 c->violations = violations;
@@ -473,6 +479,8 @@ static void load_port(struct loader *l)
         uint32_t concurrency = get_u32(b);
         int epfd = get_fd(b);
         uint64_t epoch = get_u64(b);
+        uint32_t linger_ms = b->version >= 3 ? get_u32(b) : 0;
+        uint32_t linger_left = b->version >= 3 ? get_u32(b) : 0;
         struct port *p = NULL;
         struct wait_rec {
                 struct conn *conn;
@@ -485,6 +493,8 @@ static void load_port(struct loader *l)
                 p = port_adopt(srv, id, name, uid, concurrency, epfd, epoch);
                 if (!p)
                         fail(b, "out of memory");
+                else if (name)
+                        p->linger_ms = linger_ms;
         }
         for (uint32_t n = get_count(b, 8); n && !b->bad; n--) {
                 struct conn *c = conn_by_serial(l, get_u64(b));
@@ -603,6 +613,9 @@ static void load_port(struct loader *l)
                 free(res);
         }
         free(waits);
+        /* A port nobody holds was lingering: it goes on for what was left of its time. */
+        if (p && !b->bad && !p->nhandles)
+                port_linger_resume(p, linger_left);
 }
 
 static void load_state(struct loader *l)
@@ -622,7 +635,7 @@ static void load_state(struct loader *l)
         b->version = version;
         /* Version 1 (no EDGE OUT sides) is still read: an upgrade re-execs an older image's
          * state. */
-        if (version != STATE_VERSION && version != 1) {
+        if (version < 1 || version > STATE_VERSION) {
                 fail(b, "a state version this binary does not read");
                 return;
         }
@@ -738,7 +751,7 @@ int reexec_listen(int fd, int *ret_listen_fd, char *path, size_t pathsz, bool *r
         b.p = data;
         magic = take(&b, 8);
         if (!magic || memcmp(magic, STATE_MAGIC, 8) ||
-            ((b.version = get_u32(&b)) != STATE_VERSION && b.version != 1)) {
+            ((b.version = get_u32(&b)) < 1 || b.version > STATE_VERSION)) {
                 free(data);
                 return -EBADMSG;
         }

@@ -120,8 +120,7 @@ static void reg_out_close(struct reg *g)
                 log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
         g->out_in_epoll = false;
         g->out_fd = closer_close(g->out_fd);
-        if (g->creator)
-                g->creator->user->nsockets--;
+        g->port->user->nsockets--;
 }
 
 /* Makes the OUT side's duplicate if there is none.  Returns 0, -EDQUOT or -EMFILE... */
@@ -132,9 +131,9 @@ static int reg_out_open(struct reg *g)
         if (g->out_fd >= 0)
                 return 0;
         /* The duplicate is a socket the daemon holds for the user (quota, EMFILE). */
-        if (g->creator && g->creator->user->nsockets >= srv->limits.max_sockets_per_user) {
-                g->creator->user->refused++;
-                server_log_refusal(srv, g->creator, g->creator->uid, "max-sockets-per-user");
+        if (g->port->user->nsockets >= srv->limits.max_sockets_per_user && !srv->restoring) {
+                g->port->user->refused++;
+                server_log_refusal(srv, g->creator, g->port->uid, "max-sockets-per-user");
                 return -EDQUOT;
         }
         g->out_fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
@@ -142,8 +141,7 @@ static int reg_out_open(struct reg *g)
                 g->out_fd = -1;
                 return -errno;
         }
-        if (g->creator)
-                g->creator->user->nsockets++;
+        g->port->user->nsockets++;
         return 0;
 }
 
@@ -381,11 +379,17 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
                 return ENOMEM;
         }
         sn_list_add_tail(&port->regs, &g->port_link);
-        g->creator = creator;
-        sn_list_add_tail(&creator->regs, &g->conn_link);
-        creator->user->nsockets++;
-        creator->user->nregs++;
+        /* Charged to the port's user: the same as the creator's (only the creator's user can
+         * open a port), and still there once a lingering port keeps it without a creator. */
+        port->user->nsockets++;
+        port->user->nregs++;
         port->nregs++;
+        if (creator) {
+                g->creator = creator;
+                sn_list_add_tail(&creator->regs, &g->conn_link);
+        } else {
+                reg_orphan(g); /* a crash restore of a registration kept without an owner */
+        }
         srv->nregs++;
         err = reg_configure(g, filter, trigger);
         if (err)
@@ -430,12 +434,14 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
                 return NULL;
         }
         sn_list_add_tail(&port->regs, &g->port_link);
-        if (creator) {
-                sn_list_add_tail(&creator->regs, &g->conn_link);
-                creator->user->nsockets += g->out_fd >= 0 ? 2 : 1; /* EDGE OUT side */
-                creator->user->nregs++;
-        }
+        g->ownerless = false;
+        port->user->nsockets += g->out_fd >= 0 ? 2 : 1; /* EDGE OUT side */
+        port->user->nregs++;
         port->nregs++;
+        if (creator)
+                sn_list_add_tail(&creator->regs, &g->conn_link);
+        else
+                reg_orphan(g);
         srv->nregs++;
         return g;
 }
@@ -503,7 +509,7 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                         err = EDQUOT;
                         break;
                 }
-                if (conn->user->nsockets >= srv->limits.max_sockets_per_user &&
+                if (port->user->nsockets >= srv->limits.max_sockets_per_user &&
                     !srv->restoring) {
                         conn->user->refused++;
                         server_log_refusal(srv, conn, conn->uid, "max-sockets-per-user");
@@ -533,6 +539,11 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                 reg_epoll_remove(g);
                 reg_skip_clear(g);
                 g->state = REG_REMOVING;
+                if (g->ownerless) {
+                        sn_list_del(&g->conn_link);
+                        g->ownerless = false;
+                        port->norphans--;
+                }
                 live_reg(g);
                 port_queue_reg(port, g, SN_EVENT_REMOVE);
                 break;
@@ -564,10 +575,10 @@ void reg_free(struct reg *g)
         server_slot_release(srv, g);
         sn_list_del(&g->port_link);
         sn_list_del(&g->conn_link);
-        if (g->creator) {
-                g->creator->user->nsockets--;
-                g->creator->user->nregs--;
-        }
+        if (g->ownerless)
+                port->norphans--;
+        port->user->nsockets--;
+        port->user->nregs--;
         port->nregs--;
         srv->nregs--;
         closer_close(g->fd);
@@ -654,8 +665,38 @@ int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino, uint32_t cli
 {
         struct reg *g = registry_find(&conn->srv->registry, dev, ino);
 
-        if (!g || g->creator != conn || g->client_fd != client_fd)
+        /* A registration taken over (PORT_TAKE) has no known descriptor number: any of its
+         * new owner's will do. */
+        if (!g || g->creator != conn ||
+            (g->client_fd != client_fd && g->client_fd != SN_PROTO_NO_FD))
                 return -ENOENT;
         reg_free(g);
         return 0;
+}
+
+void reg_orphan(struct reg *g)
+{
+        struct port *p = g->port;
+
+        sn_list_del(&g->conn_link);
+        g->creator = NULL;
+        /* One being removed only waits for its REMOVE entry: nothing to take over. */
+        if (g->state != REG_REMOVING && !g->ownerless) {
+                sn_list_add_tail(&p->orphans, &g->conn_link);
+                g->ownerless = true;
+                p->norphans++;
+        }
+        live_reg(g);
+}
+
+void reg_adopt_owner(struct reg *g, struct conn *conn)
+{
+        sn_list_del(&g->conn_link);
+        if (g->ownerless)
+                g->port->norphans--;
+        g->ownerless = false;
+        g->creator = conn;
+        g->client_fd = SN_PROTO_NO_FD;
+        sn_list_add_tail(&conn->regs, &g->conn_link);
+        live_reg(g);
 }

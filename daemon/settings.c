@@ -45,6 +45,7 @@ const struct limits settings_default_limits = {
         .max_staged_per_user = 131072,
         .max_output_per_user = 64u << 20,
         .handshake_timeout_ms = 10000,
+        .max_linger_ms = 600000,
 };
 
 #define LIMIT(n, field, lo, hi, h) { n, offsetof(struct limits, field), lo, hi, h }
@@ -72,6 +73,8 @@ const struct limit_option settings_limit_options[] = {
               "bytes of replies and waiting calls of one user"),
         LIMIT("handshake-timeout", handshake_timeout_ms, 10, 3600000,
               "milliseconds a new connection has to send HELLO"),
+        LIMIT("max-linger", max_linger_ms, 0, 86400000,
+              "milliseconds a named port may be kept after its last handle closes"),
 };
 #undef LIMIT
 const size_t settings_nlimit_options = SN_ARRAY_SIZE(settings_limit_options);

@@ -32,6 +32,7 @@ struct limits {
         uint32_t max_staged_per_user;      /* items of unfinished multi-part calls */
         uint32_t max_output_per_user;      /* bytes: queued replies and parked calls' results */
         uint32_t handshake_timeout_ms;     /* HELLO must come within this */
+        uint32_t max_linger_ms;            /* longest linger time of a named port */
 };
 
 /* The most registration items one PROCESS call may carry, all parts together: its reply (header,

@@ -32,7 +32,7 @@ static json_t *errors_object(const uint64_t *counts)
 static json_t *limits_object(const struct limits *l)
 {
         return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i,"
-                         " s:i, s:i, s:i}",
+                         " s:i, s:i, s:i, s:i}",
                          "max_message", (int)l->max_message,
                          "max_fds", (int)l->max_fds,
                          "max_call_items", (int)limits_call_items(l),
@@ -49,7 +49,8 @@ static json_t *limits_object(const struct limits *l)
                          "max_posted_per_user", (int)l->max_posted_per_user,
                          "max_staged_per_user", (int)l->max_staged_per_user,
                          "max_output_per_user", (int)l->max_output_per_user,
-                         "handshake_timeout_ms", (int)l->handshake_timeout_ms);
+                         "handshake_timeout_ms", (int)l->handshake_timeout_ms,
+                         "max_linger_ms", (int)l->max_linger_ms);
 }
 
 static json_t *user_object(const struct user *u, uid_t uid)

@@ -269,9 +269,11 @@ typedef struct sn_take_info {
  * previous owner dequeued is disarmed: ENABLE it again to hear of it.  Descriptors travel in
  * batches of at most sn_limits_t.max_fds; the call loops until max are taken or none is left.
  * Returns how many were taken (0: none without an owner), and info (may be NULL) says what is
- * left.  Errors: -EBADF (port closed), -EMFILE (the caller ran out of descriptors: the entries
- * from the first with fd -1 on are the caller's registrations but their sockets did not arrive;
- * remove them by closing the port or with REMOVE), -ECONNRESET.
+ * left.  An entry whose fd is -1 is the caller's registration but its socket did not arrive
+ * (the caller ran out of descriptors, EMFILE): the call stops after that batch; such a
+ * registration ends with the port or the connection.  Errors: -EBADF (port closed),
+ * -EOPNOTSUPP (a daemon older than protocol version 2), -EAGAIN (the daemon could not send for
+ * a second), -ECONNRESET.
  */
 SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint32_t max,
                                    sn_take_info_t *info);

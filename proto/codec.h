@@ -18,7 +18,8 @@
 #include "proto/messages.def"
 
 #define SN_PROTO_MAGIC 0x46544e53u
-#define SN_PROTO_VERSION 1
+#define SN_PROTO_VERSION 2     /* the newest version spoken */
+#define SN_PROTO_VERSION_MIN 1 /* the oldest */
 #define SN_PROTO_REPLY_BIT 0x80
 #define SN_PROTO_NO_FD 0xffffffffu
 #define SN_PROTO_PROCESS_PART 0x1u
