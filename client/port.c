@@ -682,6 +682,9 @@ SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint
                 if (!r || !ctx->rep.remaining || taken == max)
                         break;
         }
+        /* A later batch that failed does not hide the earlier ones: they are the caller's. */
+        if (r < 0 && taken)
+                r = 0;
         if (info && r >= 0)
                 *info = (sn_take_info_t){ .remaining = ctx->rep.remaining,
                                           .holders = ctx->rep.holders };

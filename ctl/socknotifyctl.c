@@ -447,14 +447,24 @@ static void ports_table(json_t *items)
         json_t *it;
 
         json_array_foreach(items, i, it) {
-                char f[9][24];
+                char f[9][24], linger[64] = "-";
                 const char *name = json_string_value(json_object_get(it, "name"));
+                json_int_t ms = json_integer_value(json_object_get(it, "linger_ms"));
+                json_int_t left = json_integer_value(json_object_get(it, "linger_left_ms"));
+                json_int_t own = json_integer_value(json_object_get(it, "ownerless"));
 
+                /* The linger time; while it lingers, what is left and what it keeps. */
+                if (left)
+                        snprintf(linger, sizeof(linger), "%lldms, %lldms left, %lld ownerless",
+                                 (long long)ms, (long long)left, (long long)own);
+                else if (ms)
+                        snprintf(linger, sizeof(linger), own ? "%lldms, %lld ownerless" : "%lldms",
+                                 (long long)ms, (long long)own);
                 table_add(&t, num(it, "id", f[0], 24), name ? name : "-",
                           num(it, "uid", f[1], 24), num(it, "handles", f[2], 24),
                           num(it, "concurrency", f[3], 24), num(it, "running", f[4], 24),
                           num(it, "registrations", f[5], 24), num(it, "queued", f[6], 24),
-                          num(it, "posted", f[7], 24), num(it, "waiters", f[8], 24), "-");
+                          num(it, "posted", f[7], 24), num(it, "waiters", f[8], 24), linger);
         }
         table_print(&t);
 }

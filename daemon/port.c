@@ -453,6 +453,17 @@ void port_close_handle(struct handle *h, uint32_t status)
                 if (r->conn == conn)
                         runner_free(r);
         }
+        /* On a port with a linger time, letting go of it hands the connection's registrations
+         * on it to the port, as ending the connection would: a successor holding it takes them
+         * over (a walk of the connection's own registrations, bounded by its quota). */
+        if (p->name && p->linger_ms) {
+                sn_list_foreach_safe(pos, tmp, &conn->regs) {
+                        struct reg *g = sn_list_entry(pos, struct reg, conn_link);
+
+                        if (g->port == p)
+                                reg_orphan(g);
+                }
+        }
         sn_list_del(&h->port_link);
         sn_list_del(&h->conn_link);
         conn->nports--;

@@ -658,6 +658,9 @@ void server_free(struct server *srv)
         live_stop(srv, false);
         while (!sn_list_empty(&srv->conns))
                 conn_free(sn_list_first(&srv->conns, struct conn, link), ESHUTDOWN);
+        /* Lingering ports: nobody holds them, and the daemon stops. */
+        while (!sn_list_empty(&srv->ports))
+                port_free(sn_list_first(&srv->ports, struct port, srv_link), ESHUTDOWN);
         if (srv->base) {
                 if (event_initialized(&srv->listen_ev))
                         event_del(&srv->listen_ev);

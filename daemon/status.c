@@ -89,9 +89,10 @@ char *server_status_json(struct server *srv, uid_t uid)
         char *text;
 
         clock_gettime(CLOCK_MONOTONIC, &now);
-        doc = json_pack("{s:s, s:i, s:i, s:f, s:s?, s:I, s:I, s:o, s:o}",
+        doc = json_pack("{s:s, s:i, s:i, s:i, s:f, s:s?, s:I, s:I, s:o, s:o}",
                         "version", PACKAGE_VERSION,
                         "protocol", SN_PROTO_VERSION,
+                        "protocol_min", SN_PROTO_VERSION_MIN,
                         "pid", (int)getpid(),
                         "uptime_seconds", (double)(now.tv_sec - srv->started.tv_sec) +
                                 (double)(now.tv_nsec - srv->started.tv_nsec) / 1e9,

@@ -284,11 +284,16 @@ SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint
  * named port with linger_ms, registers each socket with key its index (0 for the first,
  * SD_LISTEN_FDS_START) on it, ONESHOT and LEVEL with SN_REGISTER_EVENT_IN, and returns the port
  * open (*ret_port; NULL to close it at once, leaving it to linger).  The descriptors stay open
- * in the caller.  Returns how many sockets were parked, or -ENOENT (no LISTEN_FDS for this
- * process), -EEXIST (the name is taken), and the errors of the calls above.
+ * in the caller.  All or nothing: when one socket is refused, the port is closed again.
+ * Returns how many sockets were parked, or -ENOENT (no LISTEN_FDS for this process), -EINVAL
+ * (LISTEN_FDS malformed, or linger_ms 0 with ret_port NULL: nothing would be kept), -EBADF or
+ * -ENOTSOCK (a passed descriptor is closed or not a socket), -EEXIST (the name is taken), and
+ * the errors of the calls above.
  * sn_listen_fds_take() is the later instance's half: it opens the named port, takes every
- * socket parked on it, and stores their descriptors in fds (at most max, in key order).
- * Returns how many, or -ENOENT (no such port).  socknotify-handoff(1) does both for a program.
+ * socket parked on it, and stores their descriptors in fds (at most max, in key order; sockets
+ * beyond max stay parked).  Returns how many (0: none without an owner), or -ENOENT (no such
+ * port), -EMFILE (out of descriptors: none is kept, nothing parked is lost).
+ * socknotify-handoff(1) does both for a program.
  */
 SN_EXPORT int sn_listen_fds_park(sn_conn_t *conn, const char *name, uint32_t linger_ms,
                                  sn_port_t **ret_port);

@@ -137,6 +137,7 @@
         X(L4, DIVERGES, "bounded memory: one packet per registration, a posted bound")                     \
         X(L5, 0, "another client's registrations cannot be touched")                                \
         X(L6, 0, "garbage in: an error reply, nothing lost, others unaffected")                     \
+        X(L7, 0, "handoff: a lingering port outlives its killed process; a successor takes over")   \
         X(case_unix, 0, "Unix stream, datagram and seqpacket sockets")                              \
         X(case_peer_sends_and_closes, 0, "IN then HANGUP, the data still readable")                 \
         X(case_send_buffer, 0, "OUT stops when the send buffer fills and comes back")               \

@@ -466,6 +466,110 @@ void conf_L6(int _i)
         ck_assert_uint_eq(e.lpCompletionKey, 6);
 }
 
+/*
+ * L7: a named port with a linger time outlives its process, killed with SIGKILL: the daemon keeps
+ * its sockets open and watched and queues what happens meanwhile; a process of the same user
+ * opens the port, takes the sockets over with their keys and gets what was queued; a one-shot
+ * entry the dead process had dequeued is not delivered again until the socket is re-enabled.
+ */
+void conf_L7(int _i)
+{
+        int cl1, sv1, cl2, sv2, pipefd[2];
+        SN_TAKEN_SOCKET t[4], *t1 = NULL, *t2 = NULL;
+        ULONG taken, remaining = 1, holders = 1, total = 0;
+        HANDLE q;
+        pid_t pid;
+        char c;
+
+        tcp_pair(&cl1, &sv1); /* LEVEL, key 71 */
+        tcp_pair(&cl2, &sv2); /* LEVEL | ONESHOT, key 72, its entry dequeued by the child */
+        ck_assert_int_eq(pipe(pipefd), 0);
+        ck_assert_int_eq(send(cl2, "a", 1, 0), 1);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                SOCK_NOTIFY_REGISTRATION r[2] = {
+                        { .socket = (SOCKET)sv1, .completionKey = (PVOID)71, .eventFilter = F_IN,
+                          .operation = OP_ENABLE, .triggerFlags = LEVEL },
+                        { .socket = (SOCKET)sv2, .completionKey = (PVOID)72, .eventFilter = F_IN,
+                          .operation = OP_ENABLE, .triggerFlags = LEVEL | ONESHOT },
+                };
+                OVERLAPPED_ENTRY e;
+                UINT32 got = 0;
+                WSADATA wsa;
+                HANDLE p;
+
+                WSAStartup(WINSOCK_VERSION, &wsa);
+                p = SnCreateNamedIoCompletionPortEx("conf-l7", 0, 10000);
+                if (!p || ProcessSocketNotifications(p, 2, r, 1000, 1, &e, &got) ||
+                    r[0].registrationResult || r[1].registrationResult || got != 1 ||
+                    e.lpCompletionKey != 72)
+                        _exit(1);
+                close(sv1); /* plain close(): the daemon's copies stay */
+                close(sv2);
+                if (write(pipefd[1], "r", 1) != 1)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        close(sv1);
+        close(sv2);
+        ck_assert_int_eq(read(pipefd[0], &c, 1), 1);
+        kill(pid, SIGKILL);
+        ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+        /* The process is gone, its port lingers: the connections stay open and watched. */
+        ck_assert(!peer_closed(cl1, 100));
+        ck_assert(!peer_closed(cl2, 0));
+        ck_assert_int_eq(send(cl1, "b", 1, 0), 1);
+        q = SnOpenIoCompletionPort("conf-l7");
+        ck_assert_ptr_nonnull(q);
+        /* Until the daemon has seen the child go, its registrations still have an owner. */
+        for (int i = 0; i < 200 && (total < 2 || remaining || holders); i++) {
+                ck_assert(SnTakeIoCompletionPortSockets(q, t + total, 4 - total, &taken,
+                                                        &remaining, &holders));
+                total += taken;
+                if (!taken)
+                        usleep(10 * 1000);
+        }
+        ck_assert_uint_eq(total, 2);
+        ck_assert_uint_eq(remaining, 0);
+        ck_assert_uint_eq(holders, 0);
+        for (ULONG i = 0; i < total; i++) {
+                ck_assert(t[i].socket != INVALID_SOCKET);
+                ck_assert_uint_eq(t[i].eventFilter, F_IN);
+                ck_assert(t[i].enabled);
+                if ((uintptr_t)t[i].completionKey == 71)
+                        t1 = &t[i];
+                else if ((uintptr_t)t[i].completionKey == 72)
+                        t2 = &t[i];
+        }
+        ck_assert(t1 && t2);
+        ck_assert_uint_eq(t1->triggerFlags, LEVEL | PERSISTENT);
+        ck_assert_uint_eq(t2->triggerFlags, LEVEL | ONESHOT);
+        /* What was queued while nobody held the port is delivered to the successor. */
+        ck_assert_uint_eq(one(q, 71), E_IN);
+        ck_assert_int_eq(recv((int)t1->socket, &c, 1, 0), 1);
+        ck_assert_int_eq(c, 'b');
+        /* The one-shot entry went to the dead process: disarmed, nothing comes again... */
+        none(q, 150);
+        /* ...until the successor enables it again: same port, the key kept (rule 4). */
+        ck_assert_uint_eq(reg(q, t2->socket, 999, F_IN, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(q, 72), E_IN);
+        ck_assert_int_eq(recv((int)t2->socket, &c, 1, 0), 1);
+        ck_assert_int_eq(c, 'a');
+        /* A taken socket is the successor's own: closesocket() ends it for the peer (L1). */
+        ck_assert_int_eq(closesocket(t1->socket), 0);
+        ck_assert(peer_closed(cl1, 2000));
+        ck_assert_int_eq(closesocket(t2->socket), 0);
+        ck_assert(peer_closed(cl2, 2000));
+        ck_assert(SnSetIoCompletionPortLinger(q, 0));
+        ck_assert(CloseHandle(q));
+        close(cl1);
+        close(cl2);
+        close(pipefd[0]);
+        close(pipefd[1]);
+}
+
 void conf_case_unix(int _i)
 {
         int types[] = { SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET };

@@ -540,6 +540,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         client_close(&cl[1]);
         for (int i = 0; i < 64 && (srv->nconns || !sn_list_empty(&srv->dead)); i++)
                 event_base_loop(srv->base, EVLOOP_NONBLOCK);
+        /* Ports left lingering (handoff) hold what they kept until their timer: expire them
+         * now, as the timer would, and everything must be gone then too. */
+        for (struct sn_list *pos = srv->ports.next, *tmp = pos->next; pos != &srv->ports;
+             pos = tmp, tmp = pos->next) {
+                struct port *pt = sn_list_entry(pos, struct port, srv_link);
+
+                if (pt->lingering)
+                        port_free(pt, ECANCELED);
+        }
         check_clean(fds_before, events_before);
         return 0;
 }

@@ -51,6 +51,30 @@ static void m_port_create(struct msg *m, uint32_t id, uint32_t conc, const char 
         m->len = (size_t)(p + n - m->b);
 }
 
+static void m_hello2(struct msg *m)
+{
+        struct snw_hello h = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 2 };
+        uint8_t *p = sn_msg_begin(m->b, SN_MSG_HELLO, 1, 0, 0, 0, 0);
+
+        m->len = (size_t)(snw_hello_encode(p, &h) - m->b);
+}
+
+static void m_port_linger(struct msg *m, uint32_t id, uint32_t port, uint32_t ms)
+{
+        struct snw_port_linger b = { .port = port, .linger_ms = ms };
+        uint8_t *p = sn_msg_begin(m->b, SN_MSG_PORT_LINGER, id, 0, 0, 0, 0);
+
+        m->len = (size_t)(snw_port_linger_encode(p, &b) - m->b);
+}
+
+static void m_port_take(struct msg *m, uint32_t id, uint32_t port, uint32_t max)
+{
+        struct snw_port_take b = { .port = port, .max = max };
+        uint8_t *p = sn_msg_begin(m->b, SN_MSG_PORT_TAKE, id, 0, 0, 0, 0);
+
+        m->len = (size_t)(snw_port_take_encode(p, &b) - m->b);
+}
+
 static void m_port_open(struct msg *m, uint32_t id, const char *name)
 {
         uint32_t n = (uint32_t)strlen(name);
@@ -307,6 +331,12 @@ static void gen_decoder(void)
         write_decoder("status-reply", &m);
         m_thread_exit(&m, 9);
         write_decoder("thread-exit", &m);
+        m_hello2(&m);
+        write_decoder("hello-v2", &m);
+        m_port_linger(&m, 11, 1, 5000);
+        write_decoder("port-linger", &m);
+        m_port_take(&m, 12, 1, 253);
+        write_decoder("port-take", &m);
         m_empty(&m, SN_MSG_THREAD_EXIT_REPLY, 9);
         write_decoder("thread-exit-reply", &m);
         m_empty(&m, SN_MSG_PORT_CLOSE_REPLY, 4);
@@ -459,6 +489,34 @@ static void gen_daemon(void)
         s_op(&s, true, 2, 2); /* the victim goes away with a wait parked */
         m_post(&m, 4, PORT1, 2);
         s_msg(&s, false, &m, 0);
+        s_end(&s);
+
+        s = s_begin("linger-take");
+        m_hello2(&m);
+        s_msg(&s, false, &m, 0);
+        m_port_create(&m, 2, 1, "handoff");
+        s_msg(&s, false, &m, 0);
+        m_port_linger(&m, 3, PORT1, 5000);
+        s_msg(&s, false, &m, 0);
+        {
+                const struct item it[] = { enable_level, enable_edge_oneshot };
+                m_process(&m, 4, PORT1, 0, 0, 0, it, 2);
+                s_msg(&s, false, &m, 0);
+        }
+        m_post(&m, 5, PORT1, 1);
+        s_msg(&s, false, &m, 0);
+        m_hello2(&m);
+        s_msg(&s, true, &m, 0);
+        m_port_open(&m, 2, "handoff");
+        s_msg(&s, true, &m, 0);
+        s_op(&s, false, 2, 2); /* the creator goes away: its registrations stay, ownerless */
+        s_op(&s, false, 4, 0x00); /* POKE: data meanwhile */
+        m_port_take(&m, 3, PORT1, 253);
+        s_msg(&s, true, &m, 0);
+        m_process(&m, 4, PORT1, 0, 4, 0, NULL, 0);
+        s_msg(&s, true, &m, 0);
+        m_port(&m, SN_MSG_PORT_CLOSE, 5, PORT1); /* lingers again */
+        s_msg(&s, true, &m, 0);
         s_end(&s);
 
         s = s_begin("status-socket-close-thread-exit");

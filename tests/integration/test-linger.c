@@ -143,6 +143,24 @@ START_TEST(test_lingering_port_is_taken_over)
         ck_assert_int_eq(send(cl, "hello", 5, 0), 5);
 
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        /* The operator's view: the port lingers, with one ownerless registration. */
+        {
+                char *text = NULL;
+                json_t *doc, *it;
+
+                ck_assert_int_eq(sn_conn_control(c, "{\"verb\":\"ports\"}", &text), 0);
+                doc = json_loads(text, 0, NULL);
+                ck_assert_ptr_nonnull(doc);
+                it = json_array_get(json_object_get(doc, "items"), 0);
+                ck_assert_str_eq(json_string_value(json_object_get(it, "name")), "svc");
+                ck_assert_int_eq(json_integer_value(json_object_get(it, "handles")), 0);
+                ck_assert_int_eq(json_integer_value(json_object_get(it, "linger_ms")), 5000);
+                ck_assert_int_gt(json_integer_value(json_object_get(it, "linger_left_ms")), 0);
+                ck_assert_int_le(json_integer_value(json_object_get(it, "linger_left_ms")), 5000);
+                ck_assert_int_eq(json_integer_value(json_object_get(it, "ownerless")), 1);
+                json_decref(doc);
+                free(text);
+        }
         ck_assert_int_eq(take_all(c, "svc", &p, t, 4), 1);
         ck_assert_int_ge(t[0].fd, 0);
         ck_assert_int_eq(t[0].previous_fd, sv);
@@ -261,10 +279,9 @@ START_TEST(test_take_while_creator_alive_takes_nothing)
         ck_assert_int_eq(sn_port_take_sockets(pb, &t, 1, &info), 0);
         ck_assert_uint_eq(info.holders, 1);
         ck_assert_uint_eq(info.remaining, 0);
-        /* The creator's connection ends (the port is still held by b): the registration is
-         * kept without an owner, and b takes it. */
-        sn_conn_close(a);
-        usleep(50 * 1000);
+        /* The creator lets go of the port (its connection lives on; the port is still held
+         * by b): the registration is kept without an owner, and b takes it. */
+        sn_port_close(pa);
         ck_assert_int_eq(sn_port_take_sockets(pb, &t, 1, &info), 1);
         ck_assert_uint_eq(info.holders, 0);
         ck_assert_uint_eq(t.key, 9);
@@ -273,6 +290,7 @@ START_TEST(test_take_while_creator_alive_takes_nothing)
         close(t.fd);
         sn_port_close(pb); /* lingers 2 s more; the daemon stops before */
         sn_conn_close(b);
+        sn_conn_close(a);
         close(cl);
 }
 END_TEST

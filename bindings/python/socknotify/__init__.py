@@ -26,13 +26,14 @@ root), else ``/run/socknotify/socknotify.sock`` (also when no daemon listens at 
 """
 
 from ._client import (INFINITE, Connection, Entry, Event, Filter, Limits, Op, Port,
-                      ProcessResult, Registration, SocknotifyError, Trigger, default_path,
-                      default_paths, win32_code)
+                      ProcessResult, Registration, SocknotifyError, TakenSocket, TakeResult,
+                      Trigger, default_path, default_paths, win32_code)
 from .selector import Selector
 
 __all__ = [
     "INFINITE", "Connection", "Entry", "Event", "Filter", "Limits", "Op", "Port",
-    "ProcessResult", "Registration", "Selector", "SocknotifyError", "Trigger", "default_path",
+    "ProcessResult", "Registration", "Selector", "SocknotifyError", "TakenSocket", "TakeResult",
+    "Trigger", "default_path",
     "default_paths",
     "new_event_loop", "win32_code",
 ]

@@ -22,6 +22,7 @@ import os
 import socket
 import stat
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence, Union
 
@@ -204,6 +205,27 @@ class Entry:
         return self.events
 
 
+@dataclass
+class TakenSocket:
+    """A socket taken over from a port (:meth:`Port.take_sockets`)."""
+
+    sock: socket.socket | None  #: the socket, now ours; None: its descriptor did not arrive
+    key: int                    #: its completion key, unchanged
+    filter: Filter
+    trigger: Trigger
+    enabled: bool
+    previous_fd: int | None     #: its descriptor number in the process that registered it
+
+
+@dataclass(frozen=True)
+class TakeResult:
+    """What :meth:`Port.take_sockets` took, and what is left on the port."""
+
+    sockets: list[TakenSocket]
+    remaining: int  #: registrations without an owner still on the port
+    holders: int    #: other connections holding the port
+
+
 @dataclass(frozen=True)
 class ProcessResult:
     """What :meth:`Port.process` returns: per-registration results and the dequeued entries.
@@ -272,6 +294,8 @@ class Connection:
         self._cond = threading.Condition(self._lock)
         self._send_lock = threading.Lock()  # keeps the parts of one call together
         self._replies: dict[int, w.Message] = {}
+        self._reply_fds: dict[int, tuple[list[int], bool]] = {}  # PORT_TAKE's descriptors
+        self.version = 0  # the protocol version of the connection
         self._pending: set[int] = set()
         self._reading = False
         self._broken: int = 0
@@ -295,7 +319,7 @@ class Connection:
     # -- plumbing ---------------------------------------------------------------------------
 
     def _handshake(self) -> Limits:
-        body = w.HELLO_BODY.pack(w.MAGIC, w.VERSION, w.VERSION, 0)
+        body = w.HELLO_BODY.pack(w.MAGIC, w.VERSION_MIN, w.VERSION, 0)
         # A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
         # our HELLO arrived, and the kernel may report the reset before the reason queued
         # behind it: read that reason whenever it is there.
@@ -327,20 +351,33 @@ class Connection:
             raise _error(_errno.EPROTO, "unexpected handshake reply")
         (version, _r, max_message, max_fds, max_ports, max_regs, max_posted, max_waits,
          max_sockets, pid) = w.HELLO_REPLY_BODY.unpack(m.body)
-        if version != w.VERSION or max_message < 4096 or max_fds == 0:
+        if not w.VERSION_MIN <= version <= w.VERSION or max_message < 4096 or max_fds == 0:
             raise _error(_errno.EPROTO, "unsupported limits in HELLO_REPLY")
+        self.version = version
         return Limits(max_message, min(max_fds, w.MAX_FDS), max_ports, max_regs, max_posted,
                       max_waits, max_sockets, pid)
 
     def _recv(self, size: int, flags: int = 0) -> bytes:
-        data, anc, flags, _ = self._sock.recvmsg(size, socket.CMSG_SPACE(w.MAX_FDS * 4), flags)
-        for level, kind, payload in anc:  # the daemon never sends descriptors: close any
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                for i in range(len(payload) // 4):
-                    os.close(int.from_bytes(payload[4 * i:4 * i + 4], "little"))
-        if flags & socket.MSG_TRUNC:
-            raise w.WireError("message larger than max_message")
+        data, fds, cut = self._recv_fds(size, flags)
+        for fd in fds:  # only PORT_TAKE_REPLY brings descriptors (see _wait)
+            os.close(fd)
         return data
+
+    def _recv_fds(self, size: int, flags: int = 0) -> tuple[bytes, list[int], bool]:
+        """One message and the descriptors that came with it (close-on-exec), and whether the
+        kernel dropped some (we ran out of descriptors: MSG_CTRUNC)."""
+        data, anc, mflags, _ = self._sock.recvmsg(size, socket.CMSG_SPACE(w.MAX_FDS * 4),
+                                                  flags | socket.MSG_CMSG_CLOEXEC)
+        fds: list[int] = []
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += [int.from_bytes(payload[4 * i:4 * i + 4], "little")
+                        for i in range(len(payload) // 4)]
+        if mflags & socket.MSG_TRUNC:
+            for fd in fds:
+                os.close(fd)
+            raise w.WireError("message larger than max_message")
+        return data, fds, bool(mflags & socket.MSG_CTRUNC)
 
     def _usable(self) -> None:
         if self._sock.fileno() < 0:
@@ -381,8 +418,10 @@ class Connection:
                     self._reading = True
                     self._lock.release()
                     data: bytes | None = None
+                    fds: list[int] = []
+                    cut = False
                     try:
-                        data = self._recv(self.limits.max_message)
+                        data, fds, cut = self._recv_fds(self.limits.max_message)
                     except w.WireError:
                         data = None  # oversize: SOCK_SEQPACKET keeps the next one sound
                     except OSError:
@@ -398,19 +437,24 @@ class Connection:
                     if data == b"":
                         self._broken = _errno.ECONNRESET
                     elif data is not None:
-                        self._store(data)
+                        self._store(data, fds, cut)
                     self._cond.notify_all()
                 return self._replies.pop(msg_id)
             finally:
                 self._pending.discard(msg_id)
 
-    def _store(self, data: bytes) -> None:
+    def _store(self, data: bytes, fds: list[int] = [], cut: bool = False) -> None:
         try:
             m = w.decode(data)
         except w.WireError:
-            return  # nothing in it can be trusted, not even its id
-        if m.id in self._pending:
+            m = None  # nothing in it can be trusted, not even its id
+        if m is not None and m.id in self._pending:
             self._replies[m.id] = m
+            if m.type == w.PORT_TAKE | w.REPLY_BIT:
+                self._reply_fds[m.id] = (list(fds), cut)
+                return
+        for fd in fds:
+            os.close(fd)
 
     def _call(self, mtype: int, body: bytes = b"", array: bytes = b"", count: int = 0,
               what: str = "") -> w.Message:
@@ -443,18 +487,31 @@ class Connection:
         """True once :meth:`close` was called."""
         return self._sock.fileno() < 0
 
-    def create_port(self, concurrency: int = 0, name: str | None = None) -> "Port":
+    def create_port(self, concurrency: int = 0, name: str | None = None,
+                    linger: float = 0) -> "Port":
         """Creates a completion port (``concurrency`` 0: the number of processors).
 
         With ``name`` the port is shared: other connections of the same user may open it with
-        :meth:`open_port`.  Errors: ``EDQUOT`` (too many ports), ``EEXIST`` (name taken),
+        :meth:`open_port`.  With ``linger`` (seconds, needs a name) it outlives its last
+        handle that long, sockets and registrations included, for a successor to take over
+        (:meth:`Port.take_sockets`).  Errors: ``EDQUOT`` (too many ports, or a linger time
+        over the daemon's ``--max-linger``: nothing is created), ``EEXIST`` (name taken),
         ``EINVAL`` (bad name: 1 to 255 bytes of UTF-8 without NUL).
         """
         raw = name.encode() if name else b""
+        if linger and not name:
+            raise _error(_errno.EINVAL, "only a named port can linger")
         m = self._call(w.PORT_CREATE, w.PORT_CREATE_BODY.pack(concurrency, 0), raw, len(raw),
                        "PORT_CREATE")
         port_id, conc = w.PORT_REPLY_BODY.unpack(m.body)
-        return Port(self, port_id, conc, name)
+        port = Port(self, port_id, conc, name)
+        if linger:
+            try:
+                port.set_linger(linger)
+            except BaseException:
+                port.close()  # linger 0 yet: it closes with our handle
+                raise
+        return port
 
     def open_port(self, name: str) -> "Port":
         """Opens a named port of the same user.  Errors: ``ENOENT``, ``EACCES``, ``EEXIST``."""
@@ -659,6 +716,79 @@ class Port:
         if max_entries <= 0:
             raise _error(_errno.EINVAL, "max_entries must be positive")
         return self.process((), max_entries, timeout, thread).entries
+
+    def set_linger(self, seconds: float) -> None:
+        """Sets how long this named port is kept after its last handle closes (0: not at all;
+        millisecond resolution).  Errors: ``EINVAL`` (a private port), ``EDQUOT`` (over the
+        daemon's ``--max-linger``), ``EOPNOTSUPP`` (a daemon older than protocol version 2)."""
+        conn = self.connection
+        conn._usable()
+        if self._closed:
+            raise _error(_errno.EBADF, "port closed")
+        if conn.version < 2:
+            raise _error(_errno.EOPNOTSUPP, "the daemon speaks protocol version 1")
+        ms = round(seconds * 1000)
+        if not 0 <= ms <= 0xFFFFFFFF:
+            raise _error(_errno.EINVAL, "linger time out of range")
+        conn._call(w.PORT_LINGER, w.PORT_LINGER_BODY.pack(self.id, ms), what="PORT_LINGER")
+
+    def take_sockets(self, max_sockets: int = 1 << 20) -> TakeResult:
+        """Takes over the port's registrations that have no owner (their process ended while
+        the port lingered or was held by others), up to ``max_sockets``.
+
+        Each comes back as a :class:`TakenSocket` whose ``sock`` is a new ``socket.socket``
+        of the same kernel socket; the registration (key, filter, triggers, state, a queued
+        entry) is unchanged and now this connection's.  Re-enable ONESHOT ones: the
+        predecessor may have dequeued their entry.  ``sock`` is None when the descriptor did
+        not arrive (this process ran out of descriptors); the call then stops.
+        """
+        conn = self.connection
+        conn._usable()
+        if self._closed:
+            raise _error(_errno.EBADF, "port closed")
+        if conn.version < 2:
+            raise _error(_errno.EOPNOTSUPP, "the daemon speaks protocol version 1")
+        taken: list[TakenSocket] = []
+        remaining = holders = 0
+        busy = 0
+        while True:
+            ask = min(max_sockets - len(taken), conn.limits.max_fds)
+            msg_id = conn._new_id()
+            conn._send(w.encode(w.PORT_TAKE, msg_id, w.PORT_TAKE_BODY.pack(self.id, ask, 0)))
+            m = conn._wait(msg_id)
+            with conn._lock:
+                fds, cut = conn._reply_fds.pop(msg_id, ([], False))
+            if m.type == w.PORT_TAKE | w.REPLY_BIT and m.status == _errno.EAGAIN and busy < 1000:
+                busy += 1  # replies of other threads were still queued: ask again
+                time.sleep(0.001)
+                continue
+            if m.type != w.PORT_TAKE | w.REPLY_BIT or m.status:
+                for fd in fds:
+                    os.close(fd)
+                raise _error(m.status or _errno.EPROTO, "PORT_TAKE")
+            remaining, holders = w.PORT_TAKE_REPLY_BODY.unpack(m.body)
+            used = set()
+            for item in w.REGISTRATION.iter_unpack(m.array1):
+                key, dev, ino, filt, op, trig, fd_index, prev = item
+                sock = None
+                if fd_index < len(fds):
+                    used.add(fd_index)
+                    sock = socket.socket(fileno=fds[fd_index])
+                    st = os.fstat(sock.fileno())
+                    if (st.st_dev, st.st_ino) != (dev, ino):
+                        sock.close()  # not the socket the item names: never trust it
+                        sock = None
+                taken.append(TakenSocket(sock, key, Filter(filt), Trigger(trig),
+                                         op == int(Op.ENABLE),
+                                         None if prev == w.NO_FD else prev))
+            for i, fd in enumerate(fds):
+                if i not in used:
+                    os.close(fd)
+            if cut or any(t.sock is None for t in taken[-m.count:] if m.count):
+                break
+            if not m.count or not remaining or len(taken) >= max_sockets:
+                break
+        return TakeResult(taken, remaining, holders)
 
     def post(self, key: int, bytes: int = 0, overlapped: int = 0) -> None:
         """Queues a packet (PostQueuedCompletionStatus); its values come back unchanged."""

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Copyright (c) 2026 The socknotify authors
-"""Encoding and decoding of socknotify protocol messages (proto/PROTOCOL.md, version 1).
+"""Encoding and decoding of socknotify protocol messages (proto/PROTOCOL.md, versions 1 and 2).
 
 Everything here is pure: bytes in, values out.  Integers are little-endian and unaligned, with
 no padding; a message is the 24-byte header, the fixed body of its type, then ``count`` items of
@@ -15,7 +15,8 @@ import struct
 from dataclasses import dataclass
 
 MAGIC = 0x46544E53
-VERSION = 1
+VERSION = 2  # the newest version spoken; handoff (PORT_LINGER, PORT_TAKE) needs it
+VERSION_MIN = 1
 REPLY_BIT = 0x80
 NO_FD = 0xFFFFFFFF
 INFINITE = 0xFFFFFFFF
@@ -35,6 +36,8 @@ SOCKET_CLOSE = 0x06
 STATUS = 0x07
 PORT_OPEN = 0x08
 THREAD_EXIT = 0x09
+PORT_LINGER = 0x0B
+PORT_TAKE = 0x0C
 ERROR = 0xFF
 
 HEADER = struct.Struct("<IHHIIII")
@@ -52,6 +55,10 @@ REGISTRATION = struct.Struct("<QQQHBBII")
 RESULT = struct.Struct("<I")
 ENTRY = struct.Struct("<QQII")
 PACKET = struct.Struct("<QQII")
+PORT_LINGER_BODY = struct.Struct("<II")
+PORT_LINGER_REPLY_BODY = struct.Struct("<I")
+PORT_TAKE_BODY = struct.Struct("<III")
+PORT_TAKE_REPLY_BODY = struct.Struct("<II")
 
 # type -> (body size, first item size, second item size); None: the type has no such array.
 LAYOUT: dict[int, tuple[int, int | None, int | None]] = {
@@ -73,6 +80,10 @@ LAYOUT: dict[int, tuple[int, int | None, int | None]] = {
     PORT_OPEN | REPLY_BIT: (PORT_REPLY_BODY.size, None, None),
     THREAD_EXIT: (THREAD_BODY.size, None, None),
     THREAD_EXIT | REPLY_BIT: (0, None, None),
+    PORT_LINGER: (PORT_LINGER_BODY.size, None, None),
+    PORT_LINGER | REPLY_BIT: (PORT_LINGER_REPLY_BODY.size, None, None),
+    PORT_TAKE: (PORT_TAKE_BODY.size, None, None),
+    PORT_TAKE | REPLY_BIT: (PORT_TAKE_REPLY_BODY.size, REGISTRATION.size, None),
     ERROR: (0, None, None),
 }
 

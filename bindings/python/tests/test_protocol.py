@@ -183,7 +183,7 @@ def test_items_per_call_limit(conn, pair):
         with pytest.raises(sn.SocknotifyError) as ei:
             port.process([sn.Registration.disable(a)] * (call_max + 1))
         assert ei.value.errno == errno.E2BIG
-        assert conn.status()["protocol"] == 1  # the connection goes on
+        assert conn.status()["protocol"] >= 1  # the connection goes on
 
 
 def test_failed_part_poisons_the_rest_of_its_call(raw, pair):

@@ -1,0 +1,270 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The socknotify authors
+# socknotify-handoff(1) with real parts: a real socknotifyd on a temporary socket,
+# systemd-socket-activate(1) passing real TCP listeners, and tests/helpers/listen-echo as the
+# program (it serves on what LISTEN_FDS gives it and says which listener answered).
+#
+#   1. activated run: the tool parks 2 listeners on port "web" and runs the program, which
+#      serves a client; the port lingers with both sockets after the program has ended
+#   2. a client connects while no instance runs (the daemon's copy keeps the listener)
+#   3. a run without activation gets the same listeners back at 3 and 4, in order, serves the
+#      queued client and a new one
+#   4. LISTEN_PID of another process is ignored (taken back, not parked); LISTEN_FDNAMES is
+#      not passed on a take
+#   5. errors: unknown name (4), no daemon (3), bad usage (2), program not found (127, and
+#      the sockets stay parked)
+#   6. an activated run while the port holds an earlier run's sockets replaces them: the old
+#      listener is closed, the new one parked; but not while another process holds the port
+#      open (refused, and the parked sockets are still there for the replacement)
+#   7. --linger on a take: the port goes when it has passed
+#   8. a manager that keeps its sockets (a socket unit) passes the same listener on each start:
+#      the replacement by itself loses nothing; at the end the daemon holds no more descriptors
+#      than before the test
+set -eu
+src="${SN_SRCDIR:-.}"
+build="${SN_BUILDDIR:-.}"
+if ! command -v systemd-socket-activate >/dev/null 2>&1; then
+        echo "SKIP: systemd-socket-activate not installed (package systemd)"; exit 77
+fi
+tool="$build/ctl/socknotify-handoff"
+ctl="$build/ctl/socknotifyctl"
+echo_="$build/tests/helpers/listen-echo"
+tmp=$(mktemp -d /tmp/sn-handoff-XXXXXX)
+dpid=
+cleanup() {
+        for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
+        [ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail=0
+pass() { echo "PASS: $*"; }
+flunk() { echo "FAIL: $*"; fail=1; }
+check() { # check DESCRIPTION COMMAND...
+        d=$1; shift
+        if "$@"; then pass "$d"; else flunk "$d"; fi
+}
+# wait_for SECONDS COMMAND...: until COMMAND succeeds
+wait_for() {
+        n=$(($1 * 20)); shift
+        while ! "$@" 2>/dev/null; do
+                n=$((n - 1)); [ $n -gt 0 ] || return 1
+                sleep 0.05
+        done
+}
+has() { grep -q -- "$2" "$1"; }
+fdcount() { ls "/proc/$dpid/fd" | wc -l; }
+
+export SOCKNOTIFY_SOCKET="$tmp/socknotify.sock"
+# shellcheck disable=SC2086 # the wrapper is a command line
+${SN_TEST_DAEMON_WRAPPER:-} "$build/daemon/socknotifyd" --socket "$SOCKNOTIFY_SOCKET" --config "" \
+        > "$tmp/daemon.log" 2>&1 &
+dpid=$!
+wait_for 20 "$ctl" status >/dev/null || { echo "FAIL: socknotifyd did not start"; cat "$tmp/daemon.log"; exit 1; }
+sleep 0.2
+fds0=$(fdcount)
+
+p1=$("$echo_" free-port)
+p2=$("$echo_" free-port)
+while [ "$p2" = "$p1" ]; do p2=$("$echo_" free-port); done
+
+# ---- 1. activated run -------------------------------------------------------------------------
+timeout 60 systemd-socket-activate -l "127.0.0.1:$p1" -l "127.0.0.1:$p2" --fdname=one:two \
+        "$tool" --socket "$SOCKNOTIFY_SOCKET" --verbose --name web --linger 60000 -- "$echo_" serve 1 \
+        > "$tmp/run1.out" 2> "$tmp/run1.err" &
+run1=$!
+wait_for 10 has "$tmp/run1.err" "Listening on 127.0.0.1:$p2" || flunk "systemd-socket-activate did not listen"
+ans=$("$echo_" connect "$p1" hello-1 2>> "$tmp/clients.err") || true
+pid1=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run1.out")
+check "activated run: the program got LISTEN_FDS=2 with names, in order" \
+        grep -qx "pid $pid1 fds 2 ports $p1 $p2 names one:two" "$tmp/run1.out"
+check "activated run: the program answered (\"$ans\")" test "$ans" = "$pid1 $p1 hello-1"
+st=0; wait "$run1" || st=$?
+check "activated run: the program exited 0" test $st -eq 0
+check "activated run: the tool said it parked 2 sockets" has "$tmp/run1.err" "parked 2 socket(s) on port web"
+"$ctl" --json ports > "$tmp/ports1" || true
+check "the port lingers with the program gone: no handle, 2 ownerless sockets, 60000 ms" \
+        sh -c "grep -q '\"name\": \"web\"' '$tmp/ports1' && grep -q '\"handles\": 0,' '$tmp/ports1' &&
+               grep -q '\"ownerless\": 2,' '$tmp/ports1' && grep -q '\"linger_ms\": 60000,' '$tmp/ports1'"
+
+# ---- 2. a client while no instance runs --------------------------------------------------------
+"$echo_" connect "$p2" queued > "$tmp/queued.out" 2> "$tmp/queued.err" &
+queued=$!
+# connect(2) returns once the listener's backlog took the connection.
+wait_for 10 has "$tmp/queued.err" connected ||
+        flunk "the client could not connect while no instance ran: $(cat "$tmp/queued.err")"
+
+# ---- 3. run without activation ------------------------------------------------------------------
+timeout 60 "$tool" -v --name web -- "$echo_" serve 2 > "$tmp/run2.out" 2> "$tmp/run2.err" &
+run2=$!
+wait_for 10 test -s "$tmp/run2.out" || flunk "the second run did not start: $(cat "$tmp/run2.err")"
+pid2=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run2.out")
+check "second run: same listeners at 3 and 4 in order, LISTEN_PID its own" \
+        grep -qx "pid $pid2 fds 2 ports $p1 $p2 names -" "$tmp/run2.out"
+check "second run: a different process" test "$pid2" != "$pid1"
+st=0; wait "$queued" || st=$?
+check "the client queued in the backlog was served by the second run ($(cat "$tmp/queued.out"))" \
+        test $st -eq 0 -a "$(cat "$tmp/queued.out")" = "$pid2 $p2 queued"
+ans=$("$echo_" connect "$p1" hello-2 2>> "$tmp/clients.err") || true
+check "second run: a new client on the first listener is served (\"$ans\")" test "$ans" = "$pid2 $p1 hello-2"
+st=0; wait "$run2" || st=$?
+check "second run: exited 0" test $st -eq 0
+check "second run: the tool said it took 2 sockets" has "$tmp/run2.err" "took 2 socket(s) back from port web"
+
+# ---- 4. LISTEN_PID of another process --------------------------------------------------------
+LISTEN_FDS=2 LISTEN_PID=1 LISTEN_FDNAMES=bogus timeout 60 "$tool" --name web -- "$echo_" serve 1 \
+        > "$tmp/run3.out" 2> "$tmp/run3.err" &
+run3=$!
+wait_for 10 test -s "$tmp/run3.out" || flunk "the third run did not start: $(cat "$tmp/run3.err")"
+pid3=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run3.out")
+check "LISTEN_PID of another process is ignored: the sockets are taken back" \
+        grep -qx "pid $pid3 fds 2 ports $p1 $p2 names -" "$tmp/run3.out"
+ans=$("$echo_" connect "$p2" hello-3 2>> "$tmp/clients.err") || true
+check "third run serves (\"$ans\")" test "$ans" = "$pid3 $p2 hello-3"
+st=0; wait "$run3" || st=$?
+check "third run: exited 0" test $st -eq 0
+
+# ---- 5. errors ------------------------------------------------------------------------------
+st=0; "$tool" --name nosuch -- true 2> "$tmp/err" || st=$?
+check "unknown name: exit 4" test $st -eq 4
+check "unknown name: says so" has "$tmp/err" "no port nosuch"
+st=0; "$tool" --socket "$tmp/none.sock" --name web -- true 2> "$tmp/err" || st=$?
+check "no daemon: exit 3" test $st -eq 3
+check "no daemon: says so" has "$tmp/err" "cannot talk to socknotifyd"
+st=0; "$tool" -- true 2> "$tmp/err" || st=$?
+check "no --name: exit 2" test $st -eq 2
+st=0; "$tool" --name web --linger soon -- true 2> "$tmp/err" || st=$?
+check "bad --linger: exit 2" test $st -eq 2
+st=0; "$tool" --name web 2> "$tmp/err" || st=$?
+check "no program: exit 2" test $st -eq 2
+st=0; "$tool" --name web -- "$tmp/no-such-program" 2> "$tmp/err" || st=$?
+check "program not found: exit 127" test $st -eq 127
+check "program not found: says so" has "$tmp/err" "cannot run"
+timeout 60 "$tool" --name web -- "$echo_" serve 1 > "$tmp/run4.out" 2> "$tmp/run4.err" &
+run4=$!
+wait_for 10 test -s "$tmp/run4.out" || flunk "the fourth run did not start: $(cat "$tmp/run4.err")"
+pid4=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run4.out")
+ans=$("$echo_" connect "$p1" hello-4 2>> "$tmp/clients.err") || true
+check "after a failed exec the sockets are still parked (\"$ans\")" test "$ans" = "$pid4 $p1 hello-4"
+wait "$run4" || flunk "fourth run failed"
+st=0; sh -c 'exec 3</dev/null; LISTEN_PID=$$ LISTEN_FDS=1 exec "$1" --name web -- true' sh "$tool" \
+        2> "$tmp/err" || st=$?
+check "activated with a descriptor that is not a socket: exit 1, says which" \
+        sh -c "[ $st -eq 1 ] && grep -q 'descriptor 3 is not a socket' '$tmp/err'"
+st=0; sh -c 'exec 3<&- 4<&-; LISTEN_PID=$$ LISTEN_FDS=2 exec "$1" --name web -- true' sh "$tool" \
+        2> "$tmp/err" || st=$?
+check "activated with a descriptor that is not open: exit 1, says which" \
+        sh -c "[ $st -eq 1 ] && grep -q 'descriptor 3 is not open' '$tmp/err'"
+st=0; LISTEN_PID=$$ LISTEN_FDS=two sh -c 'LISTEN_PID=$$ exec "$1" --name web -- true' sh "$tool" \
+        2> "$tmp/err" || st=$?
+check "activated with a LISTEN_FDS that is not a count: exit 1" \
+        sh -c "[ $st -eq 1 ] && grep -q 'LISTEN_FDS=two: not a count' '$tmp/err'"
+check "--help exits 0" sh -c "'$tool' --help > /dev/null"
+check "--version names the tool" sh -c "'$tool' --version | grep -q '^socknotify-handoff '"
+
+# ---- 6a. activated while another process holds the port: refused, nothing lost -------------------
+# The holder is a client of the Python binding (pure Python); without python3 this part is left out.
+if command -v python3 >/dev/null 2>&1; then
+        PYTHONPATH="$src/bindings/python" python3 -c '
+import sys, time, socknotify
+c = socknotify.Connection(sys.argv[1])
+p = c.open_port("web")
+print("held", flush=True)
+time.sleep(60)' "$SOCKNOTIFY_SOCKET" > "$tmp/holder.out" 2>&1 &
+        holder=$!
+        wait_for 10 has "$tmp/holder.out" held || flunk "the holder did not open the port: $(cat "$tmp/holder.out")"
+        p4=$("$echo_" free-port)
+        timeout 60 systemd-socket-activate -l "127.0.0.1:$p4" -E SOCKNOTIFY_SOCKET \
+                "$tool" --name web -- "$echo_" serve 1 > "$tmp/run7.out" 2> "$tmp/run7.err" &
+        run7=$!
+        wait_for 10 has "$tmp/run7.err" "Listening on 127.0.0.1:$p4" || flunk "systemd-socket-activate did not listen"
+        "$echo_" connect "$p4" nobody > /dev/null 2>&1 || true
+        st=0; wait "$run7" || st=$?
+        check "activated while another process holds the port: exit 1" test $st -eq 1
+        check "activated while another process holds the port: says so" \
+                has "$tmp/run7.err" "other process(es) hold it open"
+        kill "$holder"; wait "$holder" 2>/dev/null || true
+fi
+
+# ---- 6. activated again: the new sockets replace the parked ones ---------------------------------
+p3=$("$echo_" free-port)
+while [ "$p3" = "$p1" ] || [ "$p3" = "$p2" ]; do p3=$("$echo_" free-port); done
+timeout 60 systemd-socket-activate -l "127.0.0.1:$p3" \
+        -E SOCKNOTIFY_SOCKET "$tool" --name web --linger 60000 -- "$echo_" serve 1 \
+        > "$tmp/run5.out" 2> "$tmp/run5.err" &
+run5=$!
+wait_for 10 has "$tmp/run5.err" "Listening on 127.0.0.1:$p3" || flunk "systemd-socket-activate did not listen"
+ans=$("$echo_" connect "$p3" hello-5 2>> "$tmp/clients.err") || true
+pid5=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run5.out")
+check "re-activated run serves on its new listener (\"$ans\")" test "$ans" = "$pid5 $p3 hello-5"
+st=0; wait "$run5" || st=$?
+check "re-activated run: exited 0" test $st -eq 0
+check "re-activated run: the tool said it replaced 2 parked sockets" \
+        has "$tmp/run5.err" "port web held 2 socket(s) parked by an earlier run"
+check "the replaced listeners are closed (connection refused)" \
+        sh -c "! '$echo_' connect '$p1' nobody 2>/dev/null && ! '$echo_' connect '$p2' nobody 2>/dev/null"
+
+# ---- 7. --linger on a take ------------------------------------------------------------------
+timeout 60 "$tool" --name web --linger 500 -- "$echo_" serve 1 > "$tmp/run6.out" 2> "$tmp/run6.err" &
+run6=$!
+wait_for 10 test -s "$tmp/run6.out" || flunk "the last run did not start: $(cat "$tmp/run6.err")"
+check "last run: only the new listener" sh -c "grep -q ' fds 1 ports $p3 names -\$' '$tmp/run6.out'"
+"$echo_" connect "$p3" hello-6 > /dev/null 2>> "$tmp/clients.err" || flunk "last run did not serve"
+wait "$run6" || flunk "last run failed"
+sleep 1
+st=0; "$tool" --name web -- true 2> "$tmp/err" || st=$?
+check "after the shorter linger the port is gone (exit 4)" test $st -eq 4
+check "the listener went with the port (connection refused)" \
+        sh -c "! '$echo_' connect '$p3' nobody 2>/dev/null"
+
+# ---- 8. a service manager that keeps its sockets (a socket unit) passes the same one each start --
+if command -v python3 >/dev/null 2>&1; then
+        timeout 60 python3 -c '
+import os, socket, sys
+tool, prog, path = sys.argv[1:4]
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(16)
+port = l.getsockname()[1]
+print("port", port, flush=True)
+for i in range(2):
+    pid = os.fork()
+    if pid == 0:
+        if l.fileno() != 3:
+            os.dup2(l.fileno(), 3)
+        os.set_inheritable(3, True)
+        os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
+        os.execv(tool, [tool, "--socket", path, "-v", "--name", "unit", "--", prog, "serve", "1"])
+    c = socket.create_connection(("127.0.0.1", port))
+    c.sendall(b"start%d\n" % i)
+    print("answer", c.recv(200).decode().strip(), flush=True)
+    print("exit", os.waitpid(pid, 0)[1], flush=True)
+' "$tool" "$echo_" "$SOCKNOTIFY_SOCKET" > "$tmp/unit.out" 2>&1 || true
+        p5=$(sed -n 's/^port //p' "$tmp/unit.out")
+        check "socket unit: both starts served and exited 0" \
+                sh -c "grep -q '^answer [0-9]* $p5 start0\$' '$tmp/unit.out' &&
+                       grep -q '^answer [0-9]* $p5 start1\$' '$tmp/unit.out' &&
+                       [ \$(grep -c '^exit 0\$' '$tmp/unit.out') -eq 2 ]"
+        check "socket unit: the second start replaced the same socket" \
+                has "$tmp/unit.out" "port unit held 1 socket(s) parked by an earlier run"
+        # The manager is gone; the daemon's copy is the listener's last reference.
+        timeout 60 "$tool" --name unit -- "$echo_" serve 1 > "$tmp/run8.out" 2> "$tmp/run8.err" &
+        run8=$!
+        wait_for 10 test -s "$tmp/run8.out" || flunk "the run after the unit did not start: $(cat "$tmp/run8.err")"
+        pid8=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/run8.out")
+        ans=$("$echo_" connect "$p5" after-unit 2>> "$tmp/clients.err") || true
+        check "socket unit: the listener is still parked after a replacement by itself (\"$ans\")" \
+                test "$ans" = "$pid8 $p5 after-unit"
+        wait "$run8" || flunk "the run after the unit failed"
+        "$tool" --name unit --linger 1 -- true || flunk "could not shorten the unit port's linger"
+fi
+
+check "the daemon holds as many descriptors as before the test ($fds0)" \
+        wait_for 5 sh -c "[ \$(ls /proc/$dpid/fd | wc -l) -eq $fds0 ]"
+kill "$dpid"
+st=0; wait "$dpid" || st=$?
+dpid=
+check "socknotifyd exited cleanly" test $st -eq 0
+[ $fail -eq 0 ] || { echo "--- daemon log"; cat "$tmp/daemon.log"; }
+exit $fail
