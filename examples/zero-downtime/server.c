@@ -30,11 +30,10 @@
  *  - Completion keys are connection ids, not pointers: a key outlives the process that chose
  *    it (the daemon keeps it; re-ENABLE cannot change it, rule 4), and the successor finds its
  *    own context for a key in a table.  Ids are random 64-bit numbers, unique in the table.
- *  - The old instance does not close its port handle: it exits, and the end of its connection
- *    releases the handle and leaves its registrations without an owner in one step.  So when a
- *    take reports no other holder and nothing left, every socket has been taken.  (Closing the
- *    handle first would open a window in which the port has no other holder while the
- *    registrations still belong to the old connection.)
+ *  - The old instance hands over by closing its port handle, sockets left open: letting go of a
+ *    lingering port leaves its registrations on it without an owner, in the same step.  So when
+ *    a take reports no other holder and nothing left, every socket has been taken.  (Exiting,
+ *    or being killed, does the same.)
  *  - The successor dequeues only after it has taken and entered every socket in its table, so
  *    every key it dequeues is known, apart from wake-up packets (WAKE_KEY), which mean only
  *    "look at the stop flag", whoever posted them.
@@ -521,7 +520,7 @@ static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken, int64_t *ret_us, int6
                                                    &holders)) {
                         DWORD e = GetLastError();
 
-                        if (e != WSAEWOULDBLOCK && e != ERROR_IO_PENDING) {
+                        if (e != ERROR_RETRY) { /* busy: nothing was taken, ask again */
                                 Fail("SnTakeIoCompletionPortSockets", e);
                                 return NULL;
                         }
@@ -814,9 +813,14 @@ int main(int argc, char **argv)
                 WSACleanup();
                 return atomic_load(&g_errors) ? 1 : status;
         }
-        /* Hand over: the sockets stay open, the port handle too.  Exiting ends the
-         * connection to the daemon, which leaves every registration to the port in one step
-         * (see the top of this file).  The contexts' memory goes; the sockets do not. */
+        /* Hand over: the sockets stay open (the daemon has its copies; ours close at exit), the
+         * port handle goes, which leaves every registration on it to the port, for the
+         * successor to take. */
+        if (!CloseHandle(g_port)) {
+                Fail("CloseHandle", GetLastError());
+                status = 1;
+        }
+        WSACleanup();
         for (size_t b = 0; b < TABLE_SIZE; b++) {
                 while (g_table[b]) {
                         CONN *c = g_table[b];
