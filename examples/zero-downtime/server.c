@@ -11,10 +11,11 @@
  * dequeued until that thread re-arms it (the re-arm travels with the thread's next call).
  *
  * The port is named and lingers (SnCreateNamedIoCompletionPortEx with --linger ms): when this
- * process ends, the daemon keeps the port, its registrations and its copies of the sockets.
- * The next instance (--takeover-from PID) opens the port by name, sends SIGTERM to PID, takes
- * the sockets with SnTakeIoCompletionPortSockets() once the old instance is gone, re-arms each
- * one and serves.  The clients notice a pause, never a closed connection.
+ * process lets go of it (closes its handle, exits or is killed), the daemon keeps the port, the
+ * registrations and its copies of the sockets.  The next instance (--takeover-from PID) opens
+ * the port by name, sends SIGTERM to PID, takes the sockets with
+ * SnTakeIoCompletionPortSockets() as the old instance lets go, re-arms each one and serves.
+ * The clients notice a pause, never a closed connection.
  *
  * Invariants that make the handoff lose and duplicate nothing:
  *  - A byte read from a connection is in that connection's pending output until it has been
@@ -39,9 +40,9 @@
  *    "look at the stop flag", whoever posted them.
  *
  * SIGINT stops for good instead: linger 0, every socket closed, the port closed.
- * Writes "ready ADDRESS pid PID took N sockets in T ms" to stdout once it serves (T: from the
- * SIGTERM to the old instance until every socket was re-armed here); a summary line goes to
- * stderr at exit.
+ * Writes "ready ADDRESS pid PID took N sockets in T ms (old gone at G ms)" to stdout once it
+ * serves (T: from the SIGTERM to the old instance until every socket was re-armed here); a
+ * summary line goes to stderr at exit.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -495,7 +496,8 @@ static BOOL RegisterAll(SOCK_NOTIFY_REGISTRATION *regs, UINT32 n)
 
 /*
  * The successor's half: the port is open; tell the old instance to stop, then take every
- * socket it leaves (they arrive as it exits), enter them in the table and re-arm them.
+ * socket it leaves (they come free when it lets go of the port), enter them in the table and
+ * re-arm them.
  * Returns the listener's context, or NULL.
  */
 static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken, int64_t *ret_us, int64_t *ret_gone_us)
