@@ -625,7 +625,8 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
                         .key = it->key,
                         .filter = it->filter,
                         .trigger = it->trigger,
-                        .enabled = it->op == SN_OP_ENABLE,
+                        .enabled = it->op != SN_OP_DISABLE,
+                        .armed = it->op == SN_OP_ENABLE,
                 };
         }
         pthread_mutex_unlock(&c->lock);

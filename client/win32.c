@@ -265,6 +265,7 @@ SN_EXPORT BOOL sn_w32_take_port_sockets(HANDLE h, SN_TAKEN_SOCKET *sockets, ULON
                         .eventFilter = t[i].filter,
                         .triggerFlags = t[i].trigger,
                         .enabled = t[i].enabled,
+                        .armed = t[i].armed,
                 };
         free(t);
         *taken = (ULONG)r;

@@ -129,6 +129,7 @@ struct reg {
         bool parked;               /* hung up and nothing reportable: out of epoll */
         bool queued;               /* pkt is on port->queue */
         bool ownerless;            /* on port->orphans: its creator ended, the port keeps it */
+        bool fired;                /* ONESHOT: its entry was dequeued since the last ENABLE */
         /* EDGE transitions (registration.c): the OUT side's own epoll item on a duplicate. */
         int out_fd;                /* EDGE with OUT and IN or HANGUP: duplicate of fd, or -1 */
         bool out_in_epoll;

@@ -181,7 +181,11 @@ uint32_t port_take_prepare(struct port *p, uint8_t *items, int *fds, uint32_t ma
                 struct reg *g = sn_list_entry(pos, struct reg, conn_link);
                 struct snw_registration it = {
                         .key = g->key, .dev = g->dev, .ino = g->ino, .filter = g->filter,
-                        .op = g->state == REG_ENABLED ? SN_OP_ENABLE : SN_OP_DISABLE,
+                        /* The state: ENABLE armed, DISABLE, or NONE for an enabled
+                         * one-shot whose entry was dequeued (disarmed until enabled). */
+                        .op = g->state != REG_ENABLED ? SN_OP_DISABLE
+                              : g->fired && !g->queued ? SN_OP_NONE
+                                                       : SN_OP_ENABLE,
                         .trigger = g->trigger, .fd_index = n, .client_fd = g->client_fd,
                 };
 
@@ -752,6 +756,9 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
                         }
                 }
                 out = put_entry(out, pkt->key, 0, events, SN_PROTO_KIND_SOCKET);
+                /* A one-shot is disarmed from now until its next ENABLE (told by PORT_TAKE). */
+                if (g->trigger & SN_TRIGGER_ONESHOT)
+                        g->fired = true;
                 srv->counters.notifications++;
                 n++;
         }

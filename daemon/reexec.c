@@ -175,7 +175,8 @@ static void save_port(struct wbuf *b, const struct port *p)
                 put_u8(b, g->trigger);
                 put_u8(b, g->state);
                 put_u8(b, g->edge_skip);
-                put_u8(b, (uint8_t)(g->stream | g->fresh << 1 | g->in_epoll << 2 | g->parked << 3));
+                put_u8(b, (uint8_t)(g->stream | g->fresh << 1 | g->in_epoll << 2 | g->parked << 3 |
+                                    g->fired << 4));
                 put_u64(b, g->creator ? g->creator->serial : 0);
                 put_u32(b, g->out_fd >= 0 ? (uint32_t)g->out_fd : UINT32_MAX);
                 put_u8(b, (uint8_t)(g->out_in_epoll | g->out_seen << 1 | g->hup_seen << 2));
@@ -523,6 +524,7 @@ static void load_port(struct loader *l)
                 t.fresh = flags & 2;
                 t.in_epoll = flags & 4;
                 t.parked = flags & 8;
+                t.fired = flags & 16;
                 t.out_fd = -1;
                 if (b->version >= 2) {
                         uint32_t out = get_u32(b);

@@ -307,6 +307,7 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
         g->filter = filter;
         g->trigger = trigger;
         g->state = REG_ENABLED;
+        g->fired = false;
         reg_skip_clear(g);
         g->hup_seen = false;
         g->out_seen = false;

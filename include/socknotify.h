@@ -251,6 +251,8 @@ typedef struct sn_taken_socket {
         uint16_t filter;    /* SN_REGISTER_EVENT_* bits of its registration */
         uint8_t trigger;    /* SN_TRIGGER_* bits */
         uint8_t enabled;    /* 1: enabled, 0: disabled */
+        uint8_t armed;      /* 1: it reports without a new ENABLE; 0: disabled, or a ONESHOT
+                             * whose entry was dequeued (by the previous owner): ENABLE it */
 } sn_taken_socket_t;
 
 /* What is left on the port after sn_port_take_sockets(). */
@@ -266,7 +268,7 @@ typedef struct sn_take_info {
  * it: it ends with the caller's connection (or is kept again if the port lingers), and
  * sn_socket_close() of the new descriptor drops it (rule L1).  Key, filter, triggers, state and
  * an entry already queued for it stay as they were.  A ONESHOT registration whose entry the
- * previous owner dequeued is disarmed: ENABLE it again to hear of it.  Descriptors travel in
+ * previous owner dequeued is disarmed (armed 0): ENABLE it again to hear of it.  Descriptors travel in
  * batches of at most sn_limits_t.max_fds; the call loops until max are taken or none is left.
  * Returns how many were taken (0: none without an owner), and info (may be NULL) says what is
  * left.  An entry whose fd is -1 is the caller's registration but its socket did not arrive

@@ -14,7 +14,8 @@
  * process lets go of it (closes its handle, exits or is killed), the daemon keeps the port, the
  * registrations and its copies of the sockets.  The next instance (--takeover-from PID) opens
  * the port by name, sends SIGTERM to PID, takes the sockets with
- * SnTakeIoCompletionPortSockets() as the old instance lets go, re-arms each one and serves.
+ * SnTakeIoCompletionPortSockets() as the old instance lets go, re-arms those its predecessor
+ * left disarmed, and serves.
  * The clients notice a pause, never a closed connection.
  *
  * Invariants that make the handoff lose and duplicate nothing:
@@ -548,10 +549,14 @@ static CONN *TakeOver(pid_t predecessor, ULONG *ret_taken, int64_t *ret_us, int6
                         SetNonBlocking(c->socket);
                         if (isListener)
                                 listener = c;
-                        /* ONESHOT: its last entry may have been dequeued by the old instance,
-                         * which left it disarmed or armed with another filter.  Same key. */
-                        AddRegistration(regs, &nregs, c,
-                                        isListener ? SOCK_NOTIFY_REGISTER_EVENT_IN : CONN_EVENTS);
+                        /* ONESHOT: the old instance may have dequeued its last entry (armed
+                         * FALSE) or armed it with another filter (OUT while output waited):
+                         * then it is enabled again, same key.  Armed as wanted, it is left
+                         * alone, which keeps the handover short. */
+                        UINT16 want = isListener ? SOCK_NOTIFY_REGISTER_EVENT_IN : CONN_EVENTS;
+
+                        if (!got[i].armed || got[i].eventFilter != want)
+                                AddRegistration(regs, &nregs, c, want);
                 }
                 if (nregs && !RegisterAll(regs, nregs))
                         return NULL;

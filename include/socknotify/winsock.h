@@ -484,6 +484,8 @@ typedef struct SN_TAKEN_SOCKET {
         UINT16 eventFilter;        /* SOCK_NOTIFY_REGISTER_EVENT_* */
         UINT8 triggerFlags;        /* SOCK_NOTIFY_TRIGGER_* */
         UINT8 enabled;             /* TRUE: enabled; FALSE: disabled */
+        UINT8 armed;               /* FALSE: disabled, or a ONESHOT whose packet was dequeued:
+                                    * ENABLE it again (SOCK_NOTIFY_OP_ENABLE) to hear of it */
 } SN_TAKEN_SOCKET, *PSN_TAKEN_SOCKET;
 SN_EXPORT HANDLE sn_w32_create_named_port_ex(const char *name, DWORD threads, DWORD linger_ms);
 SN_EXPORT BOOL sn_w32_set_port_linger(HANDLE port, DWORD linger_ms);
@@ -600,7 +602,8 @@ static inline BOOL SnSetIoCompletionPortLinger(HANDLE CompletionPort, DWORD dwLi
  * port: each arrives as a new socket of the caller, its registration (key, filter, triggers,
  * state, a queued entry) unchanged and now the caller's.  *lpTaken: how many; lpRemaining and
  * lpHolders (may be NULL): sockets still without an owner, and other processes' handles to the
- * port.  Re-ENABLE a ONESHOT socket taken over: its predecessor may have dequeued its entry. */
+ * port.  Re-ENABLE a socket taken over with armed FALSE: a ONESHOT whose predecessor dequeued
+ * its packet. */
 static inline BOOL SnTakeIoCompletionPortSockets(HANDLE CompletionPort, SN_TAKEN_SOCKET *lpSockets,
                                                  ULONG ulCount, PULONG lpTaken,
                                                  PULONG lpRemaining, PULONG lpHolders)

@@ -32,6 +32,20 @@
 
 static struct test_daemon D;
 
+static long long status_number(sn_conn_t *c, const char *key);
+
+/* SIGUSR2, then waits until the daemon answers from its new image. */
+static void reexec(sn_conn_t *c)
+{
+        long long before = status_number(c, "reexecs"), t0 = now_ms();
+
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        while (status_number(c, "reexecs") == before) {
+                ck_assert(now_ms() - t0 < 5000);
+                usleep(5000);
+        }
+}
+
 static void setup(void)
 {
         test_daemon_start(&D, (const char *const[]){ "--max-linger=60000", NULL });
@@ -168,6 +182,7 @@ START_TEST(test_lingering_port_is_taken_over)
         ck_assert_uint_eq(t[0].filter, SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_HANGUP);
         ck_assert_uint_eq(t[0].trigger, SN_TRIGGER_LEVEL | SN_TRIGGER_PERSISTENT);
         ck_assert_uint_eq(t[0].enabled, 1);
+        ck_assert_uint_eq(t[0].armed, 1);
         ck_assert(fcntl(t[0].fd, F_GETFD) & FD_CLOEXEC);
         ck_assert_int_eq(fstat(t[0].fd, &b), 0);
         ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
@@ -337,9 +352,12 @@ START_TEST(test_oneshot_taken_must_be_rearmed)
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
         usleep(50 * 1000);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        reexec(c); /* what was dequeued is remembered across it */
         ck_assert_int_eq(take_all(c, "oneshot", &p, &t, 1), 1);
         ck_assert_uint_eq(t.trigger, SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT);
-        /* Disarmed: its entry went to the dead predecessor. */
+        /* Disarmed: its entry went to the dead predecessor, and the take says so. */
+        ck_assert_uint_eq(t.enabled, 1);
+        ck_assert_uint_eq(t.armed, 0);
         expect_nothing(p, 150);
         /* Re-enabled through the new descriptor: the data still waiting is reported. */
         r = (sn_registration_t){ .fd = t.fd, .key = 999, .op = SN_OP_ENABLE,
@@ -530,20 +548,13 @@ START_TEST(test_reexec_keeps_lingering_port)
         sn_taken_socket_t t;
         sn_conn_t *c;
         sn_port_t *p;
-        long long before, t0;
         char b;
 
         tcp_pair(&cl, &sv);
         predecessor("upgrade", 3000, &sv, 1, 11, SN_TRIGGER_LEVEL, true);
         close(sv);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        before = status_number(c, "reexecs");
-        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
-        t0 = now_ms();
-        while (status_number(c, "reexecs") == before) {
-                ck_assert(now_ms() - t0 < 5000);
-                usleep(5000);
-        }
+        reexec(c);
         ck_assert_int_eq(send(cl, "q", 1, 0), 1);
         ck_assert_int_eq(take_all(c, "upgrade", &p, &t, 1), 1);
         ck_assert_uint_eq(t.key, 11);

@@ -215,6 +215,7 @@ class TakenSocket:
     trigger: Trigger
     enabled: bool
     previous_fd: int | None     #: its descriptor number in the process that registered it
+    armed: bool = True          #: False: disabled, or a ONESHOT whose entry was dequeued
 
 
 @dataclass(frozen=True)
@@ -738,8 +739,8 @@ class Port:
 
         Each comes back as a :class:`TakenSocket` whose ``sock`` is a new ``socket.socket``
         of the same kernel socket; the registration (key, filter, triggers, state, a queued
-        entry) is unchanged and now this connection's.  Re-enable ONESHOT ones: the
-        predecessor may have dequeued their entry.  ``sock`` is None when the descriptor did
+        entry) is unchanged and now this connection's.  Re-enable those with ``armed`` False:
+        ONESHOT ones whose entry the predecessor dequeued.  ``sock`` is None when the descriptor did
         not arrive (this process ran out of descriptors); the call then stops.
         """
         conn = self.connection
@@ -779,8 +780,9 @@ class Port:
                         sock.close()  # not the socket the item names: never trust it
                         sock = None
                 taken.append(TakenSocket(sock, key, Filter(filt), Trigger(trig),
-                                         op == int(Op.ENABLE),
-                                         None if prev == w.NO_FD else prev))
+                                         op != int(Op.DISABLE),
+                                         None if prev == w.NO_FD else prev,
+                                         op == int(Op.ENABLE)))
             for i, fd in enumerate(fds):
                 if i not in used:
                     os.close(fd)
