@@ -54,7 +54,7 @@ def test_take_over_after_sigkill(daemon):
         assert (res.remaining, res.holders) == (0, 0)
         assert sorted(t.key for t in res.sockets) == [100, 101, 102]
         for t in res.sockets:
-            assert t.sock is not None and t.enabled and t.filter == Filter.IN
+            assert t.sock is not None and t.enabled and t.armed and t.filter == Filter.IN
             assert t.trigger == Trigger.LEVEL | Trigger.PERSISTENT
         # What was owed: the posted packet, then the data's notification.
         got = port.dequeue(4, timeout=2.0)
