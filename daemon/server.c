@@ -416,6 +416,18 @@ static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
                         closer_stop();
                         _exit(0);
                 }
+                /* The handover failed (logged): the kernel refuses descriptors in flight past
+                 * RLIMIT_NOFILE (ETOOMANYREFS), and the live store already holds every one of
+                 * them once.  That store is complete: leave it for the next start, which
+                 * restores from it as after a crash, rather than end every session. */
+                if (srv->live) {
+                        live_flush(srv);
+                        log_warning("stopped (signal %d): %u connection(s) left in the live "
+                                    "store; the next start restores them as after a crash",
+                                    (int)sig, srv->nconns);
+                        closer_stop();
+                        _exit(0);
+                }
         }
         /* Nothing of this daemon is to survive it: clients are told it stops. */
         live_stop(srv, true);
