@@ -795,6 +795,242 @@ START_TEST(test_take_when_socket_is_full)
 }
 END_TEST
 
+/* ---- re-exec and crash while ports linger ------------------------------------------------ */
+
+static long long status_reexecs(void)
+{
+        char *text = NULL;
+        json_t *doc;
+        long long v;
+        sn_conn_t *c;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_conn_status(c, &text), 0);
+        sn_conn_close(c);
+        doc = json_loads(text, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        v = json_integer_value(json_object_get(doc, "reexecs"));
+        json_decref(doc);
+        free(text);
+        return v;
+}
+
+static void reexec_daemon(void)
+{
+        long long before = status_reexecs(), t0 = now_ms();
+
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        while (status_reexecs() == before) {
+                ck_assert(now_ms() - t0 < 5000);
+                usleep(5000);
+        }
+}
+
+/* Kills the daemon (SIGKILL) and starts it again from the fake manager's store. */
+static void crash_daemon(struct manager *m)
+{
+        char names[MAXSTORED * 16];
+        int st;
+
+        usleep(200 * 1000); /* the journal and its boxes are stored */
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        pthread_mutex_lock(&m->lock);
+        manager_names_locked(m, names, sizeof(names));
+        test_daemon_start_with_fds(&D, NULL, m->fds, m->n, names);
+        pthread_mutex_unlock(&m->lock);
+}
+
+/*
+ * EDGE registrations with OUT and IN (each holds a duplicate of its socket, counted against
+ * the user's socket quota) left ownerless, carried through a re-exec, taken, re-armed, left
+ * ownerless again by the taker's end, and expired: the user's counts come back to zero, never
+ * below.
+ */
+START_TEST(test_edge_duplicates_accounted_through_reexec)
+{
+        enum { N = 4 };
+        int cl[N], sv[N], baseline = test_daemon_fds(&D);
+        const uint16_t filter = SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_OUT |
+                                SN_REGISTER_EVENT_HANGUP;
+
+        socket_pairs(cl, sv, N);
+        predecessor("edge", 30000, sv, N, 10, filter, SN_TRIGGER_EDGE);
+        for (int i = 0; i < N; i++)
+                close(sv[i]);
+        ck_assert_int_eq(user_number("registrations"), N);
+        ck_assert_int_eq(user_number("sockets"), 2 * N);
+        reexec_daemon();
+        ck_assert_int_eq(user_number("registrations"), N);
+        ck_assert_int_eq(user_number("sockets"), 2 * N);
+        {
+                sn_taken_socket_t t[N];
+                sn_registration_t r[N];
+                sn_conn_t *c;
+                sn_port_t *p;
+
+                ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+                ck_assert_int_eq(sn_port_open(c, "edge", &p), 0);
+                ck_assert_int_eq(sn_port_take_sockets(p, t, N, NULL), N);
+                for (int i = 0; i < N; i++)
+                        r[i] = (sn_registration_t){ .fd = t[i].fd, .key = t[i].key,
+                                                    .op = SN_OP_ENABLE, .filter = t[i].filter,
+                                                    .trigger = t[i].trigger };
+                ck_assert_int_eq(sn_port_process(p, r, N, NULL, 0, 0), 0);
+                for (int i = 0; i < N; i++) {
+                        ck_assert_int_eq(r[i].result, 0);
+                        close(t[i].fd);
+                }
+                ck_assert_int_eq(user_number("sockets"), 2 * N);
+                /* The taker goes: ownerless again. */
+                sn_conn_close(c);
+        }
+        usleep(50 * 1000);
+        reexec_daemon();
+        ck_assert_int_eq(user_number("registrations"), N);
+        ck_assert_int_eq(user_number("sockets"), 2 * N);
+        {
+                sn_taken_socket_t t[N];
+                sn_conn_t *c;
+                sn_port_t *p;
+
+                ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+                ck_assert_int_eq(sn_port_open(c, "edge", &p), 0);
+                ck_assert_int_eq(sn_port_set_linger(p, 0), 0);
+                ck_assert_int_eq(sn_port_take_sockets(p, t, N, NULL), N);
+                for (int i = 0; i < N; i++)
+                        ck_assert_int_eq(sn_socket_close(c, t[i].fd), 0);
+                ck_assert_int_eq(user_number("registrations"), 0);
+                ck_assert_int_eq(user_number("sockets"), 0);
+                sn_port_close(p);
+                sn_conn_close(c);
+        }
+        for (int i = 0; i < N; i++) {
+                ck_assert(peer_closed(cl[i], 2000));
+                close(cl[i]);
+        }
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 3000), baseline);
+        expect_user_clean();
+}
+END_TEST
+
+/* The same through a crash (live journal): the duplicates are made again, counted once. */
+START_TEST(test_edge_duplicates_accounted_through_crash)
+{
+        enum { N = 3 };
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+        const uint16_t filter = SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_OUT |
+                                SN_REGISTER_EVENT_HANGUP;
+        struct manager m;
+        int cl[N], sv[N];
+
+        test_daemon_stop(&D);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir, 64);
+        test_daemon_start(&D, NULL);
+        socket_pairs(cl, sv, N);
+        predecessor("edgecrash", 30000, sv, N, 10, filter, SN_TRIGGER_EDGE);
+        for (int i = 0; i < N; i++)
+                close(sv[i]);
+        ck_assert_int_eq(user_number("sockets"), 2 * N);
+        crash_daemon(&m);
+        ck_assert_int_eq(user_number("registrations"), N);
+        ck_assert_int_eq(user_number("sockets"), 2 * N);
+        {
+                sn_taken_socket_t t[N];
+                sn_conn_t *c;
+                sn_port_t *p;
+
+                ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+                ck_assert_int_eq(sn_port_open(c, "edgecrash", &p), 0);
+                ck_assert_int_eq(sn_port_set_linger(p, 0), 0);
+                ck_assert_int_eq(sn_port_take_sockets(p, t, N, NULL), N);
+                for (int i = 0; i < N; i++)
+                        ck_assert_int_eq(sn_socket_close(c, t[i].fd), 0);
+                sn_port_close(p);
+                sn_conn_close(c);
+        }
+        for (int i = 0; i < N; i++) {
+                ck_assert(peer_closed(cl[i], 2000));
+                close(cl[i]);
+        }
+        expect_user_clean();
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        manager_stop(&m);
+        test_daemon_start(&D, NULL); /* for the fixture */
+}
+END_TEST
+
+/*
+ * A creator that closed its handle of a lingering port but is still connected (an old instance
+ * finishing its work after handing the port over): its registrations stay its own until it
+ * ends, then become ownerless for the successor.  A re-exec keeps them so; a crash must too.
+ */
+static void handleless_creator(bool crash)
+{
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+        sn_port_options_t o = { .linger_ms = 30000 };
+        struct manager m;
+        sn_registration_t r;
+        sn_taken_socket_t t;
+        sn_take_info_t info;
+        sn_conn_t *a, *b;
+        sn_port_t *pa, *pb;
+        int cl, sv;
+
+        if (crash) {
+                test_daemon_stop(&D);
+                ck_assert_ptr_nonnull(mkdtemp(mdir));
+                manager_start(&m, mdir, 64);
+                test_daemon_start(&D, NULL);
+        }
+        tcp_pair(&cl, &sv);
+        ck_assert_int_eq(sn_conn_open(D.path, &a), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &b), 0);
+        ck_assert_int_eq(sn_port_create_named_ex(a, "handover", &o, &pa), 0);
+        r = (sn_registration_t){ .fd = sv, .key = 31, .op = SN_OP_ENABLE,
+                                 .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(pa, &r, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(r.result, 0);
+        close(sv);
+        ck_assert_int_eq(sn_port_open(b, "handover", &pb), 0);
+        sn_port_close(pa); /* a is still connected; b holds the port */
+        if (crash)
+                crash_daemon(&m);
+        else
+                reexec_daemon();
+        ck_assert_msg(!peer_closed(cl, 100), "the daemon dropped the registration");
+        ck_assert_int_eq(sn_port_take_sockets(pb, &t, 1, &info), 0);
+        sn_conn_close(a); /* now it ends: ownerless, for b */
+        usleep(100 * 1000);
+        ck_assert_int_eq(sn_port_take_sockets(pb, &t, 1, &info), 1);
+        ck_assert_uint_eq(t.key, 31);
+        ck_assert_int_eq(sn_port_set_linger(pb, 0), 0);
+        ck_assert_int_eq(sn_socket_close(b, t.fd), 0);
+        ck_assert(peer_closed(cl, 2000));
+        sn_port_close(pb);
+        sn_conn_close(b);
+        close(cl);
+        expect_user_clean();
+        if (crash) {
+                ck_assert_int_eq(test_daemon_stop(&D), 0);
+                manager_stop(&m);
+                test_daemon_start(&D, NULL); /* for the fixture */
+        }
+}
+
+START_TEST(test_handleless_creator_through_reexec)
+{
+        handleless_creator(false);
+}
+END_TEST
+
+START_TEST(test_handleless_creator_through_crash)
+{
+        handleless_creator(true);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("linger-attack");
@@ -811,6 +1047,10 @@ int main(void)
         tcase_add_test(tc, test_socket_close_of_others_registrations);
         tcase_add_test(tc, test_take_when_replies_are_queued);
         tcase_add_test(tc, test_take_when_socket_is_full);
+        tcase_add_test(tc, test_edge_duplicates_accounted_through_reexec);
+        tcase_add_test(tc, test_edge_duplicates_accounted_through_crash);
+        tcase_add_test(tc, test_handleless_creator_through_reexec);
+        tcase_add_test(tc, test_handleless_creator_through_crash);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
