@@ -1031,6 +1031,111 @@ START_TEST(test_handleless_creator_through_crash)
 }
 END_TEST
 
+/* ---- descriptors in flight ---------------------------------------------------------------- */
+
+/*
+ * The kernel refuses to send descriptors (ETOOMANYREFS) while the sending user has more in
+ * flight (sent, not yet received by anyone) than its RLIMIT_NOFILE, unless it has
+ * CAP_SYS_RESOURCE: the packaged daemon runs without capabilities.  A hostile client can put
+ * the daemon there by asking PORT_TAKE again and again without ever reading the replies.
+ * Another client's PORT_TAKE must then fail (and be retried) without its connection being
+ * killed: killing it would drop every registration it has elsewhere (rule L3).
+ */
+START_TEST(test_take_while_descriptors_are_hoarded)
+{
+        enum { N = 100, ROUNDS = 4 };
+        static int cl[N], sv[N];
+        int vcl, vsv, h, res;
+        sn_registration_t r;
+        sn_port_options_t o = { .linger_ms = 30000 };
+        sn_taken_socket_t t;
+        sn_conn_t *v, *w;
+        sn_port_t *pv, *pw, *keep;
+        uint32_t port;
+
+        /* A daemon like the packaged one: no capabilities, a small descriptor limit. */
+        test_daemon_stop(&D);
+        setenv("SN_TEST_DAEMON_WRAPPER", "setpriv --bounding-set=-all prlimit --nofile=300:300",
+               1);
+        test_daemon_start(&D, NULL);
+        unsetenv("SN_TEST_DAEMON_WRAPPER");
+
+        /* The victim: a successor with a registration of its own on a port without linger,
+         * and one ownerless registration to take on a lingering port. */
+        tcp_pair(&vcl, &vsv);
+        predecessor("victim", 30000, &vsv, 1, 1, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL);
+        close(vsv);
+        ck_assert_int_eq(sn_conn_open(D.path, &v), 0);
+        ck_assert_int_eq(sn_port_create(v, 0, &keep), 0);
+        tcp_pair(&h, &res);
+        r = (sn_registration_t){ .fd = res, .key = 5, .op = SN_OP_ENABLE,
+                                 .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(keep, &r, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(r.result, 0);
+        close(res);
+        ck_assert_int_eq(sn_port_open(v, "victim", &pv), 0);
+
+        /* The hoarder: its own lingering port, taken over and over, never read. */
+        socket_pairs(cl, sv, N);
+        ck_assert_int_eq(sn_conn_open(D.path, &w), 0);
+        ck_assert_int_eq(sn_port_create_named_ex(w, "hoard", &o, &pw), 0);
+        {
+                static sn_registration_t rr[N];
+
+                for (int i = 0; i < N; i++)
+                        rr[i] = (sn_registration_t){ .fd = sv[i], .key = (uint64_t)i,
+                                                     .op = SN_OP_ENABLE,
+                                                     .filter = SN_REGISTER_EVENT_IN,
+                                                     .trigger = SN_TRIGGER_LEVEL };
+                ck_assert_int_eq(sn_port_process(pw, rr, N, NULL, 0, 0), 0);
+                for (int i = 0; i < N; i++)
+                        close(sv[i]);
+        }
+        sn_conn_close(w); /* ownerless now */
+        {
+                int fd = raw_hello2(D.path);
+
+                port = raw_port_open(fd, 10, "hoard");
+                for (int i = 0; i < ROUNDS; i++) {
+                        uint8_t buf[512];
+                        struct snw_port port_body = { .port = port };
+                        uint8_t *q;
+
+                        raw_take_send(fd, 11 + (uint32_t)i * 3, port, N);
+                        /* Closing the handle leaves the taken ones ownerless again; the port
+                         * is opened again (same id).  No reply is ever read. */
+                        snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, 12 + (uint32_t)i * 3,
+                                                     0, 0, 0, 0),
+                                        &port_body);
+                        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CLOSE, 0, 0), NULL, 0);
+                        q = sn_msg_begin(buf, SN_MSG_PORT_OPEN, 13 + (uint32_t)i * 3, 0, 0, 5, 0);
+                        memcpy(q, "hoard", 5);
+                        raw_send(fd, buf, (size_t)(q - buf) + 5, NULL, 0);
+                }
+                usleep(100 * 1000);
+                /* N * ROUNDS descriptors in flight to fd, which is never read. */
+
+                res = sn_port_take_sockets(pv, &t, 1, NULL);
+                ck_assert_msg(sn_port_take_sockets(pv, NULL, 0, NULL) != -ECONNRESET,
+                              "the victim's connection was killed (take returned %d)", res);
+                /* Its other registration lives on. */
+                ck_assert_msg(!peer_closed(h, 100), "the victim lost its other registration");
+                close(fd); /* the hoard is released */
+        }
+        usleep(100 * 1000);
+        res = sn_port_take_sockets(pv, &t, 1, NULL);
+        ck_assert_int_eq(res, 1);
+        close(t.fd);
+        sn_port_close(pv);
+        sn_port_close(keep);
+        sn_conn_close(v);
+        for (int i = 0; i < N; i++)
+                close(cl[i]);
+        close(vcl);
+        close(h);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("linger-attack");
@@ -1051,6 +1156,7 @@ int main(void)
         tcase_add_test(tc, test_edge_duplicates_accounted_through_crash);
         tcase_add_test(tc, test_handleless_creator_through_reexec);
         tcase_add_test(tc, test_handleless_creator_through_crash);
+        tcase_add_test(tc, test_take_while_descriptors_are_hoarded);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
