@@ -1136,6 +1136,109 @@ START_TEST(test_take_while_descriptors_are_hoarded)
 }
 END_TEST
 
+/*
+ * The old instance still holds the port when the daemon goes down (a stop into the descriptor
+ * store, or a crash), and dies while no daemon runs.  The next daemon finds its connection
+ * dead: its registrations become ownerless (the port lingers), and the successor takes them.
+ */
+static pid_t holder(const char *name, uint32_t linger_ms, int fd, uint64_t key)
+{
+        int pipefd[2];
+        pid_t pid;
+        char c;
+
+        ck_assert_int_eq(pipe(pipefd), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                sn_port_options_t o = { .linger_ms = linger_ms };
+                sn_registration_t r = { .fd = fd, .key = key, .op = SN_OP_ENABLE,
+                                        .filter = SN_REGISTER_EVENT_IN,
+                                        .trigger = SN_TRIGGER_LEVEL };
+                sn_conn_t *conn;
+                sn_port_t *p;
+
+                if (sn_conn_open(D.path, &conn) < 0 ||
+                    sn_port_create_named_ex(conn, name, &o, &p) < 0 ||
+                    sn_port_process(p, &r, 1, NULL, 0, 0) != 0 || r.result ||
+                    write(pipefd[1], "k", 1) != 1)
+                        _exit(2);
+                pause();
+                _exit(0);
+        }
+        close(pipefd[1]);
+        ck_assert_int_eq(read(pipefd[0], &c, 1), 1);
+        close(pipefd[0]);
+        return pid;
+}
+
+static void holder_dies_while_daemon_down(bool crash)
+{
+        char names[MAXSTORED * 16], mdir[] = "/tmp/sn-manager-XXXXXX";
+        struct manager m;
+        sn_taken_socket_t t;
+        sn_take_info_t info;
+        sn_conn_t *c;
+        sn_port_t *p;
+        int cl, sv, st;
+        pid_t pid;
+        char b;
+
+        test_daemon_stop(&D);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir, 64);
+        test_daemon_start(&D, NULL);
+        tcp_pair(&cl, &sv);
+        pid = holder("down", 30000, sv, 41);
+        close(sv);
+        usleep(200 * 1000);
+        ck_assert_int_eq(kill(D.pid, crash ? SIGKILL : SIGTERM), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        /* The old instance dies now, while no daemon runs. */
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        pthread_mutex_lock(&m.lock);
+        manager_names_locked(&m, names, sizeof(names));
+        test_daemon_start_with_fds(&D, NULL, m.fds, m.n, names);
+        pthread_mutex_unlock(&m.lock);
+        ck_assert_int_eq(send(cl, "d", 1, 0), 1);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_open(c, "down", &p), 0);
+        /* The dead connection is found and swept; then its registration is ownerless. */
+        for (long long t0 = now_ms();; usleep(20 * 1000)) {
+                ck_assert_int_ge(sn_port_take_sockets(p, NULL, 0, &info), 0);
+                if (info.holders == 0 || now_ms() - t0 > 5000)
+                        break;
+        }
+        ck_assert_uint_eq(info.holders, 0);
+        ck_assert_msg(!peer_closed(cl, 50), "the registration was dropped");
+        ck_assert_int_eq(sn_port_take_sockets(p, &t, 1, &info), 1);
+        ck_assert_uint_eq(t.key, 41);
+        ck_assert_int_eq(recv(t.fd, &b, 1, 0), 1);
+        ck_assert_int_eq(sn_port_set_linger(p, 0), 0);
+        ck_assert_int_eq(sn_socket_close(c, t.fd), 0);
+        ck_assert(peer_closed(cl, 2000));
+        sn_port_close(p);
+        sn_conn_close(c);
+        close(cl);
+        expect_user_clean();
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        manager_stop(&m);
+        test_daemon_start(&D, NULL); /* for the fixture */
+}
+
+START_TEST(test_holder_dies_during_a_store_restart)
+{
+        holder_dies_while_daemon_down(false);
+}
+END_TEST
+
+START_TEST(test_holder_dies_during_a_crash)
+{
+        holder_dies_while_daemon_down(true);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("linger-attack");
@@ -1157,6 +1260,8 @@ int main(void)
         tcase_add_test(tc, test_handleless_creator_through_reexec);
         tcase_add_test(tc, test_handleless_creator_through_crash);
         tcase_add_test(tc, test_take_while_descriptors_are_hoarded);
+        tcase_add_test(tc, test_holder_dies_during_a_store_restart);
+        tcase_add_test(tc, test_holder_dies_during_a_crash);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
