@@ -498,6 +498,7 @@ START_TEST(test_linger_zero_by_second_holder)
         close(sv);
         ck_assert_int_eq(sn_port_open(b, "second", &pb), 0);
         ck_assert_int_eq(sn_port_set_linger(pb, 0), 0);
+        sn_port_close(pa); /* b still holds it: a's registration stays a's */
         sn_conn_close(a);
         ck_assert(peer_closed(cl, 2000));
         ck_assert_int_eq(sn_port_take_sockets(pb, &t, 1, &info), 0);
@@ -883,6 +884,7 @@ START_TEST(test_edge_duplicates_accounted_through_reexec)
                 }
                 ck_assert_int_eq(user_number("sockets"), 2 * N);
                 /* The taker goes: ownerless again. */
+                sn_port_close(p);
                 sn_conn_close(c);
         }
         usleep(50 * 1000);
@@ -909,7 +911,9 @@ START_TEST(test_edge_duplicates_accounted_through_reexec)
                 ck_assert(peer_closed(cl[i], 2000));
                 close(cl[i]);
         }
-        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 3000), baseline);
+        /* Under a wrapper (valgrind) a re-exec changes the wrapper's own descriptors. */
+        if (!getenv("SN_TEST_DAEMON_WRAPPER"))
+                ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 3000), baseline);
         expect_user_clean();
 }
 END_TEST
@@ -1091,6 +1095,7 @@ START_TEST(test_take_while_descriptors_are_hoarded)
                 for (int i = 0; i < N; i++)
                         close(sv[i]);
         }
+        sn_port_close(pw);
         sn_conn_close(w); /* ownerless now */
         {
                 int fd = raw_hello2(D.path);
