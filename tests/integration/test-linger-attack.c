@@ -1035,6 +1035,30 @@ START_TEST(test_handleless_creator_through_crash)
 }
 END_TEST
 
+/* The "ownerless" count of the caller's port name, from the control "ports" listing. */
+static long long ownerless_of(sn_conn_t *c, const char *name)
+{
+        char *text = NULL;
+        json_t *doc, *items;
+        long long v = -1;
+        size_t i;
+        json_t *it;
+
+        ck_assert_int_eq(sn_conn_control(c, "{\"verb\":\"ports\"}", &text), 0);
+        doc = json_loads(text, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        items = json_object_get(doc, "items");
+        json_array_foreach(items, i, it) {
+                const char *n = json_string_value(json_object_get(it, "name"));
+
+                if (n && !strcmp(n, name))
+                        v = json_integer_value(json_object_get(it, "ownerless"));
+        }
+        json_decref(doc);
+        free(text);
+        return v;
+}
+
 /* ---- descriptors in flight ---------------------------------------------------------------- */
 
 /*
@@ -1101,23 +1125,47 @@ START_TEST(test_take_while_descriptors_are_hoarded)
                 int fd = raw_hello2(D.path);
 
                 port = raw_port_open(fd, 10, "hoard");
-                for (int i = 0; i < ROUNDS; i++) {
+                for (uint32_t i = 0, id = 11, tries = 0; i < ROUNDS; tries++) {
                         uint8_t buf[512];
                         struct snw_port port_body = { .port = port };
+                        long long t0 = now_ms();
                         uint8_t *q;
 
-                        raw_take_send(fd, 11 + (uint32_t)i * 3, port, N);
+                        /* Other root processes' descriptors in flight count too: a take
+                         * refused meanwhile (EAGAIN) is asked again. */
+                        ck_assert_uint_lt(tries, 100);
+                        raw_take_send(fd, id++, port, N);
+                        while (ownerless_of(v, "hoard") != 0 && now_ms() - t0 < 300)
+                                usleep(5 * 1000);
+                        if (ownerless_of(v, "hoard") != 0)
+                                continue;
+                        i++;
                         /* Closing the handle leaves the taken ones ownerless again; the port
                          * is opened again (same id).  No reply is ever read. */
-                        snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, 12 + (uint32_t)i * 3,
-                                                     0, 0, 0, 0),
+                        snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, id++, 0, 0, 0, 0),
                                         &port_body);
                         raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CLOSE, 0, 0), NULL, 0);
-                        q = sn_msg_begin(buf, SN_MSG_PORT_OPEN, 13 + (uint32_t)i * 3, 0, 0, 5, 0);
+                        q = sn_msg_begin(buf, SN_MSG_PORT_OPEN, id++, 0, 0, 5, 0);
                         memcpy(q, "hoard", 5);
                         raw_send(fd, buf, (size_t)(q - buf) + 5, NULL, 0);
+                        while (ownerless_of(v, "hoard") != N)
+                                ck_assert(now_ms() - t0 < 5000);
                 }
-                usleep(100 * 1000);
+                /* A mark after them: once it exists, the daemon has handled every round. */
+                {
+                        uint8_t buf[512];
+                        struct snw_port_create body = { 0 };
+                        uint8_t *q = snw_port_create_encode(
+                                sn_msg_begin(buf, SN_MSG_PORT_CREATE, 99, 0, 0, 4, 0), &body);
+                        sn_port_t *mark;
+
+                        memcpy(q, "done", 4);
+                        raw_send(fd, buf, (size_t)(q - buf) + 4, NULL, 0);
+                        for (long long t0 = now_ms(); sn_port_open(v, "done", &mark) < 0;
+                             usleep(10 * 1000))
+                                ck_assert(now_ms() - t0 < 5000);
+                        sn_port_close(mark);
+                }
                 /* N * ROUNDS descriptors in flight to fd, which is never read. */
 
                 res = sn_port_take_sockets(pv, &t, 1, NULL);
@@ -1244,6 +1292,98 @@ START_TEST(test_holder_dies_during_a_crash)
 }
 END_TEST
 
+/* ---- malformed and misplaced requests ----------------------------------------------------- */
+
+static void raw_linger(int fd, uint32_t id, uint32_t port, uint32_t ms, uint16_t want_type,
+                       uint32_t want_status)
+{
+        uint8_t buf[64];
+        struct snw_port_linger lg = { .port = port, .linger_ms = ms };
+
+        snw_port_linger_encode(sn_msg_begin(buf, SN_MSG_PORT_LINGER, id, 0, 0, 0, 0), &lg);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_LINGER, 0, 0), NULL, 0);
+        expect_reply(fd, want_type, id, want_status);
+}
+
+/* Handshakes: the version is the highest both speak; none in common is refused. */
+static void hello_version(uint16_t vmin, uint16_t vmax, int want)
+{
+        struct snw_hello h = { .magic = SN_PROTO_MAGIC, .version_min = vmin, .version_max = vmax };
+        struct snw_hello_reply rep;
+        const struct sn_msg_desc *d;
+        struct snw_header hd;
+        uint8_t buf[256];
+        int fd = raw_connect(D.path);
+        ssize_t n;
+
+        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &h);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
+        n = raw_recv(fd, buf, sizeof(buf));
+        ck_assert_int_gt(n, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &hd, &d), 0);
+        if (want < 0) {
+                ck_assert_uint_eq(hd.type, SN_MSG_ERROR);
+                ck_assert_uint_eq(hd.status, EPROTONOSUPPORT);
+        } else {
+                ck_assert_uint_eq(hd.type, SN_MSG_HELLO_REPLY);
+                snw_hello_reply_decode(sn_msg_body(buf), &rep);
+                ck_assert_int_eq(rep.version, want);
+        }
+        close(fd);
+}
+
+START_TEST(test_malformed_handoff_requests)
+{
+        int baseline = test_daemon_fds(&D), fd, v1, other, pair[2];
+        uint32_t named, priv, foreign;
+        uint8_t buf[64];
+
+        hello_version(1, 2, 2);
+        hello_version(2, 2, 2);
+        hello_version(1, 1, 1);
+        hello_version(2, 9, 2);
+        hello_version(3, 9, -1);
+        hello_version(2, 1, -1);
+        hello_version(0, 0, -1);
+
+        fd = raw_hello2(D.path);
+        named = raw_port_create(fd, 2, "mal");
+        priv = raw_port_create(fd, 3, NULL);
+        other = raw_hello2(D.path);
+        foreign = raw_port_create(other, 2, NULL);
+        /* Linger: a private port cannot, an unknown or another connection's port is EBADF, over
+         * the limit EDQUOT; the time in force is unchanged by a refusal. */
+        raw_linger(fd, 4, priv, 10, SN_MSG_PORT_LINGER_REPLY, EINVAL);
+        raw_linger(fd, 5, foreign, 10, SN_MSG_PORT_LINGER_REPLY, EBADF);
+        raw_linger(fd, 6, named, UINT32_MAX, SN_MSG_PORT_LINGER_REPLY, EDQUOT);
+        raw_linger(fd, 7, named, 0, SN_MSG_PORT_LINGER_REPLY, 0);
+        /* Take: another connection's port is EBADF. */
+        raw_take_send(fd, 8, foreign, 1);
+        expect_reply(fd, SN_MSG_PORT_TAKE_REPLY, 8, EBADF);
+        /* A PORT_TAKE carrying descriptors: refused, the descriptors closed, no reply with any. */
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+        {
+                struct snw_port_take tk = { .port = named, .max = 1 };
+
+                snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, 9, 0, 2, 0, 0), &tk);
+                raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_TAKE, 0, 0), pair, 2);
+                expect_reply(fd, SN_MSG_ERROR, 9, EBADMSG);
+        }
+        close(pair[0]);
+        close(pair[1]);
+        status_works(fd, 10);
+        /* Version 1: neither request exists; the connection goes on. */
+        v1 = raw_hello(D.path);
+        raw_linger(v1, 2, 1, 10, SN_MSG_ERROR, EOPNOTSUPP);
+        status_works(v1, 3);
+        close(v1);
+        close(other);
+        close(fd);
+        test_daemon_finish(&D, baseline);
+        D.pid = 0;
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("linger-attack");
@@ -1267,6 +1407,7 @@ int main(void)
         tcase_add_test(tc, test_take_while_descriptors_are_hoarded);
         tcase_add_test(tc, test_holder_dies_during_a_store_restart);
         tcase_add_test(tc, test_holder_dies_during_a_crash);
+        tcase_add_test(tc, test_malformed_handoff_requests);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
