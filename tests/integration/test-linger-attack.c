@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1384,6 +1385,84 @@ START_TEST(test_malformed_handoff_requests)
 }
 END_TEST
 
+/* ---- concurrent takes on one connection --------------------------------------------------- */
+
+struct taker {
+        sn_port_t *port;
+        sn_taken_socket_t t[64];
+        int n;
+};
+
+static void *take_thread(void *arg)
+{
+        struct taker *k = arg;
+        int r;
+
+        /* Small batches, so that the threads' replies (with descriptors) interleave. */
+        while ((r = sn_port_take_sockets(k->port, k->t + k->n, SN_MIN(3, 64 - k->n), NULL)) > 0)
+                k->n += r;
+        return r < 0 ? (void *)1 : NULL;
+}
+
+/* Several threads take from one port over one connection while another dequeues: each
+ * descriptor reaches the thread whose request it answers, every registration is taken once,
+ * and none is left open in the process afterwards. */
+START_TEST(test_concurrent_takes_one_connection)
+{
+        enum { N = 60, T = 4 };
+        int cl[N], sv[N], before, baseline = test_daemon_fds(&D);
+        static struct taker k[T];
+        static bool seen[N];
+        pthread_t th[T];
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_entry_t e[8];
+        int total = 0;
+
+        socket_pairs(cl, sv, N);
+        predecessor("many-threads", 30000, sv, N, 0, SN_REGISTER_EVENT_IN, SN_TRIGGER_LEVEL);
+        for (int i = 0; i < N; i++)
+                close(sv[i]);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_open(c, "many-threads", &p), 0);
+        before = own_fds();
+        for (int i = 0; i < T; i++) {
+                k[i] = (struct taker){ .port = p };
+                ck_assert_int_eq(pthread_create(&th[i], NULL, take_thread, &k[i]), 0);
+        }
+        for (int i = 0; i < 20; i++)
+                ck_assert_int_ge(sn_port_dequeue(p, e, 8, 0), -ETIMEDOUT);
+        for (int i = 0; i < T; i++) {
+                void *ret;
+
+                ck_assert_int_eq(pthread_join(th[i], &ret), 0);
+                ck_assert_ptr_null(ret);
+                for (int j = 0; j < k[i].n; j++) {
+                        struct stat st;
+                        uint64_t key = k[i].t[j].key;
+
+                        ck_assert(key < N && !seen[key]);
+                        seen[key] = true;
+                        ck_assert_int_eq(fstat(k[i].t[j].fd, &st), 0);
+                        ck_assert_int_eq(k[i].t[j].previous_fd, sv[key]);
+                        ck_assert_int_eq(sn_socket_close(c, k[i].t[j].fd), 0);
+                }
+                total += k[i].n;
+        }
+        ck_assert_int_eq(total, N);
+        ck_assert_int_eq(own_fds(), before);
+        for (int i = 0; i < N; i++) {
+                ck_assert(peer_closed(cl[i], 2000));
+                close(cl[i]);
+        }
+        ck_assert_int_eq(sn_port_set_linger(p, 0), 0);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 3000), baseline);
+        expect_user_clean();
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("linger-attack");
@@ -1408,6 +1487,7 @@ int main(void)
         tcase_add_test(tc, test_holder_dies_during_a_store_restart);
         tcase_add_test(tc, test_holder_dies_during_a_crash);
         tcase_add_test(tc, test_malformed_handoff_requests);
+        tcase_add_test(tc, test_concurrent_takes_one_connection);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
