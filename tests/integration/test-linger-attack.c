@@ -967,9 +967,11 @@ START_TEST(test_edge_duplicates_accounted_through_crash)
 END_TEST
 
 /*
- * A creator that closed its handle of a lingering port but is still connected (an old instance
- * finishing its work after handing the port over): its registrations stay its own until it
- * ends, then become ownerless for the successor.  A re-exec keeps them so; a crash must too.
+ * A creator that closed its handle while the port had no linger time (its registrations stay
+ * its own then), and lives on; another holder then gives the port a linger time.  Its
+ * registrations stay its own until it ends, then become ownerless for the successor.  A
+ * re-exec keeps them so; a crash must too (the live restore dropped them: it wanted every
+ * creator to hold the port).
  */
 static void handleless_creator(bool crash)
 {
@@ -992,7 +994,7 @@ static void handleless_creator(bool crash)
         tcp_pair(&cl, &sv);
         ck_assert_int_eq(sn_conn_open(D.path, &a), 0);
         ck_assert_int_eq(sn_conn_open(D.path, &b), 0);
-        ck_assert_int_eq(sn_port_create_named_ex(a, "handover", &o, &pa), 0);
+        ck_assert_int_eq(sn_port_create_named(a, "handover", 0, &pa), 0);
         r = (sn_registration_t){ .fd = sv, .key = 31, .op = SN_OP_ENABLE,
                                  .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
         ck_assert_int_eq(sn_port_process(pa, &r, 1, NULL, 0, 0), 0);
@@ -1000,6 +1002,8 @@ static void handleless_creator(bool crash)
         close(sv);
         ck_assert_int_eq(sn_port_open(b, "handover", &pb), 0);
         sn_port_close(pa); /* a is still connected; b holds the port */
+        ck_assert_int_eq(sn_port_set_linger(pb, o.linger_ms), 0);
+        ck_assert_int_eq(sn_port_take_sockets(pb, &t, 1, &info), 0); /* still a's */
         if (crash)
                 crash_daemon(&m);
         else
