@@ -1174,8 +1174,8 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 p = lookup(ports, r->u32a);
                 /* Without an owner (serial 0): kept by its port, which must have a name.  On a
                  * port with a linger time (rule L3 there) a creator need not hold the port (it
-                 * closed its handle and lives on: its own, as a re-exec keeps it), and one that
-                 * is gone left it ownerless. */
+                 * closed its handle before the port had a linger time and lives on: its own, as
+                 * a re-exec keeps it), and one that is gone left it ownerless. */
                 lingers = p && p->name && p->linger_ms;
                 if (fd < 0 || !p ||
                     (r->serial && !lingers && (!c || !port_handle_of(c, p->id))) ||
