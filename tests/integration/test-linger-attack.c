@@ -416,7 +416,6 @@ START_TEST(test_take_with_a_full_descriptor_table)
         close(pipefd[0]);
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
         ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        fprintf(stderr, "res %d %d %d %d\n", res[0], res[1], res[2], res[3]);
         /* Some came, some did not; nothing the library received stayed open behind it. */
         ck_assert_int_ge(res[0], 1);
         ck_assert_int_ge(res[1], 1);
