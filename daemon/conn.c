@@ -701,6 +701,20 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         if (srv->trace)
                 trace(c, "->", srv->wbuf, len);
         r = sn__fdmsg_send(c->fd, srv->wbuf, len, fds, n, MSG_DONTWAIT);
+        if (r == -ETOOMANYREFS) {
+                /* The daemon's user has more descriptors in flight (sent, not yet received:
+                 * clients that never read their replies) than its RLIMIT_NOFILE, and no
+                 * CAP_SYS_RESOURCE.  Nothing went out and this connection is not at fault:
+                 * it retries, as when its socket is full. */
+                unsigned long long dropped;
+
+                if (sn_ratelimit_ok(&srv->refuse_log, &dropped))
+                        log_warning("connection %llu (pid %d): PORT_TAKE reply not sent, too "
+                                    "many descriptors in flight to clients%s",
+                                    (unsigned long long)c->serial, (int)c->pid,
+                                    dropped ? " (messages suppressed)" : "");
+                r = -EAGAIN;
+        }
         if (r == -EAGAIN || r == -EWOULDBLOCK) {
                 server_count_call_error(srv, EAGAIN);
                 reply_simple(c, SN_MSG_PORT_TAKE_REPLY, h->id, EAGAIN);

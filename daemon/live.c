@@ -1164,6 +1164,7 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 struct snw_registration it = { 0 };
                 struct conn *c;
                 struct port *p;
+                bool lingers;
                 int fd;
 
                 if (r->type != JR_REG)
@@ -1171,8 +1172,13 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                 fd = take_sock(t, nfds, r->dev, r->ino);
                 c = r->serial ? lookup(conns, r->serial) : NULL;
                 p = lookup(ports, r->u32a);
-                /* Without an owner (serial 0): kept by its port, which must have a name. */
-                if (fd < 0 || !p || (r->serial && (!c || !port_handle_of(c, p->id))) ||
+                /* Without an owner (serial 0): kept by its port, which must have a name.  On a
+                 * port with a linger time (rule L3 there) a creator need not hold the port (it
+                 * closed its handle before the port had a linger time and lives on: its own, as
+                 * a re-exec keeps it), and one that is gone left it ownerless. */
+                lingers = p && p->name && p->linger_ms;
+                if (fd < 0 || !p ||
+                    (r->serial && !lingers && (!c || !port_handle_of(c, p->id))) ||
                     (!r->serial && !p->name)) {
                         sn_close(fd);
                         out->dropped++;

@@ -479,8 +479,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 LLVMFuzzerInitialize(NULL, NULL);
         fds_before = count_fds();
         events_before = event_base_get_num_events(srv->base, EVENT_BASE_COUNT_ADDED);
-        /* No port survives an input (checked below): ids may restart, inputs replay exactly. */
+        /* No port survives an input (checked below): ids may restart, inputs replay exactly.
+         * Port ids are a keyed permutation of the creation count (port.c): with the keys the
+         * daemon draws at random, no input could name a port it created.  Zero keys make the
+         * n-th port's id the one gen-corpus.c computes (port_id_of_zero_keys). */
         srv->next_port_id = 0;
+        memset(srv->port_id_key, 0, sizeof(srv->port_id_key));
         memset(&srv->counters, 0, sizeof(srv->counters));
         for (int i = 0; i < 2; i++)
                 cl[i] = (struct client){ .fd = -1 };

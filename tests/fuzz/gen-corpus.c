@@ -22,8 +22,27 @@
 #include "proto/codec.h"
 #include "socknotify.h"
 
-#define PORT1 1 /* the first port an input creates (fuzz-daemon restarts ids per input) */
-#define PORT2 2
+/*
+ * The id of the n-th port an input creates: fuzz-daemon restarts the count per input and sets
+ * the permutation's keys to zero, so this is daemon/port.c port_id_of() with zero keys (keep
+ * the two in step).
+ */
+static uint32_t port_id_of_zero_keys(uint32_t n)
+{
+        uint16_t l = (uint16_t)(n >> 16), r = (uint16_t)n;
+
+        for (int i = 0; i < 4; i++) {
+                uint32_t f = r * 0x9e3779b1u;
+                uint16_t t = r;
+
+                r = (uint16_t)(l ^ (uint16_t)(f >> 16));
+                l = t;
+        }
+        return (uint32_t)l << 16 | r;
+}
+
+#define PORT1 port_id_of_zero_keys(1) /* the first port an input creates */
+#define PORT2 port_id_of_zero_keys(2)
 
 /* ---- one message ---------------------------------------------------------------------- */
 
