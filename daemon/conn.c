@@ -21,8 +21,11 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include "common/fdmsg.h"
 #include "common/log.h"
@@ -118,6 +121,7 @@ static struct conn *conn_make(struct server *srv, struct user *u, int fd, const 
         sn_list_init(&c->runners);
         sn_list_init(&c->waits);
         sn_list_init(&c->outq);
+        sn_list_init(&c->take_link);
         sn_list_init(&c->dead_link);
         event_assign(&c->ev, srv->base, fd, EV_READ | EV_PERSIST, conn_io_cb, c);
         evtimer_assign(&c->hello_timer, srv->base, hello_timeout_cb, c);
@@ -283,6 +287,8 @@ void conn_free(struct conn *c, uint32_t status)
         }
         c->user->output -= c->outq_bytes;
         server_note_freed(c->srv, c->outq_bytes);
+        c->srv->take_inflight -= c->take_unread;
+        sn_list_del(&c->take_link);
         if (event_initialized(&c->ev))
                 event_del(&c->ev);
         sn_close(c->fd);
@@ -657,6 +663,27 @@ static void handle_port_linger(struct conn *c, const struct snw_header *h, const
  * nothing changes hands.  The registrations become the caller's only once the kernel has taken
  * the message, so a failed send loses nothing.
  */
+/* Whether c has read its last PORT_TAKE reply: its socket holds nothing unread any more. */
+static void take_refresh(struct conn *c)
+{
+        int q = 0;
+
+        if (!c->take_unread || ioctl(c->fd, SIOCOUTQ, &q) < 0 || q > 0)
+                return;
+        c->srv->take_inflight -= c->take_unread;
+        c->take_unread = 0;
+        sn_list_del(&c->take_link);
+}
+
+/* Descriptors the daemon lets wait in PORT_TAKE replies not yet read, all clients together:
+ * the kernel charges them to the daemon's RLIMIT_NOFILE (ETOOMANYREFS past it, without
+ * CAP_SYS_RESOURCE), and the live store's boxes already hold one such reference of every
+ * socket.  A quarter of the descriptor capacity, at least one full batch. */
+static uint64_t take_budget(const struct server *srv)
+{
+        return SN_MAX(srv->fd_capacity / 4, (uint64_t)SN_PROTO_MAX_FDS);
+}
+
 static void handle_port_take(struct conn *c, const struct snw_header *h, const uint8_t *buf)
 {
         struct server *srv = c->srv;
@@ -677,17 +704,43 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
                 err = EINVAL;
         else if (!sn_list_empty(&c->outq))
                 err = EAGAIN;
+        /* One reply with descriptors unread per connection: a client that never reads its
+         * replies cannot pile up the daemon's descriptors in flight. */
+        take_refresh(c);
+        if (!err && c->take_unread)
+                err = EAGAIN;
         if (err) {
                 server_count_call_error(srv, err);
                 reply_simple(c, SN_MSG_PORT_TAKE_REPLY, h->id, err);
                 return;
         }
         /* A batch: what the client asked, what one message may carry in descriptors and in
-         * bytes (both limits the client learnt at HELLO). */
+         * bytes (both limits the client learnt at HELLO), and what the budget of descriptors
+         * in flight leaves (the replies read since are counted out first). */
         max = SN_MIN(in.max, srv->limits.max_fds);
         max = SN_MIN(max, (uint32_t)((srv->limits.max_message - SN_HEADER_SIZE -
                                       SN_WIRE_SIZE_port_take_reply) /
                                      SN_WIRE_SIZE_registration));
+        if (max && port->norphans && srv->take_inflight + max > take_budget(srv)) {
+                struct sn_list *pos, *tmp;
+
+                sn_list_foreach_safe(pos, tmp, &srv->take_unread)
+                        take_refresh(sn_list_entry(pos, struct conn, take_link));
+                if (srv->take_inflight >= take_budget(srv)) {
+                        server_count_call_error(srv, EAGAIN);
+                        unsigned long long dropped;
+
+                        if (sn_ratelimit_ok(&srv->refuse_log, &dropped))
+                                log_notice("connection %llu (pid %d): PORT_TAKE deferred, %llu "
+                                           "descriptors in replies not yet read%s",
+                                           (unsigned long long)c->serial, (int)c->pid,
+                                           (unsigned long long)srv->take_inflight,
+                                           dropped ? " (messages suppressed)" : "");
+                        reply_simple(c, SN_MSG_PORT_TAKE_REPLY, h->id, EAGAIN);
+                        return;
+                }
+                max = (uint32_t)SN_MIN((uint64_t)max, take_budget(srv) - srv->take_inflight);
+        }
         p = sn_msg_begin(srv->wbuf, SN_MSG_PORT_TAKE_REPLY, h->id, 0, 0, 0, 0);
         n = port_take_prepare(port, p + SN_WIRE_SIZE_port_take_reply, fds, max);
         out.remaining = port->norphans - n;
@@ -725,6 +778,11 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
                 return;
         }
         port_take_commit(port, c, n);
+        if (n) {
+                c->take_unread = n;
+                srv->take_inflight += n;
+                sn_list_add_tail(&srv->take_unread, &c->take_link);
+        }
         if (n)
                 log_debug("connection %llu (pid %d) took %u registration(s) of port %u",
                           (unsigned long long)c->serial, (int)c->pid, n, port->id);

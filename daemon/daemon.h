@@ -404,6 +404,10 @@ struct conn {
         struct sn_list dead_link; /* in server->dead */
         uint32_t jr;              /* journal record (live.c), 0 for none */
         struct box_ref box;       /* its socket in the live store's boxes */
+        /* Descriptors of its last PORT_TAKE reply, maybe still unread (in flight, charged to
+         * the daemon's RLIMIT_NOFILE by the kernel); on server->take_unread while not 0. */
+        uint32_t take_unread;
+        struct sn_list take_link;
 };
 
 void conn_accept(struct server *srv, int fd);
@@ -509,6 +513,10 @@ struct server {
         uint64_t fd_capacity;
         uint32_t fdstore_max;    /* the service manager's descriptor store takes this many */
         struct live *live;       /* what survives a crash (live.c), NULL without a store */
+        /* PORT_TAKE replies not known to be read, and their descriptors (bounded: see
+         * handle_port_take in conn.c). */
+        struct sn_list take_unread;
+        uint64_t take_inflight;
         size_t freed_since_trim; /* bytes of client-made state freed since malloc_trim() */
 };
 

@@ -569,6 +569,7 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         sn_list_init(&srv->ports);
         sn_list_init(&srv->users);
         sn_list_init(&srv->dead);
+        sn_list_init(&srv->take_unread);
         clock_gettime(CLOCK_MONOTONIC, &srv->started);
         if (getrandom(srv->port_id_key, sizeof(srv->port_id_key), 0) !=
             (ssize_t)sizeof(srv->port_id_key)) {

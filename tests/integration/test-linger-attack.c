@@ -1129,23 +1129,19 @@ START_TEST(test_take_while_descriptors_are_hoarded)
                 int fd = raw_hello2(D.path);
 
                 port = raw_port_open(fd, 10, "hoard");
-                for (uint32_t i = 0, id = 11, tries = 0; i < ROUNDS; tries++) {
+                /* Take, let go (the taken ones are ownerless again), open again, take again:
+                 * no reply is ever read.  Only the first take may go through: a connection
+                 * gets no second reply with descriptors while one is unread (EAGAIN). */
+                for (uint32_t i = 0, id = 11; i < ROUNDS; i++) {
                         uint8_t buf[512];
                         struct snw_port port_body = { .port = port };
                         long long t0 = now_ms();
                         uint8_t *q;
 
-                        /* Other root processes' descriptors in flight count too: a take
-                         * refused meanwhile (EAGAIN) is asked again. */
-                        ck_assert_uint_lt(tries, 100);
                         raw_take_send(fd, id++, port, N);
                         while (ownerless_of(v, "hoard") != 0 && now_ms() - t0 < 300)
                                 usleep(5 * 1000);
-                        if (ownerless_of(v, "hoard") != 0)
-                                continue;
-                        i++;
-                        /* Closing the handle leaves the taken ones ownerless again; the port
-                         * is opened again (same id).  No reply is ever read. */
+                        ck_assert_int_eq(ownerless_of(v, "hoard"), i == 0 ? 0 : N);
                         snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, id++, 0, 0, 0, 0),
                                         &port_body);
                         raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CLOSE, 0, 0), NULL, 0);
@@ -1170,19 +1166,18 @@ START_TEST(test_take_while_descriptors_are_hoarded)
                                 ck_assert(now_ms() - t0 < 5000);
                         sn_port_close(mark);
                 }
-                /* N * ROUNDS descriptors in flight to fd, which is never read. */
+                /* N descriptors in flight to fd, which is never read: not more. */
 
                 res = sn_port_take_sockets(pv, &t, 1, NULL);
                 ck_assert_msg(sn_port_take_sockets(pv, NULL, 0, NULL) != -ECONNRESET,
                               "the victim's connection was killed (take returned %d)", res);
+                /* The hoard stayed small: the victim's take went through. */
+                ck_assert_int_eq(res, 1);
+                close(t.fd);
                 /* Its other registration lives on. */
                 ck_assert_msg(!peer_closed(h, 100), "the victim lost its other registration");
                 close(fd); /* the hoard is released */
         }
-        usleep(100 * 1000);
-        res = sn_port_take_sockets(pv, &t, 1, NULL);
-        ck_assert_int_eq(res, 1);
-        close(t.fd);
         sn_port_close(pv);
         sn_port_close(keep);
         sn_conn_close(v);
@@ -1558,7 +1553,11 @@ START_TEST(test_hoard_breaks_the_store_stop)
         test_daemon_start_with_fds(&D, NULL, m.fds, m.n, names);
         pthread_mutex_unlock(&m.lock);
         close(fd);
-        ck_assert_msg(states == 1, "the stop could not hand its descriptors over");
+        /* The handover itself may fail (the kernel refuses more descriptors in flight): then
+         * the daemon leaves its live store, complete, and the next start restores from it as
+         * after a crash.  Either way the other user's session goes on. */
+        if (states != 1)
+                fprintf(stderr, "test-linger-attack: the stop left the live store (no state)\n");
         ck_assert_int_eq(send(vcl, "s", 1, 0), 1);
         {
                 sn_entry_t e;
@@ -1582,8 +1581,9 @@ END_TEST
  * half of its RLIMIT_NOFILE in descriptors (several users' sockets).  The live journal keeps
  * them all in flight in its boxes, and the stop's handover sends them all again, 253 at a
  * time: twice the held descriptors in flight, over the limit after the first batch, and the
- * handover fails (the same ETOOMANYREFS).  Not a handoff bug (issue
- * 13's store), found on the way: the hoard above only gets there with fewer sockets.
+ * handover fails (the same ETOOMANYREFS).  Not a handoff bug (issue 13's store), found on the
+ * way: the hoard above only gets there with fewer sockets.  The daemon then leaves its live
+ * store for the next start, and no session may be lost.
  */
 START_TEST(test_store_stop_with_half_the_limit_held)
 {
@@ -1626,7 +1626,32 @@ START_TEST(test_store_stop_with_half_the_limit_held)
         manager_names_locked(&m, names, sizeof(names));
         test_daemon_start_with_fds(&D, NULL, m.fds, m.n, names);
         pthread_mutex_unlock(&m.lock);
-        ck_assert_msg(states == 1, "the stop could not hand its descriptors over");
+        /* As above: a handover or the live store, and every registration goes on. */
+        if (states != 1)
+                fprintf(stderr, "test-linger-attack: the stop left the live store (no state)\n");
+        {
+                static bool seen[N];
+                int want = 0;
+
+                for (int i = 0; i < N; i += 37, want++)
+                        ck_assert_int_eq(send(cl[i], "s", 1, 0), 1);
+                /* Level-triggered and unread: each reports until all were seen. */
+                for (int round = 0; want && round < 4 * N; round++) {
+                        sn_entry_t e[16];
+                        int n = sn_port_dequeue(pv, e, 16, 2000);
+
+                        ck_assert_int_gt(n, 0);
+                        for (int k = 0; k < n; k++) {
+                                ck_assert(e[k].key < N && e[k].key % 37 == 0);
+                                if (!seen[e[k].key]) {
+                                        seen[e[k].key] = true;
+                                        want--;
+                                }
+                        }
+                }
+                ck_assert_int_eq(want, 0);
+        }
+        ck_assert(!peer_closed(cl[N - 1], 50));
         sn_port_close(pv);
         sn_conn_close(v);
         for (int i = 0; i < N; i++)
