@@ -241,7 +241,7 @@ SN_EXPORT BOOL sn_w32_take_port_sockets(HANDLE h, SN_TAKEN_SOCKET *sockets, ULON
 
         if (!port)
                 return fail(ERROR_INVALID_HANDLE);
-        if (!taken || (count && !sockets)) {
+        if (!taken || (count && !sockets) || count > INT32_MAX) {
                 sn__port_unref(port);
                 return fail(ERROR_INVALID_PARAMETER);
         }

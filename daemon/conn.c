@@ -750,10 +750,13 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         sn_msg_begin(srv->wbuf, SN_MSG_PORT_TAKE_REPLY, h->id, 0, (uint16_t)n, n, 0);
         if (srv->live)
                 live_flush(srv);
-        srv->counters.messages_out++;
-        if (srv->trace)
-                trace(c, "->", srv->wbuf, len);
         r = sn__fdmsg_send(c->fd, srv->wbuf, len, fds, n, MSG_DONTWAIT);
+        if (r == 0) {
+                /* Counted and traced once sent: a refusal goes out as its own reply. */
+                srv->counters.messages_out++;
+                if (srv->trace)
+                        trace(c, "->", srv->wbuf, len);
+        }
         if (r == -ETOOMANYREFS) {
                 /* The daemon's user has more descriptors in flight (sent, not yet received:
                  * clients that never read their replies) than its RLIMIT_NOFILE, and no
