@@ -656,13 +656,6 @@ static void handle_port_linger(struct conn *c, const struct snw_header *h, const
         conn_send(c, c->srv->wbuf, sn_msg_size(SN_MSG_PORT_LINGER_REPLY, 0, 0));
 }
 
-/*
- * PORT_TAKE: the one reply that carries descriptors.  It is sent at once or not at all: a reply
- * queued behind others would have to keep its descriptors (and they would have to survive a
- * re-exec), so a connection with replies waiting, or whose socket is full, gets EAGAIN and
- * nothing changes hands.  The registrations become the caller's only once the kernel has taken
- * the message, so a failed send loses nothing.
- */
 /* Whether c has read its last PORT_TAKE reply: its socket holds nothing unread any more. */
 static void take_refresh(struct conn *c)
 {
@@ -684,34 +677,50 @@ static uint64_t take_budget(const struct server *srv)
         return SN_MAX(srv->fd_capacity / 4, (uint64_t)SN_PROTO_MAX_FDS);
 }
 
+/* Answers a PORT_TAKE with status err and nothing taken; why, when set, is logged (limited). */
+static void take_refuse(struct conn *c, uint32_t id, uint32_t err, const char *why)
+{
+        struct server *srv = c->srv;
+        unsigned long long dropped;
+
+        if (why && sn_ratelimit_ok(&srv->refuse_log, &dropped))
+                log_notice("connection %llu (pid %d): PORT_TAKE deferred: %s%s",
+                           (unsigned long long)c->serial, (int)c->pid, why,
+                           dropped ? " (messages suppressed)" : "");
+        server_count_call_error(srv, err);
+        reply_simple(c, SN_MSG_PORT_TAKE_REPLY, id, err);
+}
+
+/*
+ * PORT_TAKE: the one reply that carries descriptors.  It is sent at once or not at all: a reply
+ * queued behind others would have to keep its descriptors (and they would have to survive a
+ * re-exec), so a connection with replies waiting, or whose socket is full, gets EAGAIN and
+ * nothing changes hands.  The registrations become the caller's only once the kernel has taken
+ * the message, so a failed send loses nothing.  Descriptors sent and not yet received count
+ * against the daemon's RLIMIT_NOFILE, so a client that never reads cannot pile them up: one
+ * such reply unread per connection, and take_budget() for all of them.
+ */
 static void handle_port_take(struct conn *c, const struct snw_header *h, const uint8_t *buf)
 {
         struct server *srv = c->srv;
         struct snw_port_take in;
         struct snw_port_take_reply out;
         int fds[SN_PROTO_MAX_FDS];
+        uint8_t *body = srv->wbuf + SN_HEADER_SIZE;
         struct port *port;
-        uint32_t max, n, err = 0;
-        uint8_t *p;
+        uint32_t max, n;
         size_t len;
         int r;
 
         snw_port_take_decode(sn_msg_body(buf), &in);
         port = port_find(c, in.port);
-        if (!port)
-                err = EBADF;
-        else if (in.flags)
-                err = EINVAL;
-        else if (!sn_list_empty(&c->outq))
-                err = EAGAIN;
-        /* One reply with descriptors unread per connection: a client that never reads its
-         * replies cannot pile up the daemon's descriptors in flight. */
+        if (!port || in.flags) {
+                take_refuse(c, h->id, port ? EINVAL : EBADF, NULL);
+                return;
+        }
         take_refresh(c);
-        if (!err && c->take_unread)
-                err = EAGAIN;
-        if (err) {
-                server_count_call_error(srv, err);
-                reply_simple(c, SN_MSG_PORT_TAKE_REPLY, h->id, err);
+        if (!sn_list_empty(&c->outq) || c->take_unread) {
+                take_refuse(c, h->id, EAGAIN, NULL);
                 return;
         }
         /* A batch: what the client asked, what one message may carry in descriptors and in
@@ -727,68 +736,44 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
                 sn_list_foreach_safe(pos, tmp, &srv->take_unread)
                         take_refresh(sn_list_entry(pos, struct conn, take_link));
                 if (srv->take_inflight >= take_budget(srv)) {
-                        server_count_call_error(srv, EAGAIN);
-                        unsigned long long dropped;
-
-                        if (sn_ratelimit_ok(&srv->refuse_log, &dropped))
-                                log_notice("connection %llu (pid %d): PORT_TAKE deferred, %llu "
-                                           "descriptors in replies not yet read%s",
-                                           (unsigned long long)c->serial, (int)c->pid,
-                                           (unsigned long long)srv->take_inflight,
-                                           dropped ? " (messages suppressed)" : "");
-                        reply_simple(c, SN_MSG_PORT_TAKE_REPLY, h->id, EAGAIN);
+                        take_refuse(c, h->id, EAGAIN, "too many descriptors in replies not yet "
+                                                      "read");
                         return;
                 }
                 max = (uint32_t)SN_MIN((uint64_t)max, take_budget(srv) - srv->take_inflight);
         }
-        p = sn_msg_begin(srv->wbuf, SN_MSG_PORT_TAKE_REPLY, h->id, 0, 0, 0, 0);
-        n = port_take_prepare(port, p + SN_WIRE_SIZE_port_take_reply, fds, max);
+        n = port_take_prepare(port, body + SN_WIRE_SIZE_port_take_reply, fds, max);
         out.remaining = port->norphans - n;
         out.holders = port->nhandles - 1;
-        snw_port_take_reply_encode(p, &out);
+        snw_port_take_reply_encode(body, &out);
         len = sn_msg_size(SN_MSG_PORT_TAKE_REPLY, n, 0);
         sn_msg_begin(srv->wbuf, SN_MSG_PORT_TAKE_REPLY, h->id, 0, (uint16_t)n, n, 0);
         if (srv->live)
                 live_flush(srv);
         r = sn__fdmsg_send(c->fd, srv->wbuf, len, fds, n, MSG_DONTWAIT);
-        if (r == 0) {
-                /* Counted and traced once sent: a refusal goes out as its own reply. */
-                srv->counters.messages_out++;
-                if (srv->trace)
-                        trace(c, "->", srv->wbuf, len);
-        }
-        if (r == -ETOOMANYREFS) {
-                /* The daemon's user has more descriptors in flight (sent, not yet received:
-                 * clients that never read their replies) than its RLIMIT_NOFILE, and no
-                 * CAP_SYS_RESOURCE.  Nothing went out and this connection is not at fault:
-                 * it retries, as when its socket is full. */
-                unsigned long long dropped;
-
-                if (sn_ratelimit_ok(&srv->refuse_log, &dropped))
-                        log_warning("connection %llu (pid %d): PORT_TAKE reply not sent, too "
-                                    "many descriptors in flight to clients%s",
-                                    (unsigned long long)c->serial, (int)c->pid,
-                                    dropped ? " (messages suppressed)" : "");
-                r = -EAGAIN;
-        }
-        if (r == -EAGAIN || r == -EWOULDBLOCK) {
-                server_count_call_error(srv, EAGAIN);
-                reply_simple(c, SN_MSG_PORT_TAKE_REPLY, h->id, EAGAIN);
+        if (r == -EAGAIN || r == -EWOULDBLOCK || r == -ETOOMANYREFS) {
+                /* ETOOMANYREFS: the daemon's user has more descriptors in flight than its
+                 * RLIMIT_NOFILE (other clients' unread replies, the live store): this
+                 * connection is not at fault and asks again, as when its socket is full. */
+                take_refuse(c, h->id, EAGAIN,
+                            r == -ETOOMANYREFS ? "too many descriptors in flight" : NULL);
                 return;
         }
         if (r < 0) {
                 conn_kill(c, "sending failed");
                 return;
         }
+        srv->counters.messages_out++;
+        if (srv->trace)
+                trace(c, "->", srv->wbuf, len);
         port_take_commit(port, c, n);
         if (n) {
                 c->take_unread = n;
                 srv->take_inflight += n;
                 sn_list_add_tail(&srv->take_unread, &c->take_link);
-        }
-        if (n)
                 log_debug("connection %llu (pid %d) took %u registration(s) of port %u",
                           (unsigned long long)c->serial, (int)c->pid, n, port->id);
+        }
 }
 
 static void handle_socket_close(struct conn *c, const struct snw_header *h, const uint8_t *buf)

@@ -120,9 +120,9 @@ _Static_assert(sizeof(struct jr_header) <= JR_RECORD, "journal header size");
  *           does not), data: the name's first bytes
  *   NAME    u32a port id, u32b offset, u32c length, data: those bytes
  *   HANDLE  serial, u32a port id
- *   REG     serial (creator; 0: kept without an owner by a lingering port), dev, ino, u64a key, u32a port id, u32b client_fd, u32c filter,
- *           u32d the events of its queued packet (0: none queued), u8a trigger, u8b state
- *           (enum reg_state)
+ *   REG     serial (creator; 0: kept without an owner by a lingering port), dev, ino, u64a
+ *           key, u32a port id, u32b client_fd, u32c filter, u32d the events of its queued
+ *           packet (0: none queued), u8a trigger, u8b state (enum reg_state)
  *   POSTED  u32a port id, u32b bytes, u64a key, u64b overlapped, u32c/u32d sequence (low, high)
  *   WAIT    serial, u32a port id, u32b request id, u32c thread, u32d max entries, u32e
  *           timeout_ms as asked, u64a deadline (CLOCK_MONOTONIC ns; 0: none), u64b: number of
@@ -1037,7 +1037,9 @@ static void restore_port(struct server *srv, const struct jr_record *const *name
         }
         if (len) {
                 p->linger_ms = r->u32e;
-                /* Whether it lingered, and until when: read once its handles are back. */
+                /* Whether it lingered, and until when: a handle restored ends it, and one
+                 * without is armed again for what is left (live_restore). */
+                p->lingering = r->u64a != 0;
                 p->linger_deadline.tv_sec = (time_t)(r->u64a / 1000000000u);
                 p->linger_deadline.tv_nsec = (long)(r->u64a % 1000000000u);
         }
@@ -1098,7 +1100,7 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
                         continue;
                 }
                 c->passed_fds = true; /* swept when its process is gone */
-                c->version = (uint16_t)(r->u32c ? SN_MIN(r->u32c, (uint32_t)SN_PROTO_VERSION) : 1);
+                c->version = (uint16_t)SN_MIN(SN_MAX(r->u32c, 1u), (uint32_t)SN_PROTO_VERSION);
                 srv->next_conn_serial = SN_MAX(srv->next_conn_serial, r->serial + 1);
                 out->conns++;
                 if (r->u8a) {
@@ -1143,15 +1145,11 @@ int live_restore(struct server *srv, const uint8_t *journal, size_t size, const 
         for (struct sn_list *pos = srv->ports.next, *tmp = pos->next; pos != &srv->ports;
              pos = tmp, tmp = pos->next) {
                 struct port *p = sn_list_entry(pos, struct port, srv_link);
-                const struct timespec *d = &p->linger_deadline;
 
                 if (p->nhandles)
                         continue;
-                if (p->name && (d->tv_sec || d->tv_nsec)) {
-                        int64_t ms = ((int64_t)(d->tv_sec - now.tv_sec) * 1000000000 +
-                                      (d->tv_nsec - now.tv_nsec)) / 1000000;
-
-                        port_linger_resume(p, ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)UINT32_MAX));
+                if (p->lingering) {
+                        port_linger_resume(p, port_linger_left(p));
                         continue;
                 }
                 port_free(p, ECANCELED);

@@ -104,17 +104,23 @@ static void port_linger_cb(evutil_socket_t fd, short what, void *arg)
         port_free(p, ECANCELED);
 }
 
+/* *d = CLOCK_MONOTONIC now + ms; returns the same delay as a timeval for libevent. */
+static struct timeval deadline_in(struct timespec *d, uint32_t ms)
+{
+        clock_gettime(CLOCK_MONOTONIC, d);
+        d->tv_sec += ms / 1000;
+        d->tv_nsec += (long)(ms % 1000) * 1000000;
+        if (d->tv_nsec >= 1000000000) {
+                d->tv_sec++;
+                d->tv_nsec -= 1000000000;
+        }
+        return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+}
+
 static void linger_arm(struct port *p, uint32_t ms)
 {
-        struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+        struct timeval tv = deadline_in(&p->linger_deadline, ms);
 
-        clock_gettime(CLOCK_MONOTONIC, &p->linger_deadline);
-        p->linger_deadline.tv_sec += ms / 1000;
-        p->linger_deadline.tv_nsec += (long)(ms % 1000) * 1000000;
-        if (p->linger_deadline.tv_nsec >= 1000000000) {
-                p->linger_deadline.tv_sec++;
-                p->linger_deadline.tv_nsec -= 1000000000;
-        }
         p->lingering = true;
         /* evtimer_add() fails only for a bad timeval: the port then waits to be taken. */
         if (evtimer_add(&p->linger_timer, &tv) < 0)
@@ -179,7 +185,11 @@ uint32_t port_take_prepare(struct port *p, uint8_t *items, int *fds, uint32_t ma
 
         sn_list_foreach_safe(pos, tmp, &p->orphans) {
                 struct reg *g = sn_list_entry(pos, struct reg, conn_link);
-                struct snw_registration it = {
+                struct snw_registration it;
+
+                if (n == max)
+                        break;
+                it = (struct snw_registration){
                         .key = g->key, .dev = g->dev, .ino = g->ino, .filter = g->filter,
                         /* The state: ENABLE armed, DISABLE, or NONE for an enabled
                          * one-shot whose entry was dequeued (disarmed until enabled). */
@@ -189,8 +199,6 @@ uint32_t port_take_prepare(struct port *p, uint8_t *items, int *fds, uint32_t ma
                         .trigger = g->trigger, .fd_index = n, .client_fd = g->client_fd,
                 };
 
-                if (n == max)
-                        break;
                 items = snw_registration_encode(items, &it);
                 fds[n++] = g->fd;
         }
@@ -844,15 +852,7 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         w->timer_armed = false;
         w->timeout_ms = timeout_ms;
         if (timeout_ms != SN_PROTO_INFINITE) {
-                clock_gettime(CLOCK_MONOTONIC, &w->deadline);
-                w->deadline.tv_sec += timeout_ms / 1000;
-                w->deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-                if (w->deadline.tv_nsec >= 1000000000) {
-                        w->deadline.tv_sec++;
-                        w->deadline.tv_nsec -= 1000000000;
-                }
-                struct timeval tv = { .tv_sec = timeout_ms / 1000,
-                                      .tv_usec = (timeout_ms % 1000) * 1000 };
+                struct timeval tv = deadline_in(&w->deadline, timeout_ms);
 
                 evtimer_assign(&w->timer, conn->srv->base, wait_timeout_cb, w);
                 if (evtimer_add(&w->timer, &tv) < 0) {
