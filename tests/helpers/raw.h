@@ -24,6 +24,10 @@ void expect_reply(int fd, uint16_t type, uint32_t id, uint32_t status);
 void status_works(int fd, uint32_t id);
 /* Creates a port (optionally named); returns its id. */
 uint32_t raw_port_create(int fd, uint32_t id, const char *name);
+/* Opens a named port (PORT_OPEN must succeed); returns its id. */
+uint32_t raw_port_open(int fd, uint32_t id, const char *name);
+/* Connects and completes a handshake offering versions 1 to 2; version 2 must be chosen. */
+int raw_hello2(const char *path);
 
 struct test_daemon;
 /* The daemon serves a fresh client, is back to baseline descriptors, and stops with status 0

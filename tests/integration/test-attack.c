@@ -93,27 +93,6 @@ static uint32_t recv_process(int fd, uint32_t id, uint32_t *result0, uint32_t *n
         return h.status;
 }
 
-static uint32_t raw_port_open(int fd, uint32_t id, const char *name)
-{
-        uint8_t buf[512];
-        size_t len = strlen(name);
-        struct snw_port_create_reply rep;
-        const struct sn_msg_desc *d;
-        struct snw_header h;
-        uint8_t *q = sn_msg_begin(buf, SN_MSG_PORT_OPEN, id, 0, 0, (uint32_t)len, 0);
-        ssize_t n;
-
-        memcpy(q, name, len);
-        raw_send(fd, buf, SN_HEADER_SIZE + len, NULL, 0);
-        n = raw_recv(fd, buf, sizeof(buf));
-        ck_assert_int_gt(n, 0);
-        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
-        ck_assert_uint_eq(h.type, SN_MSG_PORT_OPEN_REPLY);
-        ck_assert_uint_eq(h.status, 0);
-        snw_port_create_reply_decode(sn_msg_body(buf), &rep);
-        return rep.port;
-}
-
 static void raw_port_close(int fd, uint32_t id, uint32_t port)
 {
         uint8_t buf[64];

@@ -151,44 +151,6 @@ static void expect_user_clean(void)
         ck_assert_int_eq(user_number("registrations"), 0);
 }
 
-/* Raw connection speaking protocol version 2. */
-static int raw_hello2(const char *path)
-{
-        struct snw_hello h = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 2 };
-        struct snw_hello_reply rep;
-        uint8_t buf[256];
-        int fd = raw_connect(path);
-
-        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &h);
-        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
-        ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
-        snw_hello_reply_decode(sn_msg_body(buf), &rep);
-        ck_assert_uint_eq(rep.version, 2);
-        return fd;
-}
-
-/* PORT_OPEN by name on a raw connection; returns the port id. */
-static uint32_t raw_port_open(int fd, uint32_t id, const char *name)
-{
-        uint8_t buf[512];
-        size_t len = strlen(name);
-        struct snw_port_create_reply rep;
-        const struct sn_msg_desc *d;
-        struct snw_header h;
-        uint8_t *p = sn_msg_begin(buf, SN_MSG_PORT_OPEN, id, 0, 0, (uint32_t)len, 0);
-        ssize_t n;
-
-        memcpy(p, name, len);
-        raw_send(fd, buf, (size_t)(p - buf) + len, NULL, 0);
-        n = raw_recv(fd, buf, sizeof(buf));
-        ck_assert_int_gt(n, 0);
-        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
-        ck_assert_uint_eq(h.type, SN_MSG_PORT_OPEN_REPLY);
-        ck_assert_uint_eq(h.status, 0);
-        snw_port_create_reply_decode(sn_msg_body(buf), &rep);
-        return rep.port;
-}
-
 static void raw_take_send(int fd, uint32_t id, uint32_t port, uint32_t max)
 {
         uint8_t buf[64];
