@@ -27,6 +27,7 @@
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/handoff.h"
 #include "tests/helpers/manager.h"
 #include "tests/helpers/raw.h"
 
@@ -75,53 +76,12 @@ static void expect_nothing(sn_port_t *p, int ms)
                       n > 0 ? (unsigned long long)e.key : 0ull);
 }
 
-/*
- * A predecessor in its own process: creates port name with linger_ms, registers each of
- * fds[0..n-1] with key base+i (trigger), optionally posts one packet (key 7), and is killed
- * with SIGKILL (nothing closed on its side).  Returns when the daemon has seen it go.
- */
+/* A predecessor (tests/helpers/handoff.h) registering IN and HANGUP. */
 static void predecessor(const char *name, uint32_t linger_ms, const int *fds, int n,
                         uint64_t base, uint8_t trigger, bool post)
 {
-        int pipefd[2], st;
-        pid_t pid;
-        char c;
-
-        ck_assert_int_eq(pipe(pipefd), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                sn_port_options_t o = { .linger_ms = linger_ms };
-                sn_registration_t *r = calloc((size_t)n + 1, sizeof(*r));
-                sn_conn_t *conn;
-                sn_port_t *p;
-
-                if (!r || sn_conn_open(D.path, &conn) < 0 ||
-                    sn_port_create_named_ex(conn, name, &o, &p) < 0)
-                        _exit(2);
-                for (int i = 0; i < n; i++)
-                        r[i] = (sn_registration_t){ .fd = fds[i], .key = base + (uint64_t)i,
-                                                    .op = SN_OP_ENABLE, .trigger = trigger,
-                                                    .filter = SN_REGISTER_EVENT_IN |
-                                                              SN_REGISTER_EVENT_HANGUP };
-                if (n && sn_port_process(p, r, (uint32_t)n, NULL, 0, 0) != 0)
-                        _exit(3);
-                for (int i = 0; i < n; i++)
-                        if (r[i].result)
-                                _exit(4);
-                if (post && sn_port_post(p, 7, 70, 0x77) < 0)
-                        _exit(5);
-                if (write(pipefd[1], "k", 1) != 1)
-                        _exit(6);
-                pause();
-                _exit(0);
-        }
-        close(pipefd[1]);
-        ck_assert_int_eq(read(pipefd[0], &c, 1), 1);
-        close(pipefd[0]);
-        ck_assert_int_eq(kill(pid, SIGKILL), 0);
-        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        usleep(50 * 1000); /* the daemon reads the connection's end */
+        handoff_predecessor(D.path, name, linger_ms, fds, n, base,
+                            SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_HANGUP, trigger, post);
 }
 
 /* Opens name and takes everything, waiting until no other holder is left. */
@@ -464,18 +424,11 @@ END_TEST
 START_TEST(test_version2_raw_requests)
 {
         uint8_t buf[256];
-        struct snw_hello h = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 2 };
         struct snw_port_take tk = { .max = 1, .flags = 1 };
         struct snw_port_linger lg = { .linger_ms = 5 };
-        struct snw_hello_reply rep;
-        int fd = raw_connect(D.path);
+        int fd = raw_hello2(D.path); /* a client offering 1..2 gets 2 */
         uint32_t port;
 
-        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &h);
-        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
-        ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
-        snw_hello_reply_decode(sn_msg_body(buf), &rep);
-        ck_assert_uint_eq(rep.version, 2);
         port = raw_port_create(fd, 2, "raw2");
         tk.port = port;
         snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, 3, 0, 0, 0, 0), &tk);
