@@ -444,7 +444,7 @@ class Connection:
             finally:
                 self._pending.discard(msg_id)
 
-    def _store(self, data: bytes, fds: list[int] = [], cut: bool = False) -> None:
+    def _store(self, data: bytes, fds: Sequence[int] = (), cut: bool = False) -> None:
         try:
             m = w.decode(data)
         except w.WireError:
@@ -768,6 +768,7 @@ class Port:
                     os.close(fd)
                 raise _error(m.status or _errno.EPROTO, "PORT_TAKE")
             remaining, holders = w.PORT_TAKE_REPLY_BODY.unpack(m.body)
+            before = len(taken)
             used = set()
             for item in w.REGISTRATION.iter_unpack(m.array1):
                 key, dev, ino, filt, op, trig, fd_index, prev = item
@@ -786,7 +787,7 @@ class Port:
             for i, fd in enumerate(fds):
                 if i not in used:
                     os.close(fd)
-            if cut or any(t.sock is None for t in taken[-m.count:] if m.count):
+            if cut or any(t.sock is None for t in taken[before:]):
                 break
             if not m.count or not remaining or len(taken) >= max_sockets:
                 break
