@@ -766,6 +766,8 @@ class Port:
             if m.type != w.PORT_TAKE | w.REPLY_BIT or m.status:
                 for fd in fds:
                     os.close(fd)
+                if taken:
+                    break  # earlier batches are ours: return them (as the C library does)
                 raise _error(m.status or _errno.EPROTO, "PORT_TAKE")
             remaining, holders = w.PORT_TAKE_REPLY_BODY.unpack(m.body)
             before = len(taken)
