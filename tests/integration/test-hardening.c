@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 
 #include <check.h>
 
+#include "common/fdmsg.h"
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
@@ -46,6 +48,10 @@ static void finish(void)
         test_daemon_finish(&D, baseline);
 }
 
+/* Set by a test whose connection the daemon may rightly drop while it still sends: a send
+ * that finds it dropped (EPIPE, ECONNRESET) is then not a failure, and the rest is skipped. */
+static bool may_be_dropped, dropped;
+
 /* Sends one PROCESS message with n identity-only items of operation op. */
 static void send_process(int fd, uint32_t id, uint32_t port, uint32_t flags, uint32_t max_entries,
                          uint32_t timeout_ms, uint32_t n, uint8_t op)
@@ -62,7 +68,15 @@ static void send_process(int fd, uint32_t id, uint32_t port, uint32_t flags, uin
                                               .fd_index = SN_PROTO_NO_FD };
                 p = snw_registration_encode(p, &r);
         }
-        raw_send(fd, buf, len, NULL, 0);
+        if (!may_be_dropped) {
+                raw_send(fd, buf, len, NULL, 0);
+        } else if (!dropped) {
+                int r = sn__fdmsg_send(fd, buf, len, NULL, 0, 0);
+
+                ck_assert_msg(r == 0 || r == -EPIPE || r == -ECONNRESET, "send: %s",
+                              strerror(-r));
+                dropped = r < 0;
+        }
         free(buf);
 }
 
@@ -209,8 +223,13 @@ START_TEST(test_wait_answers_past_output_bound)
         start((const char *const[]){ "--max-output=262144", NULL });
         fd = raw_hello(D.path);
         port = raw_port_create(fd, 2, NULL);
-        for (uint32_t i = 0; i < 40; i++)
+        /* On a slow machine (sanitizers) the first timers fire while later calls are still
+         * being sent: the answers cross the bound then, and the daemon drops the connection
+         * under the sender, which is the behaviour under test, not a failure. */
+        may_be_dropped = true;
+        for (uint32_t i = 0; i < 40 && !dropped; i++)
                 send_call(fd, 100 + i, port, 20000, 1, 200);
+        may_be_dropped = false;
         usleep(600 * 1000); /* every timer fires; about 3 MiB of answers for a 256 KiB bound */
         close(fd);
         finish();
