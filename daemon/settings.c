@@ -7,8 +7,10 @@
  * The file is a flat JSON object whose keys are the long option names of socknotifyd(8):
  * { "log-level": "debug", "max-waits": 2048 }.  Every key is checked against the same table and
  * the same ranges as the command line, so a file can express exactly what options can.  A bad
- * file is refused whole, with its path, the line and the key: at start the daemon does not
- * start; at reload (SIGHUP) the running configuration stays.
+ * file is refused whole, with its path, the line and the key; what the daemon then does (it
+ * never stops for it) is main.c's and server.c's business.  Only a regular file of at most
+ * SETTINGS_FILE_MAX bytes is read, opened without blocking (a FIFO), into one bounded buffer (a
+ * device such as /dev/zero is refused, never read without end).
  *
  * Limits whose value sizes buffers already shared with clients (max-message, max-fds through
  * HELLO_REPLY) take effect only at the next start; every other limit applies to the next
@@ -17,9 +19,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -137,53 +142,23 @@ static int line_of_key(const char *text, const char *key)
         return line;
 }
 
-int settings_load_file(const char *path, bool must_exist, struct settings *ret, char *err,
-                     size_t errsz)
+int settings_parse(const char *name, const char *text, size_t len, struct settings *ret,
+                   char *err, size_t errsz)
 {
         struct settings c;
         json_error_t je;
         json_t *doc, *value;
         const char *key;
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f;
         int r = 0;
 
         settings_init(&c);
-        f = fopen(path, "re");
-        if (!f) {
-                if (errno == ENOENT && !must_exist) {
-                        *ret = c;
-                        return 1;
-                }
-                r = -errno;
-                snprintf(err, errsz, "%s: %s", path, strerror(errno));
-                return r;
-        }
-        /* Read whole: the text is needed again to name the line of a bad key. */
-        {
-                FILE *m = open_memstream(&text, &len);
-                char buf[4096];
-                size_t n;
-
-                if (!m) {
-                        fclose(f);
-                        snprintf(err, errsz, "%s: out of memory", path);
-                        return -ENOMEM;
-                }
-                while ((n = fread(buf, 1, sizeof(buf), f)) > 0 && len < (1u << 20))
-                        fwrite(buf, 1, n, m);
-                fclose(m);
-                fclose(f);
-        }
         doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         if (!doc) {
-                snprintf(err, errsz, "%s:%d: %s", path, je.line, je.text);
-                free(text);
+                snprintf(err, errsz, "%s:%d: %s", name, je.line, je.text);
                 return -EINVAL;
         }
         if (!json_is_object(doc)) {
-                snprintf(err, errsz, "%s:1: the configuration must be a JSON object", path);
+                snprintf(err, errsz, "%s:1: the configuration must be a JSON object", name);
                 r = -EINVAL;
                 goto out;
         }
@@ -199,7 +174,7 @@ int settings_load_file(const char *path, bool must_exist, struct settings *ret, 
                                 snprintf(err, errsz,
                                          "%s:%d: key \"log-level\": one of \"error\", "
                                          "\"warning\", \"notice\", \"info\", \"debug\"",
-                                         path, line_of_key(text, key));
+                                         name, line_of_key(text, key));
                                 r = -EINVAL;
                                 goto out;
                         }
@@ -210,7 +185,7 @@ int settings_load_file(const char *path, bool must_exist, struct settings *ret, 
                         if (!strcmp(key, settings_limit_options[i].name))
                                 break;
                 if (i == settings_nlimit_options) {
-                        snprintf(err, errsz, "%s:%d: unknown key \"%s\"", path,
+                        snprintf(err, errsz, "%s:%d: unknown key \"%s\"", name,
                                  line_of_key(text, key), key);
                         r = -EINVAL;
                         goto out;
@@ -218,7 +193,7 @@ int settings_load_file(const char *path, bool must_exist, struct settings *ret, 
                 if (!json_is_integer(value) || json_integer_value(value) < 0 ||
                     settings_set_limit(&c, i, (uint64_t)json_integer_value(value)) < 0) {
                         snprintf(err, errsz, "%s:%d: key \"%s\": an integer from %u to %u",
-                                 path, line_of_key(text, key), key,
+                                 name, line_of_key(text, key), key,
                                  settings_limit_options[i].min, settings_limit_options[i].max);
                         r = -EINVAL;
                         goto out;
@@ -227,8 +202,104 @@ int settings_load_file(const char *path, bool must_exist, struct settings *ret, 
         *ret = c;
 out:
         json_decref(doc);
+        return r;
+}
+
+int settings_read_fd(int fd, const char *name, struct settings *ret, char *err, size_t errsz)
+{
+        struct stat st;
+        char *text;
+        size_t len = 0;
+        int r;
+
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                snprintf(err, errsz, "%s: %s", name, strerror(errno));
+                return r;
+        }
+        /* A FIFO would block the loop, a device (/dev/zero) never ends, a directory is no
+         * text: only a regular file is read. */
+        if (!S_ISREG(st.st_mode)) {
+                snprintf(err, errsz, "%s: not a regular file", name);
+                return -EINVAL;
+        }
+        if (st.st_size > SETTINGS_FILE_MAX) {
+                snprintf(err, errsz, "%s: larger than %u bytes", name, SETTINGS_FILE_MAX);
+                return -EFBIG;
+        }
+        /* Whole and bounded: the text is needed again to name the line of a bad key, and a
+         * file that grows while it is read stops at one byte past the cap. */
+        text = malloc(SETTINGS_FILE_MAX + 1);
+        if (!text) {
+                snprintf(err, errsz, "%s: out of memory", name);
+                return -ENOMEM;
+        }
+        while (len < SETTINGS_FILE_MAX + 1) {
+                ssize_t n = pread(fd, text + len, SETTINGS_FILE_MAX + 1 - len, (off_t)len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = -errno;
+                        snprintf(err, errsz, "%s: %s", name, strerror(errno));
+                        free(text);
+                        return r;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        if (len > SETTINGS_FILE_MAX) {
+                snprintf(err, errsz, "%s: larger than %u bytes", name, SETTINGS_FILE_MAX);
+                free(text);
+                return -EFBIG;
+        }
+        text[len] = 0;
+        r = settings_parse(name, text, len, ret, err, errsz);
         free(text);
         return r;
+}
+
+int settings_load_file(const char *path, bool must_exist, struct settings *ret, char *err,
+                       size_t errsz)
+{
+        int fd, r;
+
+        /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just after). */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+                if (errno == ENOENT && !must_exist) {
+                        settings_init(ret);
+                        return 1;
+                }
+                r = -errno;
+                snprintf(err, errsz, "%s: %s", path, strerror(errno));
+                return r;
+        }
+        r = settings_read_fd(fd, path, ret, err, errsz);
+        close(fd);
+        return r;
+}
+
+char *settings_format(const struct settings *s)
+{
+        json_t *doc = json_object();
+        char *text;
+
+        if (!doc)
+                return NULL;
+        if (s->log_level >= 0)
+                json_object_set_new(doc, "log-level",
+                                    json_string(settings_log_level_name(s->log_level)));
+        for (size_t i = 0; i < settings_nlimit_options; i++)
+                if (s->set & (1u << i))
+                        json_object_set_new(
+                                doc, settings_limit_options[i].name,
+                                json_integer(*settings_limit_field(
+                                        (struct limits *)&s->limits, &settings_limit_options[i])));
+        text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(doc);
+        return text;
 }
 
 void settings_resolve(const struct settings *cmdline, const struct settings *file, uint64_t capacity,

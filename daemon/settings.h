@@ -69,13 +69,28 @@ int settings_set_limit(struct settings *s, size_t i, uint64_t value);
 /* "error", "warning", "notice", "info", "debug" -> LOG_*, or -EINVAL. */
 int settings_parse_log_level(const char *name);
 const char *settings_log_level_name(int level);
+/* The largest configuration file read, in bytes. */
+#define SETTINGS_FILE_MAX (1u << 20)
+
 /*
  * Reads the configuration file at path into *ret.  Returns 0; 1 when the file does not exist
  * and must_exist is false (then *ret sets nothing); or a negative errno with err holding
- * "PATH:LINE: what is wrong, naming the key" (then *ret is untouched).
+ * "PATH:LINE: what is wrong, naming the key" or "PATH: why it cannot be read" (then *ret is
+ * untouched).  Refuses anything but a regular file of at most SETTINGS_FILE_MAX bytes; never
+ * blocks (a FIFO is opened non-blocking and refused).
  */
 int settings_load_file(const char *path, bool must_exist, struct settings *ret, char *err,
                        size_t errsz);
+/* As settings_load_file(), from a descriptor it borrows (read with pread from offset 0); name
+ * stands for the file in err. */
+int settings_read_fd(int fd, const char *name, struct settings *ret, char *err, size_t errsz);
+/* Parses a configuration text of len bytes (text[len] must be 0) named name; returns 0 or
+ * -EINVAL with err as settings_load_file(). */
+int settings_parse(const char *name, const char *text, size_t len, struct settings *ret,
+                   char *err, size_t errsz);
+/* s as a configuration text that settings_parse() reads back to s (malloc'd, the caller frees
+ * it), or NULL when out of memory. */
+char *settings_format(const struct settings *s);
 /* Merges defaults, file and command line; fills the defaults that follow the descriptor
  * capacity. */
 void settings_resolve(const struct settings *cmdline, const struct settings *file,
