@@ -332,9 +332,14 @@ void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t l
                         ans = json_pack("{s:s}", "log_level", name);
                 }
         } else if (!strcmp(verb, "reload")) {
-                status = server_reload(srv) < 0 ? EINVAL : 0;
+                char err[512], why[600];
+
+                /* The whole error, never the status line's short form: whoever asked (systemctl
+                 * reload through ExecReload=) sees the file, the line and the key. */
+                status = server_reload(srv, err, sizeof(err)) < 0 ? EINVAL : 0;
+                snprintf(why, sizeof(why), "%s; the daemon keeps its running settings", err);
                 ans = json_pack("{s:s}", status ? "error" : "result",
-                                status ? srv->reload_note + 2 : "configuration reloaded");
+                                status ? why : "configuration reloaded");
         } else {
                 /* The answer travels in the state and the new image sends it. */
                 ans = json_pack("{s:s}", "result", "re-executed");

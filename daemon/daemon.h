@@ -476,7 +476,7 @@ struct server {
         struct event watchdog;  /* WATCHDOG=1 at half of WATCHDOG_USEC */
         struct event status_tick; /* STATUS= when the summary changes */
         struct event owner_sweep; /* ends connections whose process has exited */
-        char last_status[256];
+        char last_status[320];
         char *path;
         bool owns_path;
         struct limits limits;
@@ -498,8 +498,11 @@ struct server {
         uint64_t nregs, nqueued;
         bool trace;
         char *config_path;
+        bool config_named;      /* named with --config: its absence is an error */
         struct settings cmdline;
-        char reload_note[96];   /* the outcome of the last reload, for STATUS= */
+        struct settings file_settings; /* the file's settings in force: the last good ones */
+        bool lastgood_stored;   /* they are kept in the descriptor store (lastgood.c) */
+        char reload_note[160];  /* the outcome of the last reload or start, for STATUS= */
         struct event sig_hup, sig_usr2;
         bool restoring;         /* re-exec: holdings are restored past any limit */
         char *exe;              /* our binary's path, executed again by a re-exec */
@@ -524,6 +527,7 @@ struct server_options {
         const char *path;
         char *const *argv;        /* for a re-exec: the command line again */
         const char *config_path;  /* "" for none; read again on SIGHUP */
+        bool config_named;        /* given with --config: it must exist */
         struct settings cmdline;  /* what the command line set: wins over the file */
         uint32_t mode;
         const char *group;
@@ -569,6 +573,9 @@ void fdstore_forget(uint32_t nboxes);
 bool fdstore_crashed(const uint8_t **journal, size_t *size, int **fds, uint32_t *nfds);
 uint32_t fdstore_next_gen(void);
 void fdstore_forget_previous(void);
+/* After fdstore_take: the previous daemon's last good settings (lastgood.c), a memfd that is
+ * now the caller's, or -1 when the store held none. */
+int fdstore_take_settings(void);
 /*
  * What survives a crash (live.c): a journal of every session's objects and the descriptors in
  * "boxes", both kept in the descriptor store as the daemon runs.  live_start: begins it with
@@ -617,9 +624,23 @@ void live_wait_gone(struct wait *w);
 void conn_reply_error(struct conn *c, uint32_t id, uint32_t status);
 /* Sets or clears FD_CLOEXEC on every descriptor the state names. */
 void reexec_set_cloexec(struct server *srv, bool on);
-/* Reads the configuration file again and applies it to new requests (SIGHUP).  Returns 0, or
- * a negative errno when the file is bad (logged; the running configuration stays). */
-int server_reload(struct server *srv);
+/* Reads the configuration file again and applies it to new requests (SIGHUP, CONTROL reload,
+ * systemctl reload).  Returns 0, or a negative errno when the file is bad: logged at err, err
+ * holds "PATH:LINE: what, naming the key" (errsz bytes), and the running settings stay. */
+int server_reload(struct server *srv, char *err, size_t errsz);
+/* Sets the outcome shown after the counts on the STATUS= line: prefix and text, cut (if at all)
+ * at a word boundary and marked with an ellipsis, never inside a word. */
+void server_set_note(struct server *srv, const char *prefix, const char *text);
+/*
+ * The last good settings (lastgood.c).  lastgood_memfd: s as a sealed memfd (close-on-exec as
+ * asked), or a negative errno.  lastgood_keep: makes file the settings in force
+ * (srv->file_settings) and, when srv->lastgood_stored, replaces the copy in the descriptor
+ * store; 0 or a negative errno (the caller logs it; the settings apply anyway).
+ * lastgood_is_store_name: whether a descriptor store entry is that copy.
+ */
+int lastgood_memfd(const struct settings *s, bool cloexec);
+int lastgood_keep(struct server *srv, const struct settings *file);
+bool lastgood_is_store_name(const char *name);
 /* Builds the status document as user uid may see it (root: everything; others: the daemon's
  * limits and their own figures only).  Returns malloc'ed JSON text or NULL. */
 char *server_status_json(struct server *srv, uid_t uid);

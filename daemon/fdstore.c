@@ -27,6 +27,10 @@
  *                 each descriptor had, in the order of the boxes; little-endian
  *   snstate       the state (docs/reexec-state.md), stored last: without it nothing is used
  *
+ * Not part of the handover, and kept in the store at all times: "snsettings", the last good
+ * settings (lastgood.c), set aside at start for main.c and replaced by the new daemon; the
+ * live journal and boxes (live.c), "snjournal.G" and "snlive.G.I".
+ *
  * The state names descriptors by their numbers in the old process, and a port's epoll instance
  * knows its sockets by (file, number) too, so the next daemon puts each descriptor back at its
  * old number before it reads the state; from there on a restore is a re-exec's restore.  After
@@ -307,6 +311,7 @@ struct got {
         bool state, map;
         bool live;    /* snjournal.G or snlive.G.I: kept while the previous daemon ran */
         bool journal;
+        bool settings; /* snsettings: the last good settings (lastgood.c) */
         uint32_t gen; /* snjournal.G: G */
 };
 
@@ -321,7 +326,8 @@ static struct {
         uint32_t nnames;
         uint32_t gen;
         bool crashed;
-} prev;
+        int settings_fd; /* snsettings, or -1 */
+} prev = { .settings_fd = -1 };
 
 /* Copies of the descriptors of a box of the previous daemon, added to prev.fds.  They are
  * peeked, not taken: the box in the store keeps them until our own journal and boxes are stored
@@ -526,11 +532,19 @@ static int unbox(int box, const uint32_t *old, uint32_t nmap, uint32_t *next, in
         }
 }
 
+int fdstore_take_settings(void)
+{
+        int fd = prev.settings_fd;
+
+        prev.settings_fd = -1;
+        return fd;
+}
+
 int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
 {
         char **names = NULL;
         struct got *g = NULL;
-        int n, nlisten = 0, listen_fd = 0, state = -1, map_fd = -1, r = 0;
+        int n, nlisten = 0, listen_fd = 0, state = -1, map_fd = -1, settings = -1, r = 0;
         uint32_t *old = NULL, nmap = 0, next = 0, nboxes = 0;
         bool have_ours = false;
 
@@ -557,7 +571,9 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                 g[k].map = !strcmp(name, "snmap");
                 g[k].journal = !strncmp(name, "snjournal.", 10);
                 g[k].live = g[k].journal || !strncmp(name, "snlive.", 7);
-                g[k].sn = g[k].box >= 0 || g[k].state || g[k].map || g[k].live;
+                g[k].settings = lastgood_is_store_name(name);
+                g[k].sn = g[k].box >= 0 || g[k].state || g[k].map || g[k].live ||
+                          g[k].settings;
                 have_ours |= g[k].box >= 0 || g[k].state || g[k].map;
                 if (g[k].live) {
                         prev_name(name);
@@ -572,6 +588,8 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                         state = g[k].fd;
                 if (g[k].map && map_fd < 0)
                         map_fd = g[k].fd;
+                if (g[k].settings && settings < 0)
+                        settings = g[k].fd;
                 if (!g[k].sn) {
                         nlisten++;
                         listen_fd = g[k].fd;
@@ -600,6 +618,8 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                         close(g[k].fd);
                         if (g[k].fd == state)
                                 state = fd;
+                        if (g[k].fd == settings)
+                                settings = fd;
                         g[k].fd = fd;
                 }
                 for (uint32_t b = 0; !r && b < nboxes; b++) {
@@ -649,14 +669,18 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
          * to load is not tried again by the next start. */
         if (have_ours)
                 fdstore_forget(nboxes);
-        /* Close what was received, but the state, and the activated listening socket when no
-         * state is taken (a state names its own). */
+        /* Close what was received, but the state, the last good settings (replaced by ours
+         * in the store, see lastgood.c), and the activated listening socket when no state is
+         * taken (a state names its own). */
         for (int k = 0; k < n; k++) {
-                bool keep = (g[k].fd == state && !r) || (state < 0 && !g[k].sn && nlisten == 1);
+                bool keep = (g[k].fd == state && !r) || (state < 0 && !g[k].sn && nlisten == 1) ||
+                            (g[k].fd == settings && !r);
 
                 if (!keep)
                         close(g[k].fd);
         }
+        if (!r && settings >= 0)
+                prev.settings_fd = settings;
         free(old);
         free(g);
         free_names(names);

@@ -5,6 +5,12 @@
  *
  * The daemon runs in the foreground and never forks; a supervisor (systemd, a shell, a test)
  * owns its lifetime.  Exit status: 0 after SIGTERM/SIGINT, 1 when start-up fails, 2 on bad usage.
+ *
+ * A bad configuration file never stops it (socknotifyd(8), CONFIGURATION): the error is logged
+ * at err, with the file, the line and the key, and the daemon runs on the last good settings
+ * the previous daemon left (lastgood.c: in the descriptor store after a restart or a crash,
+ * --settings-fd=N after a re-exec), else on the defaults and the command line.
+ * `socknotifyd --check-config` is how an operator checks a file first (exit 0 or 1).
  */
 #include "config.h"
 
@@ -40,8 +46,10 @@ static void usage(FILE *f)
                 "                               else /run/socknotify/socknotify.sock)\n"
                 "      --socket-mode=MODE       octal file mode of the socket (default 0660)\n"
                 "      --socket-group=GROUP     group owning the socket file\n"
-                "  -c, --config=PATH            configuration file (default %s;\n"
-                "                               optional; an empty PATH reads none)\n"
+                "  -c, --config=PATH            configuration file (default %s,\n"
+                "                               optional there; an empty PATH reads none)\n"
+                "      --check-config           check the configuration file and the options,\n"
+                "                               print 'PATH: OK' or the error; exit 0 or 1\n"
                 "      --log-level=LEVEL        error, warning, notice, info (default), debug\n"
                 "  -v, --verbose                log debug messages (--log-level=debug)\n"
                 "      --trace                  log every message sent and received\n"
@@ -141,6 +149,70 @@ static void restore_after_crash(struct server *srv)
                  out.interrupted, out.dropped, out.unused);
 }
 
+/* --check-config: reads the file as a start would and says what it found; starts nothing. */
+static int check_config(const char *path, bool named)
+{
+        struct settings file;
+        char err[512];
+        int r;
+
+        if (!*path) {
+                printf("no configuration file (--config=''): the defaults and the options apply\n");
+                return 0;
+        }
+        r = settings_load_file(path, named, &file, err, sizeof(err));
+        if (r < 0) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+        }
+        if (r == 1)
+                printf("%s: absent: the defaults and the options apply\n", path);
+        else
+                printf("%s: OK\n", path);
+        return 0;
+}
+
+/*
+ * The file's settings at start, into *ret.  A bad file never stops the daemon: the error is
+ * logged at err (file, line, key) and the last good settings (carried_fd: a memfd of
+ * lastgood.c, -1 for none; closed here) are used instead, else none (the defaults and the
+ * command line apply).  The outcome for STATUS= goes to note ("" when the file was fine).
+ */
+static void start_settings(const char *path, bool named, int carried_fd, struct settings *ret,
+                           char *note, size_t notesz)
+{
+        struct settings carried;
+        char err[512], cerr[512];
+        int r = 1, rc = -ENOENT;
+
+        settings_init(ret);
+        note[0] = 0;
+        if (*path)
+                r = settings_load_file(path, named, ret, err, sizeof(err));
+        if (carried_fd >= 0) {
+                rc = settings_read_fd(carried_fd, "the last good settings", &carried, cerr,
+                                      sizeof(cerr));
+                close(carried_fd);
+                if (rc < 0)
+                        log_warning("%s: not used", cerr);
+        }
+        if (r >= 0)
+                return;
+        settings_init(ret);
+        if (rc == 0) {
+                *ret = carried;
+                log_error("configuration: %s; running on the last good settings, kept by the "
+                          "previous daemon", err);
+                snprintf(note, notesz, "; configuration error: running on the last good "
+                         "settings (see the log)");
+        } else {
+                log_error("configuration: %s; running on the defaults and the command line",
+                          err);
+                snprintf(note, notesz, "; configuration error: running on the defaults (see "
+                         "the log)");
+        }
+}
+
 /* Raises the soft RLIMIT_NOFILE to the hard limit; returns the resulting soft limit. */
 static uint64_t raise_nofile(void)
 {
@@ -165,6 +237,8 @@ int main(int argc, char **argv)
                 OPT_LOG_LEVEL,
                 OPT_RESTORE,
                 OPT_CHECK_STATE,
+                OPT_CHECK_CONFIG,
+                OPT_SETTINGS,
                 OPT_LIMIT, /* OPT_LIMIT + i: settings_limit_options[i] */
         };
         static const struct option base_options[] = {
@@ -179,6 +253,8 @@ int main(int argc, char **argv)
                 { "version", no_argument, NULL, 'V' },
                 { "restore-fd", required_argument, NULL, OPT_RESTORE },
                 { "check-state", required_argument, NULL, OPT_CHECK_STATE },
+                { "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+                { "settings-fd", required_argument, NULL, OPT_SETTINGS },
         };
         struct option options[SN_ARRAY_SIZE(base_options) + 32 + 1];
         struct server_options opt = {
@@ -188,10 +264,10 @@ int main(int argc, char **argv)
         };
         struct settings file;
         const char *path_arg = NULL;
-        char path[108], err[512];
+        char path[108], note[160];
         struct server *srv;
-        int c, r, index = -1, level, restore_fd = -1, check_fd = -1;
-        bool owns_path = false;
+        int c, r, index = -1, level, restore_fd = -1, check_fd = -1, settings_fd = -1;
+        bool owns_path = false, check_only = false;
         size_t nopt = 0;
 
         settings_init(&opt.cmdline);
@@ -212,6 +288,10 @@ int main(int argc, char **argv)
                         break;
                 case 'c':
                         opt.config_path = optarg;
+                        opt.config_named = true;
+                        break;
+                case OPT_CHECK_CONFIG:
+                        check_only = true;
                         break;
                 case OPT_MODE:
                         r = parse_u32(optarg, 0, 0777, 8, &opt.mode);
@@ -227,8 +307,10 @@ int main(int argc, char **argv)
                         break;
                 case OPT_RESTORE:
                 case OPT_CHECK_STATE:
+                case OPT_SETTINGS:
                         r = parse_u32(optarg, 0, INT32_MAX, 10, &v);
-                        *(c == OPT_RESTORE ? &restore_fd : &check_fd) = (int)v;
+                        *(c == OPT_RESTORE ? &restore_fd
+                          : c == OPT_SETTINGS ? &settings_fd : &check_fd) = (int)v;
                         break;
                 case OPT_TRACE:
                         opt.trace = true;
@@ -268,20 +350,21 @@ int main(int argc, char **argv)
                 sn_log_init(LOG_INFO);
                 return reexec_load(NULL, check_fd) < 0 ? 1 : 0;
         }
-        settings_init(&file);
-        if (*opt.config_path &&
-            settings_load_file(opt.config_path, false, &file, err, sizeof(err)) < 0) {
-                fprintf(stderr, "socknotifyd: %s\n", err);
-                return 1;
-        }
+        if (check_only)
+                return check_config(opt.config_path, opt.config_named);
         uint64_t cap = raise_nofile();
-        settings_resolve(&opt.cmdline, &file, cap, &opt.limits, &level);
-        sn_log_init(level);
+        /* Until the file is read: the command line's level, else the default. */
+        sn_log_init(opt.cmdline.log_level >= 0 ? opt.cmdline.log_level : LOG_INFO);
         int state_fd = -1;
 
         r = restore_fd >= 0 ? 0 : adopt_listen_fd(path, sizeof(path), &state_fd);
         if (r < 0)
                 return 1;
+        if (settings_fd < 0)
+                settings_fd = fdstore_take_settings();
+        start_settings(opt.config_path, opt.config_named, settings_fd, &file, note, sizeof(note));
+        settings_resolve(&opt.cmdline, &file, cap, &opt.limits, &level);
+        sn_log_set_level(level);
         if (state_fd >= 0)
                 restore_fd = state_fd; /* a restart: the previous daemon's state, as a re-exec */
         if (restore_fd >= 0) {
@@ -309,6 +392,16 @@ int main(int argc, char **argv)
                 return 1;
         srv->fd_capacity = cap;
         srv->fdstore_max = fdstore_capacity();
+        /* One entry of the store keeps the last good settings (lastgood.c). */
+        if (srv->fdstore_max > 1) {
+                srv->fdstore_max--;
+                srv->lastgood_stored = true;
+        }
+        r = lastgood_keep(srv, &file);
+        if (r < 0)
+                log_warning("fd store: the last good settings are not kept: %s", strerror(-r));
+        if (note[0])
+                server_set_note(srv, note, "");
         if (restore_fd >= 0) {
                 struct timespec t0, t1;
 

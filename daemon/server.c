@@ -191,22 +191,49 @@ void server_note_freed(struct server *srv, size_t bytes)
 
 static void status_tick_cb(evutil_socket_t fd, short what, void *arg);
 
-int server_reload(struct server *srv)
+void server_set_note(struct server *srv, const char *prefix, const char *text)
+{
+        static const char ellipsis[] = " \u2026"; /* " …" in UTF-8 */
+        char *note = srv->reload_note;
+        size_t size = sizeof(srv->reload_note), len;
+
+        snprintf(note, size, "%s%s", prefix, text);
+        len = strlen(prefix) + strlen(text);
+        if (len < size)
+                return;
+        /* Too long: cut at the last space that leaves room for the ellipsis. */
+        len = size - sizeof(ellipsis);
+        while (len > 0 && note[len] != ' ')
+                len--;
+        while (len > 0 && note[len - 1] == ' ')
+                len--;
+        memcpy(note + len, ellipsis, sizeof(ellipsis));
+}
+
+/* A bad file keeps the running settings and says so: at err in the log (file, line, key), on
+ * the STATUS= line (cut only between words) and in err for a CONTROL reload (socknotifyctl
+ * reload, the units' ExecReload=, so that `systemctl reload` fails too). */
+int server_reload(struct server *srv, char *err, size_t errsz)
 {
         struct settings file;
         struct limits l;
-        char err[512];
-        int r, level;
+        const char *shown;
+        size_t plen = strlen(srv->config_path);
+        int r, kept, level;
 
         sd_notify(0, "RELOADING=1");
         settings_init(&file);
-        r = *srv->config_path ? settings_load_file(srv->config_path, false, &file, err,
-                                                   sizeof(err))
+        err[0] = 0;
+        r = *srv->config_path ? settings_load_file(srv->config_path, srv->config_named, &file,
+                                                   err, errsz)
                               : 1;
         if (r < 0) {
-                log_error("reload: %s; keeping the running configuration", err);
-                snprintf(srv->reload_note, sizeof(srv->reload_note), "; reload failed: %.70s",
-                         err);
+                log_error("reload: %s; keeping the running settings", err);
+                /* The status line names the file by its base name; the log has the path. */
+                shown = err;
+                if (plen && !strncmp(err, srv->config_path, plen) && strrchr(srv->config_path, '/'))
+                        shown = err + (strrchr(srv->config_path, '/') - srv->config_path) + 1;
+                server_set_note(srv, "; reload failed, running settings kept: ", shown);
                 goto out;
         }
         settings_resolve(&srv->cmdline, &file, srv->fd_capacity, &l, &level);
@@ -217,10 +244,14 @@ int server_reload(struct server *srv)
         l.max_fds = srv->limits.max_fds;
         srv->limits = l;
         sn_log_set_level(level);
+        kept = lastgood_keep(srv, &file);
+        if (kept < 0)
+                log_warning("reload: the last good settings are not kept in the fd store: %s",
+                            strerror(-kept));
         log_info("reload: configuration %s%s, log level %s",
                  r == 1 ? "file absent: defaults and options" : "read from ",
                  r == 1 ? "" : srv->config_path, settings_log_level_name(level));
-        snprintf(srv->reload_note, sizeof(srv->reload_note), "; configuration reloaded");
+        server_set_note(srv, "; configuration reloaded", "");
         r = 0;
 out:
         srv->last_status[0] = 0; /* the next tick sends STATUS= again */
@@ -261,10 +292,10 @@ static int run_check(const char *exe, int fd)
 int server_reexec(struct server *srv)
 {
         struct timespec t0, t1;
-        char fdarg[48];
+        char fdarg[48], setarg[48];
         char **argv;
         size_t n = 0;
-        int fd, r;
+        int fd, settings_fd, r;
 
         if (!srv->exe || !srv->argv) {
                 log_error("re-exec: the daemon's own path is unknown; still serving");
@@ -297,19 +328,25 @@ int server_reexec(struct server *srv)
         }
         while (srv->argv[n])
                 n++;
-        argv = calloc(n + 2, sizeof(*argv));
+        argv = calloc(n + 3, sizeof(*argv));
         if (!argv) {
                 reexec_set_cloexec(srv, true);
                 close(fd);
                 return -ENOMEM;
         }
         snprintf(fdarg, sizeof(fdarg), "--restore-fd=%d", fd);
+        /* The settings in force go along: the new image runs on them if the file is bad. */
+        settings_fd = lastgood_memfd(&srv->file_settings, false);
+        snprintf(setarg, sizeof(setarg), "--settings-fd=%d", settings_fd);
         n = 0;
         argv[n++] = srv->exe;
         for (size_t i = 1; srv->argv[i]; i++)
-                if (strncmp(srv->argv[i], "--restore-fd=", 13))
+                if (strncmp(srv->argv[i], "--restore-fd=", 13) &&
+                    strncmp(srv->argv[i], "--settings-fd=", 14))
                         argv[n++] = srv->argv[i];
         argv[n++] = fdarg;
+        if (settings_fd >= 0)
+                argv[n++] = setarg;
         argv[n] = NULL;
         clock_gettime(CLOCK_MONOTONIC, &t1);
         log_info("re-exec: %s with %u connection(s), %u port(s), %llu registration(s); state "
@@ -323,6 +360,7 @@ int server_reexec(struct server *srv)
         if (srv->fdstore_max)
                 live_start(srv, fdstore_next_gen());
         log_error("re-exec: execv %s: %s; still serving", srv->exe, strerror(-r));
+        sn_close(settings_fd);
         free(argv);
         reexec_set_cloexec(srv, true);
         close(fd);
@@ -354,7 +392,9 @@ static void sigusr2_cb(evutil_socket_t sig, short what, void *arg)
 
 static void sighup_cb(evutil_socket_t sig, short what, void *arg)
 {
-        server_reload(arg);
+        char err[512];
+
+        server_reload(arg, err, sizeof(err));
 }
 
 static void signal_ignored_cb(evutil_socket_t sig, short what, void *arg)
@@ -550,6 +590,8 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->limits = opt->limits;
         srv->cmdline = opt->cmdline;
         srv->config_path = strdup(opt->config_path ? opt->config_path : "");
+        srv->config_named = opt->config_named;
+        settings_init(&srv->file_settings);
         srv->argv = (char **)opt->argv;
         {
                 char exe[4096];

@@ -311,7 +311,8 @@ START_TEST(test_reload)
 }
 END_TEST
 
-/* Runs the daemon with a configuration file; returns its exit status, its stderr in err. */
+/* Runs `socknotifyd --check-config` on a configuration file; returns its exit status, its
+ * stderr in err. */
 static int run_with_config(const char *text, char *err, size_t errsz)
 {
         char conf[128], errpath[128], arg[160], sock_path[128];
@@ -330,7 +331,8 @@ static int run_with_config(const char *text, char *err, size_t errsz)
         if (pid == 0) {
                 if (!freopen(errpath, "w", stderr))
                         _exit(126);
-                execl(daemon_bin(), daemon_bin(), "--socket", sock_path, arg, (char *)NULL);
+                execl(daemon_bin(), daemon_bin(), "--check-config", "--socket", sock_path, arg,
+                      (char *)NULL);
                 _exit(127);
         }
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -342,7 +344,8 @@ static int run_with_config(const char *text, char *err, size_t errsz)
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* A bad file at start: the daemon does not start, and says file, line and key. */
+/* A bad file found by --check-config: exit 1, naming file, line and key.  (A start with a bad
+ * file stays up: test-config.) */
 START_TEST(test_bad_config_at_start)
 {
         char err[1024];
