@@ -14,12 +14,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-# Units as installed, but running the daemon of this build tree (verify checks ExecStart).
+# Units as installed, but running the daemon and socknotifyctl of this build tree (verify
+# checks ExecStart= and ExecReload=).
 mkdir -p "$tmp/system" "$tmp/user" "$tmp/man/man3" "$tmp/man/man7" "$tmp/man/man8"
 for d in system user; do
         in="$src/systemd/socknotifyd.service.in"; [ $d = user ] && in="$src/systemd/user/socknotifyd.service.in"
         sock="$src/systemd/socknotifyd.socket"; [ $d = user ] && sock="$src/systemd/user/socknotifyd.socket"
-        sed "s|@sbindir@/socknotifyd|$(cd "$build" && pwd)/daemon/socknotifyd|" "$in" > "$tmp/$d/socknotifyd.service"
+        sed -e "s|@sbindir@/socknotifyd|$(cd "$build" && pwd)/daemon/socknotifyd|" \
+                -e "s|@bindir@/socknotifyctl|$(cd "$build" && pwd)/ctl/socknotifyctl|" \
+                "$in" > "$tmp/$d/socknotifyd.service"
         cp "$sock" "$tmp/$d/socknotifyd.socket"
 done
 cp "$src"/man/*.3 "$tmp/man/man3/"

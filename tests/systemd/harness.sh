@@ -44,8 +44,10 @@
 #   sdh_exec NAME CMD...         runs CMD inside with a clean environment (add variables with
 #                                `env VAR=value CMD...`); returns CMD's status
 #   sdh_install NAME [BUILD SRC] installs the build's socknotifyd as /usr/local/sbin/socknotifyd,
-#                                the system and user units (made from systemd/*.in exactly as
-#                                `make` does, with sbindir /usr/local/sbin) under
+#                                socknotifyctl as /usr/local/bin/socknotifyctl (its library in
+#                                /usr/local/lib, ldconfig), the system and user units (made
+#                                from systemd/*.in exactly as `make` does, with sbindir
+#                                /usr/local/sbin and bindir /usr/local/bin) under
 #                                /usr/local/lib/systemd/{system,user}, the sysusers snippet
 #                                under /usr/local/lib/sysusers.d; runs systemd-sysusers and
 #                                daemon-reload.  Call again after a rebuild to upgrade.  For
@@ -354,12 +356,21 @@ sdh_install() {
         [ -x "$build/daemon/socknotifyd" ] || { sdh__die "no $build/daemon/socknotifyd"; return 1; }
         install -D -m 0755 "$build/daemon/socknotifyd" "$root/usr/local/sbin/socknotifyd.new"
         mv -f "$root/usr/local/sbin/socknotifyd.new" "$root/usr/local/sbin/socknotifyd"
+        # socknotifyctl (the units' ExecReload=) and the library it links, as `make install`.
+        f=$build/ctl/.libs/socknotifyctl
+        [ -x "$f" ] || f=$build/ctl/socknotifyctl
+        install -D -m 0755 "$f" "$root/usr/local/bin/socknotifyctl.new"
+        mv -f "$root/usr/local/bin/socknotifyctl.new" "$root/usr/local/bin/socknotifyctl"
+        mkdir -p "$root/usr/local/lib"
+        for f in "$build"/client/.libs/libsocknotify.so.*; do
+                [ -e "$f" ] && cp -P "$f" "$root/usr/local/lib/"
+        done
         for f in system user; do
                 local from=$src/systemd to=$root/usr/local/lib/systemd/$f
                 [ $f = system ] || from=$src/systemd/user
                 mkdir -p "$to"
-                sed -e 's|@sbindir[@]|/usr/local/sbin|g' "$from/socknotifyd.service.in" \
-                        > "$to/socknotifyd.service"
+                sed -e 's|@sbindir[@]|/usr/local/sbin|g' -e 's|@bindir[@]|/usr/local/bin|g' \
+                        "$from/socknotifyd.service.in" > "$to/socknotifyd.service"
                 cp "$from/socknotifyd.socket" "$to/socknotifyd.socket"
         done
         install -D -m 0644 "$src/systemd/socknotify.sysusers" \
@@ -374,7 +385,8 @@ sdh_install() {
                         > "$root/etc/systemd/system/socknotifyd.service.d/sdh-sanitizers.conf"
                 echo "harness: sanitizer build: no leak checks, UBSan stacks in the system unit" >&2
         fi
-        sdh_exec "$name" systemd-sysusers && sdh_exec "$name" systemctl daemon-reload
+        sdh_exec "$name" ldconfig && sdh_exec "$name" systemd-sysusers &&
+                sdh_exec "$name" systemctl daemon-reload
 }
 
 sdh_user_exec() {
