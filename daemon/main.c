@@ -46,8 +46,10 @@ static void usage(FILE *f)
                 "                               else /run/socknotify/socknotify.sock)\n"
                 "      --socket-mode=MODE       octal file mode of the socket (default 0660)\n"
                 "      --socket-group=GROUP     group owning the socket file\n"
-                "  -c, --config=PATH            configuration file (default %s,\n"
-                "                               optional there; an empty PATH reads none)\n"
+                "  -c, --config=PATH            configuration file (default %s;\n"
+                "                               $SOCKNOTIFY_CONFIG overrides it; the default\n"
+                "                               may be absent, a named file must exist; an\n"
+                "                               empty PATH reads none)\n"
                 "      --check-config           check the configuration file and the options,\n"
                 "                               print 'PATH: OK' or the error; exit 0 or 1\n"
                 "      --log-level=LEVEL        error, warning, notice, info (default), debug\n"
@@ -345,6 +347,9 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
+        /* Not named: the default, which may be absent (the user unit names its own so). */
+        if (!opt.config_named && getenv("SOCKNOTIFY_CONFIG") && *getenv("SOCKNOTIFY_CONFIG"))
+                opt.config_path = getenv("SOCKNOTIFY_CONFIG");
         if (check_fd >= 0) {
                 /* Run by a daemon about to re-execute this binary: can it take the state? */
                 sn_log_init(LOG_INFO);

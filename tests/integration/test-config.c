@@ -251,6 +251,20 @@ START_TEST(test_check_config)
         fclose(f);
         ck_assert_int_eq(check_config(out, sizeof(out), big), 1);
         ck_assert_msg(strstr(out, "big.json: larger than 1048576 bytes"), "%s", out);
+        /* The default path (here $SOCKNOTIFY_CONFIG, as the user unit sets it) may be absent;
+         * a bad file there is as bad. */
+        {
+                char cmd[512];
+
+                snprintf(cmd, sizeof(cmd), "SOCKNOTIFY_CONFIG=%s/absent.json "
+                         "%s/daemon/socknotifyd --check-config", dir, builddir());
+                ck_assert_int_eq(run(out, sizeof(out), cmd), 0);
+                ck_assert_msg(strstr(out, "absent.json: absent"), "%s", out);
+                snprintf(cmd, sizeof(cmd), "SOCKNOTIFY_CONFIG=%s/bad.json "
+                         "%s/daemon/socknotifyd --check-config", dir, builddir());
+                ck_assert_int_eq(run(out, sizeof(out), cmd), 1);
+                ck_assert_msg(strstr(out, "bad.json:2: key \"max-ports\""), "%s", out);
+        }
         /* It starts nothing. */
         snprintf(conf, sizeof(conf), "%s/no.sock", dir);
         ck_assert_int_ne(access(conf, F_OK), 0);
