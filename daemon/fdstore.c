@@ -27,9 +27,10 @@
  *                 each descriptor had, in the order of the boxes; little-endian
  *   snstate       the state (docs/reexec-state.md), stored last: without it nothing is used
  *
- * Not part of the handover, and kept in the store at all times: "snsettings", the last good
- * settings (lastgood.c), set aside at start for main.c and replaced by the new daemon; the
- * live journal and boxes (live.c), "snjournal.G" and "snlive.G.I".
+ * Not part of the handover, and kept in the store at all times: "snlive.settings", the last
+ * good settings (lastgood.c), set aside at start for main.c and replaced by the new daemon (not
+ * one of the live store's entries despite its name); the live journal and boxes (live.c),
+ * "snjournal.G" and "snlive.G.I".
  *
  * The state names descriptors by their numbers in the old process, and a port's epoll instance
  * knows its sockets by (file, number) too, so the next daemon puts each descriptor back at its
@@ -311,7 +312,7 @@ struct got {
         bool state, map;
         bool live;    /* snjournal.G or snlive.G.I: kept while the previous daemon ran */
         bool journal;
-        bool settings; /* snsettings: the last good settings (lastgood.c) */
+        bool settings; /* snlive.settings: the last good settings (lastgood.c) */
         uint32_t gen; /* snjournal.G: G */
 };
 
@@ -326,7 +327,7 @@ static struct {
         uint32_t nnames;
         uint32_t gen;
         bool crashed;
-        int settings_fd; /* snsettings, or -1 */
+        int settings_fd; /* snlive.settings, or -1 */
 } prev = { .settings_fd = -1 };
 
 /* Copies of the descriptors of a box of the previous daemon, added to prev.fds.  They are
@@ -570,8 +571,8 @@ int fdstore_take(int *ret_listen_fd, int *ret_state_fd)
                 g[k].state = !strcmp(name, "snstate");
                 g[k].map = !strcmp(name, "snmap");
                 g[k].journal = !strncmp(name, "snjournal.", 10);
-                g[k].live = g[k].journal || !strncmp(name, "snlive.", 7);
                 g[k].settings = lastgood_is_store_name(name);
+                g[k].live = (g[k].journal || !strncmp(name, "snlive.", 7)) && !g[k].settings;
                 g[k].sn = g[k].box >= 0 || g[k].state || g[k].map || g[k].live ||
                           g[k].settings;
                 have_ours |= g[k].box >= 0 || g[k].state || g[k].map;

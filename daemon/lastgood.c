@@ -9,14 +9,20 @@
  * They travel as a configuration text (settings_format(): the file's own JSON, read back with
  * the file's own parser) in a sealed memfd, independent of the state formats:
  *
- *   the descriptor store  named "snsettings", replaced (FDSTOREREMOVE=1, then FDSTORE=1) at
- *                         start and at every reload that read the file; the next start gets it
- *                         with LISTEN_FDS (fdstore_take() sets it aside, never takes it for a
- *                         listening socket nor closes it as garbage).  One entry of the store is
+ *   the descriptor store  named "snlive.settings", replaced (FDSTOREREMOVE=1, then
+ *                         FDSTORE=1) at start and at every reload that read the file; the next
+ *                         start gets it with LISTEN_FDS (fdstore_take() sets it aside, never
+ *                         takes it for a listening socket nor closes it as garbage).  The name
+ *                         is under "snlive." so that an older daemon started on this store (a
+ *                         downgrade), which takes any name it does not know for a listening
+ *                         socket and then refuses to start, takes it for an entry of its
+ *                         predecessor's live store and removes it.  One entry of the store is
  *                         kept for it (srv->fdstore_max counts one less).  Between the removal
  *                         and the store no copy exists: a crash in those microseconds starts the
  *                         next daemon on the defaults if the file is bad then too.
- *   a re-exec             a new memfd without close-on-exec, named by --settings-fd=N.
+ *   a re-exec             a new memfd without close-on-exec, its number in the environment
+ *                         (SOCKNOTIFY_SETTINGS_FD, taken out at start): an older binary, which
+ *                         knows no such option, ignores it and takes the state all the same.
  */
 #include "config.h"
 
@@ -33,7 +39,7 @@
 #include "common/macro.h"
 #include "daemon/daemon.h"
 
-#define STORE_NAME "snsettings"
+#define STORE_NAME "snlive.settings"
 
 int lastgood_memfd(const struct settings *s, bool cloexec)
 {

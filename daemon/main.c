@@ -9,7 +9,7 @@
  * A bad configuration file never stops it (socknotifyd(8), CONFIGURATION): the error is logged
  * at err, with the file, the line and the key, and the daemon runs on the last good settings
  * the previous daemon left (lastgood.c: in the descriptor store after a restart or a crash,
- * --settings-fd=N after a re-exec), else on the defaults and the command line.
+ * SOCKNOTIFY_SETTINGS_FD after a re-exec), else on the defaults and the command line.
  * `socknotifyd --check-config` is how an operator checks a file first (exit 0 or 1).
  */
 #include "config.h"
@@ -240,7 +240,6 @@ int main(int argc, char **argv)
                 OPT_RESTORE,
                 OPT_CHECK_STATE,
                 OPT_CHECK_CONFIG,
-                OPT_SETTINGS,
                 OPT_LIMIT, /* OPT_LIMIT + i: settings_limit_options[i] */
         };
         static const struct option base_options[] = {
@@ -256,7 +255,6 @@ int main(int argc, char **argv)
                 { "restore-fd", required_argument, NULL, OPT_RESTORE },
                 { "check-state", required_argument, NULL, OPT_CHECK_STATE },
                 { "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
-                { "settings-fd", required_argument, NULL, OPT_SETTINGS },
         };
         struct option options[SN_ARRAY_SIZE(base_options) + 32 + 1];
         struct server_options opt = {
@@ -309,10 +307,8 @@ int main(int argc, char **argv)
                         break;
                 case OPT_RESTORE:
                 case OPT_CHECK_STATE:
-                case OPT_SETTINGS:
                         r = parse_u32(optarg, 0, INT32_MAX, 10, &v);
-                        *(c == OPT_RESTORE ? &restore_fd
-                          : c == OPT_SETTINGS ? &settings_fd : &check_fd) = (int)v;
+                        *(c == OPT_RESTORE ? &restore_fd : &check_fd) = (int)v;
                         break;
                 case OPT_TRACE:
                         opt.trace = true;
@@ -347,12 +343,33 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
+        /* A re-exec's last good settings (lastgood.c); nothing of ours sees the variable after
+         * this.  Only with --restore-fd or --check-state: otherwise it is not ours to trust. */
+        {
+                const char *e = getenv("SOCKNOTIFY_SETTINGS_FD");
+                uint32_t v;
+
+                if (e && (restore_fd >= 0 || check_fd >= 0) &&
+                    parse_u32(e, 3, INT32_MAX, 10, &v) == 0)
+                        settings_fd = (int)v;
+                unsetenv("SOCKNOTIFY_SETTINGS_FD");
+        }
         /* Not named: the default, which may be absent (the user unit names its own so). */
         if (!opt.config_named && getenv("SOCKNOTIFY_CONFIG") && *getenv("SOCKNOTIFY_CONFIG"))
                 opt.config_path = getenv("SOCKNOTIFY_CONFIG");
         if (check_fd >= 0) {
-                /* Run by a daemon about to re-execute this binary: can it take the state? */
+                /* Run by a daemon about to re-execute this binary: can it take the state, and
+                 * read the settings it passes along? */
+                struct settings carried;
+                char err[512];
+
                 sn_log_init(LOG_INFO);
+                if (settings_fd >= 0 &&
+                    settings_read_fd(settings_fd, "the last good settings", &carried, err,
+                                     sizeof(err)) < 0) {
+                        log_error("re-exec check: %s", err);
+                        return 1;
+                }
                 return reexec_load(NULL, check_fd) < 0 ? 1 : 0;
         }
         if (check_only)

@@ -316,37 +316,45 @@ int server_reexec(struct server *srv)
                 close(fd);
                 return r;
         }
+        /* The settings in force go along: the new image runs on them if the file is bad. */
+        settings_fd = lastgood_memfd(&srv->file_settings, false);
+        if (settings_fd < 0)
+                log_warning("re-exec: the last good settings stay behind: %s",
+                            strerror(-settings_fd));
+        /* In the environment, not on the command line: an older binary ignores it. */
+        snprintf(setarg, sizeof(setarg), "%d", settings_fd);
+        if (settings_fd >= 0)
+                setenv("SOCKNOTIFY_SETTINGS_FD", setarg, 1);
         reexec_set_cloexec(srv, false);
-        /* The new binary reads the state first: if it cannot, we go on serving. */
+        /* The new binary reads the state (and the settings) first: if it cannot, we go on
+         * serving. */
         r = run_check(srv->exe, fd);
         if (r != 0) {
                 log_error("re-exec: %s cannot take over the state (check exited %d); "
                           "still serving", srv->exe, r);
                 reexec_set_cloexec(srv, true);
+                unsetenv("SOCKNOTIFY_SETTINGS_FD");
+                sn_close(settings_fd);
                 close(fd);
                 return -EPROTO;
         }
         while (srv->argv[n])
                 n++;
-        argv = calloc(n + 3, sizeof(*argv));
+        argv = calloc(n + 2, sizeof(*argv));
         if (!argv) {
                 reexec_set_cloexec(srv, true);
+                unsetenv("SOCKNOTIFY_SETTINGS_FD");
+                sn_close(settings_fd);
                 close(fd);
                 return -ENOMEM;
         }
         snprintf(fdarg, sizeof(fdarg), "--restore-fd=%d", fd);
-        /* The settings in force go along: the new image runs on them if the file is bad. */
-        settings_fd = lastgood_memfd(&srv->file_settings, false);
-        snprintf(setarg, sizeof(setarg), "--settings-fd=%d", settings_fd);
         n = 0;
         argv[n++] = srv->exe;
         for (size_t i = 1; srv->argv[i]; i++)
-                if (strncmp(srv->argv[i], "--restore-fd=", 13) &&
-                    strncmp(srv->argv[i], "--settings-fd=", 14))
+                if (strncmp(srv->argv[i], "--restore-fd=", 13))
                         argv[n++] = srv->argv[i];
         argv[n++] = fdarg;
-        if (settings_fd >= 0)
-                argv[n++] = setarg;
         argv[n] = NULL;
         clock_gettime(CLOCK_MONOTONIC, &t1);
         log_info("re-exec: %s with %u connection(s), %u port(s), %llu registration(s); state "
@@ -360,6 +368,7 @@ int server_reexec(struct server *srv)
         if (srv->fdstore_max)
                 live_start(srv, fdstore_next_gen());
         log_error("re-exec: execv %s: %s; still serving", srv->exe, strerror(-r));
+        unsetenv("SOCKNOTIFY_SETTINGS_FD");
         sn_close(settings_fd);
         free(argv);
         reexec_set_cloexec(srv, true);

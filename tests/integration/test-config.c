@@ -590,8 +590,7 @@ START_TEST(test_restart_and_crash_keep_last_good)
         snprintf(want, sizeof(want), "error: configuration: %s:3: unknown key \"max-wiats\"; "
                  "running on the last good settings", conf);
         ck_assert_msg(log_wait(want, 3000), "%s", daemon_log());
-        ck_assert_msg(strstr(daemon_log(), "fd store: restored 1 connection(s)"), "%s",
-                      daemon_log());
+        ck_assert_msg(log_wait("fd store: restored 1 connection(s)", 3000), "%s", daemon_log());
         session_check(&s, 51);
         ck_assert_uint_eq(limits_of(&d).max_waits, 7);
 
@@ -602,12 +601,12 @@ START_TEST(test_restart_and_crash_keep_last_good)
         ck_assert_int_eq(waitpid(d.pid, NULL, 0), d.pid);
         start_from_store(&d, &m, args);
         ck_assert_msg(log_wait(want, 3000), "%s", daemon_log());
-        ck_assert_msg(strstr(daemon_log(), "after a crash, restored 1 connection(s)"), "%s",
+        ck_assert_msg(log_wait("after a crash, restored 1 connection(s)", 3000), "%s",
                       daemon_log());
         session_check(&s, 52);
         ck_assert_uint_eq(limits_of(&d).max_waits, 7);
         pthread_mutex_lock(&m.lock);
-        ck_assert_uint_eq(manager_count_locked(&m, "snsettings"), 1);
+        ck_assert_uint_eq(manager_count_locked(&m, "snlive.settings"), 1);
         pthread_mutex_unlock(&m.lock);
 
         session_close(&s);

@@ -653,8 +653,8 @@ START_TEST(test_second_crash_before_storing)
         settle(&m);
         pthread_mutex_lock(&m.lock);
         ck_assert_uint_eq(m.n, 3);
-        /* "snjournal.G", "snlive.G.0" and "snsettings" (the last good settings, lastgood.c):
-         * the first generation's prefix is "snlive.G." */
+        /* "snjournal.G", "snlive.G.0" and "snlive.settings" (the last good settings,
+         * lastgood.c): the first generation's prefix is "snlive.G." */
         for (unsigned i = 0; i < m.n; i++)
                 if (!strncmp(m.names[i], "snjournal.", 10))
                         snprintf(prefix, sizeof(prefix), "%s", m.names[i] + 10);
