@@ -354,7 +354,7 @@ int main(int argc, char **argv)
                         settings_fd = (int)v;
                 unsetenv("SOCKNOTIFY_SETTINGS_FD");
         }
-        /* Not named: the default, which may be absent (the user unit names its own so). */
+        /* Not named: the default, which may be absent (the user unit sets SOCKNOTIFY_CONFIG). */
         if (!opt.config_named && getenv("SOCKNOTIFY_CONFIG") && *getenv("SOCKNOTIFY_CONFIG"))
                 opt.config_path = getenv("SOCKNOTIFY_CONFIG");
         if (check_fd >= 0) {
