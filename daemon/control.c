@@ -340,6 +340,10 @@ void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t l
                 snprintf(why, sizeof(why), "%s; the daemon keeps its running settings", err);
                 ans = json_pack("{s:s}", status ? "error" : "result",
                                 status ? why : "configuration reloaded");
+                /* A key cut inside a UTF-8 sequence by the error's bound is no JSON string. */
+                if (!ans)
+                        ans = json_pack("{s:s}", "error", "the configuration file is bad (see "
+                                        "the daemon's log); it keeps its running settings");
         } else {
                 /* The answer travels in the state and the new image sends it. */
                 ans = json_pack("{s:s}", "result", "re-executed");
