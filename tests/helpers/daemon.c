@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -95,6 +96,12 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)
                         _exit(127);
+                if (d->nofile) {
+                        struct rlimit rl = { d->nofile, d->nofile };
+
+                        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                                _exit(126);
+                }
                 if (nfds)
                         pass_fds(fds, nfds, names);
                 /* Nothing else of the test's goes along (the daemon's descriptors are counted). */

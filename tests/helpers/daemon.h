@@ -13,6 +13,7 @@ struct test_daemon {
         pid_t pid;
         char dir[64];
         char path[96];
+        unsigned nofile; /* when set before the start: the daemon's RLIMIT_NOFILE, soft and hard */
 };
 
 /* Starts daemon/socknotifyd from the build tree on DIR/socknotify.sock with extra arguments
