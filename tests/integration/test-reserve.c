@@ -8,7 +8,8 @@
  * the default limits.  Two processes running as two unprivileged users, one after the other,
  * each take every descriptor the daemon gives them: connections, then ports, then registered
  * sockets, each until refused.  Then root still connects, creates a port, registers a socket,
- * gets its notification, and `socknotifyctl status` answers with the reserve.  Every refusal
+ * gets its notification, and `socknotifyctl status` answers with the reserve; after a re-exec
+ * the pool counts the same again.  Every refusal
  * the two users met is a limit's (EDQUOT), never the daemon running out of descriptors, and
  * once they are gone the daemon is back to its baseline.  Before the reserve, the per-user
  * defaults were fractions of the raw capacity: the two users took it all and root's connection
@@ -205,8 +206,7 @@ START_TEST(test_two_users_leave_roots_reserve)
                        "other users\n");
                 return;
         }
-        D.nofile = CAPACITY;
-        test_daemon_start(&D, (const char *const[]){ "--socket-mode=0666", NULL });
+        test_daemon_start_nofile(&D, (const char *const[]){ "--socket-mode=0666", NULL }, CAPACITY);
         baseline = test_daemon_fds(&D);
         ck_assert_int_eq(chmod(D.dir, 0711), 0);
         ck_assert_int_eq(pipe(go), 0);
@@ -246,7 +246,22 @@ START_TEST(test_two_users_leave_roots_reserve)
         ck_assert_int_eq(get(doc, "reserve", "unprivileged", "fds"),
                          a.conns + a.ports + a.sockets + b.conns + b.ports + b.sockets);
         ck_assert_int_le(get(doc, "reserve", "unprivileged", "fds"), pool);
+        ck_assert_int_eq(get(doc, "reserve", "unprivileged", "connections"), a.conns + b.conns);
         json_decref(doc);
+
+        /* A re-exec rebuilds the pool from what it restores, through the same charges. */
+        ck_assert_int_eq(ctl("reexec", out, sizeof(out)), 0);
+        ck_assert_int_eq(ctl("--json status", out, sizeof(out)), 0);
+        doc = json_loads(out, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        ck_assert_int_eq(get(doc, "reserve", "unprivileged", "fds"),
+                         a.conns + a.ports + a.sockets + b.conns + b.ports + b.sockets);
+        ck_assert_int_eq(get(doc, "reserve", "unprivileged", "connections"), a.conns + b.conns);
+        ck_assert_int_lt(get(doc, "reserve", "own_fds", NULL), 32);
+        json_decref(doc);
+        ck_assert_int_eq(write(sp[1], "y", 1), 1);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, (uint32_t)scaled(5000)), 1);
+        ck_assert_uint_eq(e.key, 42);
 
         /* Each kind ended at a limit, never at the daemon being out of descriptors. */
         ck_assert_int_gt(a.conns, 0);
