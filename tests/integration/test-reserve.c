@@ -159,6 +159,7 @@ static pid_t start_hog(uid_t uid, int go, struct haul *ret)
                (unsigned)uid, ret->conns, strerrorname_np(ret->conn_err),
                ret->ports, strerrorname_np(ret->port_err), ret->sockets,
                strerrorname_np(ret->sock_err));
+        fflush(stdout); /* shown also when the test fails */
         return pid;
 }
 
@@ -215,6 +216,7 @@ START_TEST(test_two_users_leave_roots_reserve)
         pb = start_hog(USER_B, go[0], &b);
         printf("daemon: %d descriptor(s) open of %d, %d at the start\n", test_daemon_fds(&D),
                CAPACITY, baseline);
+        fflush(stdout);
 
         /* Root is served with both users at their maximum. */
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
