@@ -294,6 +294,41 @@ START_TEST(test_two_users_leave_roots_reserve)
 }
 END_TEST
 
+/* Of 8 connections, 4 are kept for root (--reserve-connections by default: 8/16, at least 4,
+ * at most half): another user gets 4, then EUSERS, and root still gets its 4. */
+START_TEST(test_connections_are_reserved_too)
+{
+        sn_conn_t *c[4];
+        struct haul a;
+        int go[2], st, baseline;
+        pid_t pa;
+
+        if (geteuid() != 0) {
+                printf("SKIP: test_connections_are_reserved_too needs root\n");
+                return;
+        }
+        test_daemon_start(&D, (const char *const[]){ "--socket-mode=0666", "--max-connections=8",
+                                                    "--max-sockets-per-user=16", NULL });
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(chmod(D.dir, 0711), 0);
+        ck_assert_int_eq(pipe(go), 0);
+        pa = start_hog(USER_A, go[0], &a);
+        ck_assert_int_eq(a.conns, 4);
+        ck_assert_int_eq(a.conn_err, EUSERS);
+        for (int i = 0; i < 4; i++)
+                ck_assert_int_eq(sn_conn_open(D.path, &c[i]), 0);
+        ck_assert_int_eq(write(go[1], "g", 1), 1);
+        ck_assert_int_eq(waitpid(pa, &st, 0), pa);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        for (int i = 0; i < 4; i++)
+                sn_conn_close(c[i]);
+        close(go[0]);
+        close(go[1]);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, scaled(5000)), baseline);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 /* Capacity C, reserve R = max(64, C/16), pool P = C - R; per user: sockets P/2, connections and
  * ports P/8 (at most 1024). */
 START_TEST(test_defaults_are_fractions_of_the_pool)
@@ -350,6 +385,7 @@ int main(void)
 
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_two_users_leave_roots_reserve);
+        tcase_add_test(tc, test_connections_are_reserved_too);
         tcase_add_test(unit, test_defaults_are_fractions_of_the_pool);
         suite_add_tcase(s, unit);
         suite_add_tcase(s, tc);
