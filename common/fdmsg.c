@@ -5,7 +5,9 @@
  *
  * Kernel corner cases handled here: a message whose control data does not fit (MSG_CTRUNC)
  * still installs the descriptors that did fit, so they are returned to the caller for closing;
- * MSG_CMSG_CLOEXEC makes every received descriptor close-on-exec atomically.
+ * MSG_CMSG_CLOEXEC makes every received descriptor close-on-exec atomically.  A receiver may
+ * take fewer than were sent (sn__fdmsg_recv_room): the kernel drops the others without ever
+ * putting them in the receiver's table.
  */
 #include "config.h"
 
@@ -66,6 +68,15 @@ ssize_t sn__fdmsg_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_f
 ssize_t sn__fdmsg_recv_any(int sock, void *buf, size_t cap, int *fds, unsigned *ret_nfds,
                            bool *ret_ctrunc, int flags)
 {
+        /* Room for the most a message may carry, so that unexpected ones are seen (and closed
+         * by the caller) rather than cut off by the kernel. */
+        return sn__fdmsg_recv_room(sock, buf, cap, fds, SN_PROTO_MAX_FDS, ret_nfds, ret_ctrunc,
+                                   flags);
+}
+
+ssize_t sn__fdmsg_recv_room(int sock, void *buf, size_t cap, int *fds, unsigned room,
+                            unsigned *ret_nfds, bool *ret_ctrunc, int flags)
+{
         union {
                 char buf[CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS)];
                 struct cmsghdr align;
@@ -75,9 +86,11 @@ ssize_t sn__fdmsg_recv_any(int sock, void *buf, size_t cap, int *fds, unsigned *
                 .msg_iov = &iov,
                 .msg_iovlen = 1,
                 .msg_control = control.buf,
-                /* Room for the most a message may carry, so that unexpected ones are seen
-                 * (and closed by the caller) rather than cut off by the kernel. */
-                .msg_controllen = CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS),
+                /* CMSG_LEN, not CMSG_SPACE: the kernel installs as many descriptors as the
+                 * length holds, and CMSG_SPACE rounds an odd count up by one. */
+                .msg_controllen = room >= SN_PROTO_MAX_FDS
+                                          ? CMSG_SPACE(sizeof(int) * SN_PROTO_MAX_FDS)
+                                          : CMSG_LEN(sizeof(int) * room),
         };
         unsigned got = 0;
         ssize_t n;

@@ -34,5 +34,11 @@ ssize_t sn__fdmsg_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_f
 ssize_t sn__fdmsg_recv_any(int sock, void *buf, size_t cap, int *fds, unsigned *ret_nfds,
                            bool *ret_ctrunc, int flags);
 
+/* sn__fdmsg_recv_any() installing at most room descriptors (room < SN_PROTO_MAX_FDS): the
+ * kernel drops any more the message carried, before they take room in the caller's table, and
+ * *ret_ctrunc says so.  A room of 0 receives none. */
+ssize_t sn__fdmsg_recv_room(int sock, void *buf, size_t cap, int *fds, unsigned room,
+                            unsigned *ret_nfds, bool *ret_ctrunc, int flags);
+
 /* Closes n descriptors of an array. */
 void sn__fds_close(const int *fds, unsigned n);

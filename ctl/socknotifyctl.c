@@ -325,6 +325,40 @@ static void print_usage_table(json_t *limits, json_t *users)
         table_print(&t);
 }
 
+/* The reserve for root and the daemon's user, and what the other users hold of the rest. */
+static void print_reserve(json_t *r)
+{
+        json_t *pool = json_object_get(r, "pool"), *used = json_object_get(r, "unprivileged");
+        char out[24], used_out[24];
+
+        if (!r)
+                return;
+        human_size((double)json_integer_value(json_object_get(pool, "output_bytes")), out,
+                   sizeof(out));
+        printf("reserve: %lld descriptor(s) (%lld the daemon's own) and %lld connection(s) for "
+               "root and uid %lld\n",
+               (long long)json_integer_value(json_object_get(r, "fds")),
+               (long long)json_integer_value(json_object_get(r, "own_fds")),
+               (long long)json_integer_value(json_object_get(r, "connections")),
+               (long long)json_integer_value(json_object_get(r, "uid")));
+        if (!used) {
+                printf("other users together: at most %lld descriptor(s), %lld connection(s), "
+                       "%s of output\n",
+                       (long long)json_integer_value(json_object_get(pool, "fds")),
+                       (long long)json_integer_value(json_object_get(pool, "connections")), out);
+                return;
+        }
+        human_size((double)json_integer_value(json_object_get(used, "output_bytes")), used_out,
+                   sizeof(used_out));
+        printf("other users together hold %lld of %lld descriptor(s), %lld of %lld "
+               "connection(s), %s of %s of output\n",
+               (long long)json_integer_value(json_object_get(used, "fds")),
+               (long long)json_integer_value(json_object_get(pool, "fds")),
+               (long long)json_integer_value(json_object_get(used, "connections")),
+               (long long)json_integer_value(json_object_get(pool, "connections")), used_out,
+               out);
+}
+
 static int verb_status(sn_conn_t *c)
 {
         json_t *doc = status_doc(c), *limits = json_object_get(doc, "limits");
@@ -347,6 +381,7 @@ static int verb_status(sn_conn_t *c)
         printf("socket %s, descriptor capacity %lld\n",
                json_string_value(json_object_get(doc, "socket")),
                (long long)json_integer_value(json_object_get(doc, "fd_capacity")));
+        print_reserve(json_object_get(doc, "reserve"));
         printf("%s: %lld connection(s), %lld port(s), %lld registration(s), %lld waiting "
                "call(s)\n",
                counters ? "daemon" : "yours",

@@ -13,13 +13,18 @@
  * close, which may now come later).
  *
  * The daemon's own descriptors (epoll instances, the listening socket, client connections,
- * whose Unix sockets do not linger) are closed in place.
+ * whose Unix sockets do not linger) are closed in place.  Descriptors queued here still take
+ * room in the daemon's table until closed: closer_pending() counts them, and the pool of
+ * unprivileged users (conn.c) leaves them out of what a client may send, so a close that
+ * blocks cannot make room run out for root.
  */
 #include "config.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -31,6 +36,8 @@ static pthread_t thread;
 static bool running, stopping;
 static int *queue;
 static size_t nqueued, cap;
+/* Queued or in the thread's batch: still in the descriptor table (closer_pending()). */
+static _Atomic uint64_t pending;
 
 static void *closer_main(void *arg)
 {
@@ -49,8 +56,10 @@ static void *closer_main(void *arg)
                 queue = NULL;
                 nqueued = cap = 0;
                 pthread_mutex_unlock(&lock);
-                for (size_t i = 0; i < n; i++)
+                for (size_t i = 0; i < n; i++) {
                         close(batch[i]);
+                        pending--;
+                }
                 free(batch);
                 pthread_mutex_lock(&lock);
         }
@@ -109,9 +118,15 @@ int closer_close(int fd)
                 cap = ncap;
         }
         queue[nqueued++] = fd;
+        pending++;
         pthread_cond_signal(&wake);
         pthread_mutex_unlock(&lock);
         return -1;
+}
+
+uint64_t closer_pending(void)
+{
+        return pending;
 }
 
 void closer_close_all(const int *fds, unsigned n)

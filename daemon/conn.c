@@ -14,6 +14,14 @@
  * Every number a client sends is checked against a limit before anything is sized from it,
  * and everything a connection makes the daemon hold is charged to its user (struct user): a
  * refusal is an error status naming the limit in the log, never a silent disconnect.
+ *
+ * Users other than root and the daemon's own are also charged together, to the unprivileged
+ * pool (struct pool): their descriptors never exceed the capacity less --reserve-fds, their
+ * connections max-connections less --reserve-connections, their output bytes
+ * --max-output-unprivileged, however many of them there are.  So root can always connect and
+ * work.  Descriptors a message carries are taken by the kernel before any check: the daemon
+ * receives from an unprivileged connection only as many as the pool has room for
+ * (user_fd_room()), and the kernel drops the rest.
  */
 #include "config.h"
 
@@ -54,8 +62,41 @@ struct user *user_get(struct server *srv, uid_t uid)
         if (!u)
                 return NULL;
         u->uid = uid;
+        /* Privileged: root and the user the daemon runs as (the owner of a per-user daemon). */
+        u->pool = uid == 0 || uid == geteuid() ? NULL : &srv->unprivileged;
         sn_list_add_tail(&srv->users, &u->link);
         return u;
+}
+
+int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+{
+        if (!u->pool || srv->restoring ||
+            u->pool->fds + n <= limits_fd_pool(&srv->limits, srv->fd_capacity))
+                return 0;
+        u->refused++;
+        server_log_refusal(srv, c, u->uid, "reserve-fds");
+        return -EDQUOT;
+}
+
+int user_check_output(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+{
+        if (!u->pool || srv->restoring ||
+            u->pool->output + n <= srv->limits.max_output_unprivileged)
+                return 0;
+        u->refused++;
+        server_log_refusal(srv, c, u->uid, "max-output-unprivileged");
+        return -EDQUOT;
+}
+
+uint32_t user_fd_room(const struct server *srv, const struct user *u)
+{
+        uint64_t pool = limits_fd_pool(&srv->limits, srv->fd_capacity);
+        uint64_t used;
+
+        if (!u->pool)
+                return srv->limits.max_fds;
+        used = u->pool->fds + closer_pending();
+        return used >= pool ? 0 : (uint32_t)SN_MIN(pool - used, (uint64_t)srv->limits.max_fds);
 }
 
 void user_release(struct user *u)
@@ -130,7 +171,7 @@ static struct conn *conn_make(struct server *srv, struct user *u, int fd, const 
                 free(c);
                 return NULL;
         }
-        u->nconns++;
+        user_charge_conns(u, 1);
         sn_list_add_tail(&srv->conns, &c->link);
         srv->nconns++;
         return c;
@@ -156,7 +197,7 @@ void conn_defer_cancel(struct conn *c, struct outmsg *m)
 {
         sn_list_del(&m->link);
         c->outq_bytes -= m->cost;
-        c->user->output -= m->cost;
+        user_charge_output(c->user, -(int64_t)m->cost);
         free(m);
 }
 
@@ -171,7 +212,7 @@ struct outmsg *conn_defer(struct conn *c, const uint8_t *buf, size_t len)
         memcpy(m->data, buf, len);
         sn_list_add_tail(&c->outq, &m->link);
         c->outq_bytes += m->cost;
-        c->user->output += m->cost;
+        user_charge_output(c->user, (int64_t)m->cost);
         conn_set_writing(c, true);
         return m;
 }
@@ -218,6 +259,22 @@ void conn_accept(struct server *srv, int fd)
                 user_release(u);
                 return;
         }
+        /* The reserve: what is left for root and the daemon's user once the others together
+         * reach their pool.  Refused at once, so the descriptor accept() took is free again:
+         * EUSERS past the connections (as max-connections), EMFILE past the descriptors (as
+         * when the daemon is out of them). */
+        if (u->pool && u->pool->conns >= limits_conn_pool(&srv->limits)) {
+                u->refused++;
+                server_log_refusal(srv, NULL, cred.uid, "reserve-connections");
+                conn_refuse(srv, fd, EUSERS);
+                user_release(u);
+                return;
+        }
+        if (user_check_fds(srv, u, NULL, 1) < 0) {
+                conn_refuse(srv, fd, EMFILE);
+                user_release(u);
+                return;
+        }
         c = conn_make(srv, u, fd, &cred, ++srv->next_conn_serial, false);
         if (!c) {
                 log_error("out of memory accepting a connection");
@@ -235,7 +292,7 @@ static void stage_reset(struct conn *c)
         struct stage *st = &c->stage;
 
         live_conn_stage(c, 0, false);
-        c->user->nsockets -= st->held;
+        user_charge_sockets(c->user, -(int64_t)st->held);
         c->user->nstaged -= st->nitems;
         closer_close_all(st->fds, st->nfds);
         if (st->cap)
@@ -285,7 +342,7 @@ void conn_free(struct conn *c, uint32_t status)
                 sn_list_del(&m->link);
                 free(m);
         }
-        c->user->output -= c->outq_bytes;
+        user_charge_output(c->user, -(int64_t)c->outq_bytes);
         server_note_freed(c->srv, c->outq_bytes);
         c->srv->take_inflight -= c->take_unread;
         sn_list_del(&c->take_link);
@@ -295,7 +352,7 @@ void conn_free(struct conn *c, uint32_t status)
         sn_list_del(&c->dead_link);
         sn_list_del(&c->link);
         c->srv->nconns--;
-        c->user->nconns--;
+        user_charge_conns(c->user, -1);
         user_release(c->user);
         log_debug("connection %llu closed", (unsigned long long)c->serial);
         free(c);
@@ -372,10 +429,11 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
         size_t cost = outmsg_cost(len);
 
         if (c->outq_bytes + cost > srv->limits.max_output ||
-            c->user->output + cost > srv->limits.max_output_per_user) {
+            c->user->output + cost > srv->limits.max_output_per_user ||
+            user_check_output(srv, c->user, c, cost) < 0) {
                 if (c->outq_bytes + cost > srv->limits.max_output) {
                         server_log_refusal(srv, c, c->uid, "max-output");
-                } else {
+                } else if (c->user->output + cost > srv->limits.max_output_per_user) {
                         c->user->refused++;
                         server_log_refusal(srv, c, c->uid, "max-output-per-user");
                 }
@@ -392,7 +450,7 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
         memcpy(m->data, buf, len);
         sn_list_add_tail(&c->outq, &m->link);
         c->outq_bytes += cost;
-        c->user->output += cost;
+        user_charge_output(c->user, (int64_t)cost);
         conn_set_writing(c, true);
 }
 
@@ -410,7 +468,7 @@ static void conn_flush(struct conn *c)
                 }
                 sn_list_del(&m->link);
                 c->outq_bytes -= m->cost;
-                c->user->output -= m->cost;
+                user_charge_output(c->user, -(int64_t)m->cost);
                 free(m);
         }
         conn_set_writing(c, false);
@@ -872,6 +930,10 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 server_log_refusal(srv, c, c->uid, "max-sockets-per-user");
                 return EDQUOT;
         }
+        if (user_check_fds(srv, c->user, c, nfds) < 0) {
+                closer_close_all(fds, nfds);
+                return EDQUOT;
+        }
         if (st->nitems + n > st->cap) {
                 uint32_t cap = SN_MIN(SN_MAX(st->cap * 2, st->nitems + n), call_max);
                 uint8_t *ni = realloc(st->items, (size_t)cap * isz);
@@ -909,7 +971,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         st->nfds += nfds;
         st->held += nfds;
         c->user->nstaged += n;
-        c->user->nsockets += nfds;
+        user_charge_sockets(c->user, nfds);
         return 0;
 }
 
@@ -990,7 +1052,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                         return; /* answered with the last part */
                 status = st->error;
                 /* From here the items themselves are accounted (reg_apply). */
-                c->user->nsockets -= st->held;
+                user_charge_sockets(c->user, -(int64_t)st->held);
                 st->held = 0;
                 items = st->items;
                 nitems = st->nitems;
@@ -1070,7 +1132,34 @@ out:
                 free(results);
 }
 
-static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds, uint32_t nfds)
+/*
+ * A PROCESS call whose descriptors the pool had no room for (the kernel dropped those beyond
+ * user_fd_room()): refused as a limit refuses it, with EDQUOT and nothing applied, the rest of
+ * a multi-part call read and dropped.
+ */
+static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+{
+        struct stage *st = &c->stage;
+        struct snw_process in;
+
+        snw_process_decode(sn_msg_body(buf), &in);
+        if (c->discarding && h->id == c->discard_id) {
+                if (!(in.flags & SN_PROTO_PROCESS_PART))
+                        c->discarding = false;
+                return;
+        }
+        if (st->active && st->id == h->id)
+                stage_reset(c);
+        c->user->refused++;
+        server_log_refusal(c->srv, c, c->uid, "reserve-fds");
+        discard_rest(c, h->id, in.flags);
+        conn_reply_process(c, h->id, EDQUOT, NULL, 0, NULL, 0);
+}
+
+/* Handles one message of len bytes and its nfds descriptors (taken); fds_cut: the kernel
+ * dropped some it carried, for want of room in the pool. */
+static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds, uint32_t nfds,
+                        bool fds_cut)
 {
         const struct sn_msg_desc *d;
         struct snw_header h;
@@ -1086,8 +1175,13 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                           r == -EOPNOTSUPP ? "unknown message type" : "malformed message");
                 return;
         }
-        if (nfds)
+        if (nfds || fds_cut)
                 c->passed_fds = true;
+        if (fds_cut && h.type == SN_MSG_PROCESS && c->hello && !h.status) {
+                closer_close_all(fds, nfds);
+                refuse_fds(c, &h, buf);
+                return;
+        }
         if (h.nfds != nfds || h.status || (nfds && h.type != SN_MSG_PROCESS)) {
                 closer_close_all(fds, nfds);
                 violation(c, h.id, EBADMSG,
@@ -1158,13 +1252,21 @@ static void conn_read(struct conn *c)
 
         for (int i = 0; i < 64 && !c->dead; i++) {
                 int fds[SN_PROTO_MAX_FDS];
-                unsigned nfds = 0;
-                ssize_t n = sn__fdmsg_recv(c->fd, srv->rbuf, srv->limits.max_message, fds,
+                unsigned nfds = 0, room = user_fd_room(srv, c->user);
+                bool cut = false;
+                ssize_t n;
+
+                /* An unprivileged user's descriptors beyond the pool never enter the table. */
+                if (room >= srv->limits.max_fds)
+                        n = sn__fdmsg_recv(c->fd, srv->rbuf, srv->limits.max_message, fds,
                                            srv->limits.max_fds, &nfds, MSG_DONTWAIT);
+                else
+                        n = sn__fdmsg_recv_room(c->fd, srv->rbuf, srv->limits.max_message, fds,
+                                                room, &nfds, &cut, MSG_DONTWAIT);
 
                 if (n == -EAGAIN || n == -EWOULDBLOCK)
                         return;
-                if (n == 0 && nfds) {
+                if (n == 0 && (nfds || cut)) {
                         /* A zero-length datagram, not the end of the stream: the end carries
                          * no descriptors.  What came with it is closed like any bad message. */
                         closer_close_all(fds, nfds);
@@ -1188,7 +1290,7 @@ static void conn_read(struct conn *c)
                         conn_kill(c, "receive failed");
                         return;
                 }
-                conn_handle(c, srv->rbuf, (size_t)n, fds, nfds);
+                conn_handle(c, srv->rbuf, (size_t)n, fds, nfds, cut);
         }
 }
 

@@ -350,12 +350,27 @@ struct stage {
 };
 
 /*
+ * What all unprivileged users together make the daemon hold: users other than root and the
+ * daemon's own (privileged: they may use the reserve).  Bounded by the pools of struct limits:
+ * limits_fd_pool(), limits_conn_pool() and max_output_unprivileged.
+ */
+struct pool {
+        uint64_t fds;    /* connections, ports' epoll instances, held sockets and duplicates */
+        uint32_t conns;
+        uint64_t output; /* bytes, as struct user's */
+};
+
+/*
  * Per-uid accounting: one user can never take the descriptors or memory other users need.  The
- * record lives while any of its counts is not zero (user_release() frees it then).
+ * record lives while any of its counts is not zero (user_release() frees it then).  Connections,
+ * ports, sockets and output change only through the user_charge_*() functions below, which keep
+ * the unprivileged pool in step: every path, a re-exec's and a restore's included, goes through
+ * them, so the pool never needs rebuilding.
  */
 struct user {
         struct sn_list link; /* in server->users */
         uid_t uid;
+        struct pool *pool;  /* the server's pool of unprivileged users; NULL when privileged */
         uint32_t nconns;
         uint32_t nports;
         uint32_t nsockets;  /* registrations whose socket the daemon holds, and staged fds */
@@ -364,12 +379,57 @@ struct user {
         uint32_t nposted;
         uint32_t nstaged;   /* registration items of unfinished multi-part calls */
         size_t output;      /* bytes of queued replies and parked calls' results */
-        uint64_t refused;   /* requests refused by a per-user limit */
+        uint64_t refused;   /* requests refused by a per-user limit or the pool */
 };
 
+/* The user's record, made on first use (NULL when out of memory). */
 struct user *user_get(struct server *srv, uid_t uid);
 /* Frees u when nothing is charged to it any more. */
 void user_release(struct user *u);
+
+/* Connections (each a descriptor) of u change by delta. */
+static inline void user_charge_conns(struct user *u, int32_t delta)
+{
+        u->nconns += (uint32_t)delta;
+        if (u->pool) {
+                u->pool->conns += (uint32_t)delta;
+                u->pool->fds += (uint64_t)(int64_t)delta;
+        }
+}
+
+/* Ports (each an epoll descriptor) of u change by delta. */
+static inline void user_charge_ports(struct user *u, int32_t delta)
+{
+        u->nports += (uint32_t)delta;
+        if (u->pool)
+                u->pool->fds += (uint64_t)(int64_t)delta;
+}
+
+/* Sockets held for u (registrations, their EDGE duplicates, staged) change by delta. */
+static inline void user_charge_sockets(struct user *u, int64_t delta)
+{
+        u->nsockets += (uint32_t)delta;
+        if (u->pool)
+                u->pool->fds += (uint64_t)delta;
+}
+
+/* Output bytes of u (queued replies, parked calls' results) change by delta. */
+static inline void user_charge_output(struct user *u, int64_t delta)
+{
+        u->output += (size_t)delta;
+        if (u->pool)
+                u->pool->output += (uint64_t)delta;
+}
+
+/* Whether u may make the daemon hold n more descriptors, for conn c (NULL: none yet): 0, or
+ * -EDQUOT when u is unprivileged and all unprivileged users together would exceed the pool
+ * (logged as a refusal by --reserve-fds, counted in u->refused).  Never refuses a restore. */
+int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uint64_t n);
+/* The same for n more bytes of output: -EDQUOT past --max-output-unprivileged. */
+int user_check_output(struct server *srv, struct user *u, const struct conn *c, uint64_t n);
+/* How many descriptors one more message of u may carry before the pool is full, counting
+ * those the closer thread has still to close (at most max_fds; privileged: max_fds). */
+uint32_t user_fd_room(const struct server *srv, const struct user *u);
 
 struct conn {
         struct sn_list link; /* in server->conns */
@@ -457,6 +517,8 @@ void closer_stop(void);
  * (for `fd = closer_close(fd)`). */
 int closer_close(int fd);
 void closer_close_all(const int *fds, unsigned n);
+/* Descriptors queued or being closed, not closed yet (they still take room in the table). */
+uint64_t closer_pending(void);
 
 /* ---- server (server.c, status.c) ------------------------------------------------------- */
 
@@ -490,6 +552,7 @@ struct server {
         uint32_t nconns;
         struct sn_list ports;
         struct sn_list users;
+        struct pool unprivileged; /* what users other than root and ours hold together */
         struct sn_list dead;
         uint32_t next_port_id;       /* ports created; ids are a keyed permutation of it */
         uint32_t port_id_key[4];
@@ -514,6 +577,7 @@ struct server {
         struct epoll_event *evbuf;
         uint32_t evcap;
         uint64_t fd_capacity;
+        uint64_t fd_own;         /* descriptors open before the first client: the daemon's own */
         uint32_t fdstore_max;    /* the service manager's descriptor store takes this many */
         struct live *live;       /* what survives a crash (live.c), NULL without a store */
         /* PORT_TAKE replies not known to be read, and their descriptors (bounded: see

@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -69,8 +70,8 @@ static void usage(FILE *f)
                 if (def)
                         fprintf(f, "      %-28s %s (default %u)\n", name, o->help, def);
                 else
-                        fprintf(f, "      %-28s %s (default: from the descriptor limit)\n",
-                                name, o->help);
+                        fprintf(f, "      %-28s %s (default: %s)\n", name, o->help,
+                                o->computed ? o->computed : "computed");
         }
         fprintf(f, "\nReport bugs at " PACKAGE_BUGREPORT "\n");
 }
@@ -213,6 +214,21 @@ static void start_settings(const char *path, bool named, int carried_fd, struct 
                 snprintf(note, notesz, "; configuration error: running on the defaults (see "
                          "the log)");
         }
+}
+
+/* Descriptors open in this process now (0 when /proc is not there). */
+static uint64_t count_fds(void)
+{
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+        uint64_t n = 0;
+
+        if (!d)
+                return 0;
+        while ((e = readdir(d)))
+                n += e->d_name[0] != '.';
+        closedir(d);
+        return n ? n - 1 : 0; /* not the directory's own */
 }
 
 /* Raises the soft RLIMIT_NOFILE to the hard limit; returns the resulting soft limit. */
@@ -448,12 +464,35 @@ int main(int argc, char **argv)
         }
         if (restore_fd < 0)
                 restore_after_crash(srv);
+        /* What the daemon holds for itself, out of the reserve: all that is open but what
+         * restored clients hold. */
+        {
+                struct sn_list *pos, *tmp;
+                uint64_t held = 0, open_now = count_fds();
+
+                sn_list_foreach_safe(pos, tmp, &srv->users) {
+                        const struct user *u = sn_list_entry(pos, struct user, link);
+
+                        held += (uint64_t)u->nconns + u->nports + u->nsockets;
+                }
+                srv->fd_own = open_now > held ? open_now - held : 0;
+        }
         if (srv->fdstore_max)
                 live_start(srv, fdstore_next_gen());
         /* Ours are stored (or there is no store): the previous daemon's entries can go. */
         fdstore_forget_previous();
         log_info("socknotifyd %s listening on %s (mode %04o), fd capacity %llu", PACKAGE_VERSION,
                  path, (unsigned)opt.mode, (unsigned long long)cap);
+        log_info("reserve: %u descriptor(s) (%llu the daemon's own) and %u connection(s) for "
+                 "root and uid %u; other users together: %llu descriptor(s), %u connection(s)",
+                 (unsigned)srv->limits.reserve_fds, (unsigned long long)srv->fd_own,
+                 (unsigned)srv->limits.reserve_connections, (unsigned)geteuid(),
+                 (unsigned long long)limits_fd_pool(&srv->limits, cap),
+                 (unsigned)limits_conn_pool(&srv->limits));
+        if (srv->limits.reserve_fds < srv->fd_own + 16)
+                log_warning("--reserve-fds=%u leaves root fewer than 16 descriptors beyond the "
+                            "daemon's own %llu", (unsigned)srv->limits.reserve_fds,
+                            (unsigned long long)srv->fd_own);
         if (closer_start() < 0)
                 log_warning("no closer thread: clients' descriptors are closed in the loop");
         r = server_run(srv);

@@ -255,6 +255,9 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
                 server_log_refusal(srv, conn, conn->uid, "max-ports-per-user");
                 return -EDQUOT;
         }
+        r = user_check_fds(srv, conn->user, conn, 1); /* its epoll instance */
+        if (r < 0)
+                return r;
         if (name && *name && port_by_name(srv, conn->uid, name))
                 return -EEXIST;
         p = calloc(1, sizeof(*p));
@@ -302,7 +305,7 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         while (!p->id || port_id_taken(srv, p->id));
         sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
-        p->user->nports++;
+        user_charge_ports(p->user, 1);
         live_port(p);
         /* The handle was journaled before the port had its id. */
         if (srv->live) {
@@ -345,7 +348,7 @@ struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t
         event_assign(&p->ev, srv->base, p->epfd, EV_READ | EV_PERSIST | EV_ET, port_ready_cb, p);
         sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
-        p->user->nports++;
+        user_charge_ports(p->user, 1);
         return p;
 }
 
@@ -433,7 +436,7 @@ void port_free(struct port *p, uint32_t status)
         live_port_gone(p);
         sn_list_del(&p->srv_link);
         srv->nports--;
-        p->user->nports--;
+        user_charge_ports(p->user, -1);
         user_release(p->user);
         free(p->name);
         free(p);
@@ -815,8 +818,8 @@ int port_wait_check(struct conn *conn, uint32_t n)
                 limit = "max-waits-per-user";
         else if (u->output + size > srv->limits.max_output_per_user)
                 limit = "max-output-per-user";
-        if (!limit)
-                return 0;
+        else
+                return user_check_output(srv, u, conn, size);
         if (strstr(limit, "per-user"))
                 u->refused++;
         server_log_refusal(srv, conn, conn->uid, limit);
@@ -868,7 +871,7 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         conn->nwaits++;
         conn->srv->nwaits++;
         conn->user->nwaits++;
-        conn->user->output += w->charge;
+        user_charge_output(conn->user, (int64_t)w->charge);
         live_wait(w);
         return 0;
 }
@@ -898,7 +901,7 @@ void wait_free(struct wait *w)
         c->nwaits--;
         c->srv->nwaits--;
         c->user->nwaits--;
-        c->user->output -= w->charge;
+        user_charge_output(c->user, -(int64_t)w->charge);
         free(w);
 }
 

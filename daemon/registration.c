@@ -120,7 +120,7 @@ static void reg_out_close(struct reg *g)
                 log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
         g->out_in_epoll = false;
         g->out_fd = closer_close(g->out_fd);
-        g->port->user->nsockets--;
+        user_charge_sockets(g->port->user, -1);
 }
 
 /* Makes the OUT side's duplicate if there is none.  Returns 0, -EDQUOT or -EMFILE... */
@@ -136,12 +136,14 @@ static int reg_out_open(struct reg *g)
                 server_log_refusal(srv, g->creator, g->port->uid, "max-sockets-per-user");
                 return -EDQUOT;
         }
+        if (user_check_fds(srv, g->port->user, g->creator, 1) < 0)
+                return -EDQUOT;
         g->out_fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
         if (g->out_fd < 0) {
                 g->out_fd = -1;
                 return -errno;
         }
-        g->port->user->nsockets++;
+        user_charge_sockets(g->port->user, 1);
         return 0;
 }
 
@@ -382,7 +384,7 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         sn_list_add_tail(&port->regs, &g->port_link);
         /* Charged to the port's user: the same as the creator's (only the creator's user can
          * open a port), and still there once a lingering port keeps it without a creator. */
-        port->user->nsockets++;
+        user_charge_sockets(port->user, 1);
         port->user->nregs++;
         port->nregs++;
         if (creator) {
@@ -436,7 +438,7 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
         }
         sn_list_add_tail(&port->regs, &g->port_link);
         g->ownerless = false;
-        port->user->nsockets += g->out_fd >= 0 ? 2 : 1; /* EDGE OUT side */
+        user_charge_sockets(port->user, g->out_fd >= 0 ? 2 : 1); /* EDGE OUT side */
         port->user->nregs++;
         port->nregs++;
         if (creator)
@@ -517,6 +519,10 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                         err = EDQUOT;
                         break;
                 }
+                if (user_check_fds(srv, port->user, conn, 1) < 0) {
+                        err = EDQUOT;
+                        break;
+                }
                 return reg_create(port, conn, dev, ino, it, it->filter, trigger, fd, type);
         case SN_OP_DISABLE:
                 if (!g || g->port != port || g->state == REG_REMOVING) {
@@ -578,7 +584,7 @@ void reg_free(struct reg *g)
         sn_list_del(&g->conn_link);
         if (g->ownerless)
                 port->norphans--;
-        port->user->nsockets--;
+        user_charge_sockets(port->user, -1);
         port->user->nregs--;
         port->nregs--;
         srv->nregs--;

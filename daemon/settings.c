@@ -42,7 +42,7 @@ const struct limits settings_default_limits = {
         .max_waits = 1024,
         .max_connections = 4096,
         .max_output = 8u << 20,
-        .max_sockets_per_user = 0,     /* 0: half the descriptor capacity */
+        .max_sockets_per_user = 0,     /* 0: half the descriptor pool */
         .max_connections_per_user = 0, /* 0: an eighth of it, at most 1024 */
         .max_ports_per_user = 0,       /* 0: an eighth of it, at most 1024 */
         .max_waits_per_user = 4096,
@@ -51,9 +51,14 @@ const struct limits settings_default_limits = {
         .max_output_per_user = 64u << 20,
         .handshake_timeout_ms = 10000,
         .max_linger_ms = 600000,
+        .reserve_fds = 0,         /* 0: a sixteenth of the descriptor capacity, at least 64 */
+        .reserve_connections = 0, /* 0: a sixteenth of max_connections, 4 to half of it */
+        .max_output_unprivileged = 256u << 20,
 };
 
-#define LIMIT(n, field, lo, hi, h) { n, offsetof(struct limits, field), lo, hi, h }
+#define LIMIT(n, field, lo, hi, h) { n, offsetof(struct limits, field), lo, hi, h, NULL }
+#define LIMIT_COMPUTED(n, field, lo, hi, h, from) \
+        { n, offsetof(struct limits, field), lo, hi, h, from }
 const struct limit_option settings_limit_options[] = {
         LIMIT("max-message", max_message, 4096, 1u << 20, "largest message in bytes"),
         LIMIT("max-ports", max_ports, 1, 1u << 20, "port handles per connection"),
@@ -63,11 +68,12 @@ const struct limit_option settings_limit_options[] = {
         LIMIT("max-connections", max_connections, 1, 1u << 20, "connections at once"),
         LIMIT("max-output", max_output, 65536, 1u << 30,
               "bytes of replies held for one connection"),
-        LIMIT("max-sockets-per-user", max_sockets_per_user, 1, 1u << 30,
-              "sockets held for one user"),
-        LIMIT("max-connections-per-user", max_connections_per_user, 1, 1u << 20,
-              "connections of one user"),
-        LIMIT("max-ports-per-user", max_ports_per_user, 1, 1u << 20, "ports of one user"),
+        LIMIT_COMPUTED("max-sockets-per-user", max_sockets_per_user, 1, 1u << 30,
+                       "sockets held for one user", "half the descriptor pool"),
+        LIMIT_COMPUTED("max-connections-per-user", max_connections_per_user, 1, 1u << 20,
+                       "connections of one user", "an eighth of the pool, at most 1024"),
+        LIMIT_COMPUTED("max-ports-per-user", max_ports_per_user, 1, 1u << 20,
+                       "ports of one user", "an eighth of the pool, at most 1024"),
         LIMIT("max-waits-per-user", max_waits_per_user, 1, 1u << 24,
               "waiting calls of one user"),
         LIMIT("max-posted-per-user", max_posted_per_user, 1, 1u << 26,
@@ -80,7 +86,16 @@ const struct limit_option settings_limit_options[] = {
               "milliseconds a new connection has to send HELLO"),
         LIMIT("max-linger", max_linger_ms, 0, 86400000,
               "milliseconds a named port may be kept after its last handle closes"),
+        LIMIT_COMPUTED("reserve-fds", reserve_fds, 16, 1u << 30,
+                       "descriptors only root and the daemon's user may use",
+                       "capacity/16, at least 64"),
+        LIMIT_COMPUTED("reserve-connections", reserve_connections, 1, 1u << 20,
+                       "connections only root and the daemon's user may use",
+                       "max-connections/16, 4 to half"),
+        LIMIT("max-output-unprivileged", max_output_unprivileged, 65536, 1u << 31,
+              "bytes of replies and waiting calls of all other users together"),
 };
+#undef LIMIT_COMPUTED
 #undef LIMIT
 const size_t settings_nlimit_options = SN_ARRAY_SIZE(settings_limit_options);
 
@@ -306,6 +321,7 @@ void settings_resolve(const struct settings *cmdline, const struct settings *fil
                     struct limits *ret_limits, int *ret_log_level)
 {
         struct limits l = settings_default_limits;
+        uint64_t pool;
 
         for (size_t i = 0; i < settings_nlimit_options; i++) {
                 const struct limit_option *o = &settings_limit_options[i];
@@ -317,16 +333,27 @@ void settings_resolve(const struct settings *cmdline, const struct settings *fil
                         *settings_limit_field(&l, o) =
                                 *settings_limit_field((struct limits *)&from->limits, o);
         }
-        /* Defaults from the descriptor capacity: one user's sockets, connections and ports
-         * together stay under three quarters of it, so others always find descriptors. */
+        /* The reserve: descriptors and connections that users other than root and the
+         * daemon's own are never given (conn.c checks the pool of all of them together). */
+        if (!l.reserve_fds)
+                l.reserve_fds = (uint32_t)SN_MIN(SN_MAX(capacity / 16, (uint64_t)64),
+                                                 (uint64_t)(1u << 30));
+        if (!l.reserve_connections)
+                l.reserve_connections =
+                        SN_MIN(SN_MAX(l.max_connections / 16, 4u), l.max_connections / 2);
+        /* Per-user defaults from the pool left by the reserve: one user's sockets, connections
+         * and ports together stay under three quarters of it, so other users find some too;
+         * the pool itself bounds all of them together. */
+        pool = limits_fd_pool(&l, capacity);
         if (!l.max_sockets_per_user)
-                l.max_sockets_per_user = (uint32_t)SN_MAX(capacity / 2, (uint64_t)64);
+                l.max_sockets_per_user = (uint32_t)SN_MIN(SN_MAX(pool / 2, (uint64_t)1),
+                                                          (uint64_t)(1u << 30));
         if (!l.max_connections_per_user)
                 l.max_connections_per_user =
-                        (uint32_t)SN_MAX(SN_MIN(capacity / 8, (uint64_t)1024), (uint64_t)16);
+                        (uint32_t)SN_MAX(SN_MIN(pool / 8, (uint64_t)1024), (uint64_t)1);
         if (!l.max_ports_per_user)
                 l.max_ports_per_user =
-                        (uint32_t)SN_MAX(SN_MIN(capacity / 8, (uint64_t)1024), (uint64_t)16);
+                        (uint32_t)SN_MAX(SN_MIN(pool / 8, (uint64_t)1024), (uint64_t)1);
         *ret_limits = l;
         *ret_log_level = cmdline->log_level >= 0 ? cmdline->log_level
                          : file->log_level >= 0  ? file->log_level

@@ -33,6 +33,11 @@ struct limits {
         uint32_t max_output_per_user;      /* bytes: queued replies and parked calls' results */
         uint32_t handshake_timeout_ms;     /* HELLO must come within this */
         uint32_t max_linger_ms;            /* longest linger time of a named port */
+        /* What only root and the daemon's own user may use (privileged users); every other
+         * user together holds at most the rest, the pool (limits_fd_pool() and so on). */
+        uint32_t reserve_fds;              /* descriptors, the daemon's own among them */
+        uint32_t reserve_connections;      /* of max_connections */
+        uint32_t max_output_unprivileged;  /* bytes: output of all unprivileged users */
 };
 
 /* The most registration items one PROCESS call may carry, all parts together: its reply (header,
@@ -42,6 +47,20 @@ static inline uint32_t limits_call_items(const struct limits *l)
         return (l->max_message - 24 - 4 - 24) / 4;
 }
 
+/* The descriptors all unprivileged users together may make the daemon hold: the capacity
+ * (RLIMIT_NOFILE) less the reserve.  The per-user defaults are fractions of it. */
+static inline uint64_t limits_fd_pool(const struct limits *l, uint64_t capacity)
+{
+        return capacity > l->reserve_fds ? capacity - l->reserve_fds : 0;
+}
+
+/* The connections all unprivileged users together may open. */
+static inline uint32_t limits_conn_pool(const struct limits *l)
+{
+        return l->max_connections > l->reserve_connections
+                       ? l->max_connections - l->reserve_connections
+                       : 0;
+}
 
 /* A numeric option: sets one field of struct limits, within [min, max]. */
 struct limit_option {
@@ -49,6 +68,7 @@ struct limit_option {
         size_t offset;
         uint32_t min, max;
         const char *help;
+        const char *computed; /* where a default of 0 comes from, for --help */
 };
 
 extern const struct limits settings_default_limits;
@@ -92,6 +112,8 @@ int settings_parse(const char *name, const char *text, size_t len, struct settin
  * it), or NULL when out of memory. */
 char *settings_format(const struct settings *s);
 /* Merges defaults, file and command line; fills the defaults that follow the descriptor
- * capacity. */
+ * capacity: the reserve (max(64, capacity / 16)), and the per-user limits on sockets (half the
+ * pool), connections and ports (an eighth of it, at most 1024), where the pool is the capacity
+ * less the reserve; and the reserved connections (max_connections / 16, from 4 to half). */
 void settings_resolve(const struct settings *cmdline, const struct settings *file,
                       uint64_t capacity, struct limits *ret_limits, int *ret_log_level);

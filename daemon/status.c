@@ -3,7 +3,9 @@
 /*
  * status.c - the status document, built with jansson.  Never on the notification path: it is
  * made only when a client sends STATUS.  Root sees the whole daemon with every user's usage;
- * any other user sees the limits and its own usage only (never another user's figures).
+ * any other user sees the limits and its own usage only (never another user's figures).  The
+ * reserve (what only root and the daemon's user may use) and the pool left to all other users
+ * are shown to everyone; how much of the pool is used, to root only.
  */
 #include "config.h"
 
@@ -32,7 +34,7 @@ static json_t *errors_object(const uint64_t *counts)
 static json_t *limits_object(const struct limits *l)
 {
         return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i,"
-                         " s:i, s:i, s:i, s:i}",
+                         " s:i, s:i, s:i, s:i, s:i, s:i, s:I}",
                          "max_message", (int)l->max_message,
                          "max_fds", (int)l->max_fds,
                          "max_call_items", (int)limits_call_items(l),
@@ -50,7 +52,37 @@ static json_t *limits_object(const struct limits *l)
                          "max_staged_per_user", (int)l->max_staged_per_user,
                          "max_output_per_user", (int)l->max_output_per_user,
                          "handshake_timeout_ms", (int)l->handshake_timeout_ms,
-                         "max_linger_ms", (int)l->max_linger_ms);
+                         "max_linger_ms", (int)l->max_linger_ms,
+                         "reserve_fds", (int)l->reserve_fds,
+                         "reserve_connections", (int)l->reserve_connections,
+                         "max_output_unprivileged", (json_int_t)l->max_output_unprivileged);
+}
+
+/* The reserve and the pool of users other than root and the daemon's own; with used, how much
+ * of the pool they hold now. */
+static json_t *reserve_object(const struct server *srv, bool used)
+{
+        const struct limits *l = &srv->limits;
+        json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I}}",
+                              "uid", (json_int_t)geteuid(),
+                              "fds", (json_int_t)l->reserve_fds,
+                              "own_fds", (json_int_t)srv->fd_own,
+                              "connections", (json_int_t)l->reserve_connections,
+                              "pool",
+                              "fds", (json_int_t)limits_fd_pool(l, srv->fd_capacity),
+                              "connections", (json_int_t)limits_conn_pool(l),
+                              "output_bytes", (json_int_t)l->max_output_unprivileged);
+
+        if (o && used)
+                json_object_set_new(o, "unprivileged",
+                                    json_pack("{s:I, s:I, s:I, s:I}",
+                                              "fds", (json_int_t)srv->unprivileged.fds,
+                                              "connections",
+                                              (json_int_t)srv->unprivileged.conns,
+                                              "output_bytes",
+                                              (json_int_t)srv->unprivileged.output,
+                                              "closing", (json_int_t)closer_pending()));
+        return o;
 }
 
 static json_t *user_object(const struct user *u, uid_t uid)
@@ -103,6 +135,7 @@ char *server_status_json(struct server *srv, uid_t uid)
                         "user", user_object(me, uid));
         if (!doc)
                 return NULL;
+        json_object_set_new(doc, "reserve", reserve_object(srv, uid == 0));
         if (uid != 0) {
                 /* Another user's figures are not this user's business: only its own. */
                 json_object_set_new(doc, "scope", json_string("user"));

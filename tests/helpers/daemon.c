@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -75,8 +76,9 @@ static void pass_fds(const int *fds, unsigned n, const char *names)
         setenv("LISTEN_PID", v, 1);
 }
 
+/* nofile: the daemon's RLIMIT_NOFILE, or 0 to inherit the test's. */
 static void spawn(struct test_daemon *d, const char *const *args, const int *fds, unsigned nfds,
-                  const char *names)
+                  const char *names, unsigned nofile)
 {
         const char *builddir = getenv("SN_BUILDDIR");
         const char *wrapper = getenv("SN_TEST_DAEMON_WRAPPER");
@@ -95,6 +97,12 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)
                         _exit(127);
+                if (nofile) {
+                        struct rlimit rl = { nofile, nofile };
+
+                        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                                _exit(126);
+                }
                 if (nfds)
                         pass_fds(fds, nfds, names);
                 /* Nothing else of the test's goes along (the daemon's descriptors are counted). */
@@ -123,19 +131,24 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
         test_daemon_wait_fds(d, -1, 0);
 }
 
-void test_daemon_start(struct test_daemon *d, const char *const *args)
+void test_daemon_start_nofile(struct test_daemon *d, const char *const *args, unsigned nofile)
 {
         snprintf(d->dir, sizeof(d->dir), "/tmp/sn-test-XXXXXX");
         ck_assert_ptr_nonnull(mkdtemp(d->dir));
         snprintf(d->path, sizeof(d->path), "%s/socknotify.sock", d->dir);
-        spawn(d, args, NULL, 0, NULL);
+        spawn(d, args, NULL, 0, NULL, nofile);
+}
+
+void test_daemon_start(struct test_daemon *d, const char *const *args)
+{
+        test_daemon_start_nofile(d, args, 0);
 }
 
 void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, const int *fds,
                                 unsigned nfds, const char *names)
 {
         ck_assert_uint_le(nfds, 256);
-        spawn(d, args, fds, nfds, names);
+        spawn(d, args, fds, nfds, names, 0);
 }
 
 int test_daemon_stop(struct test_daemon *d)

@@ -21,6 +21,9 @@ struct test_daemon {
  * "valgrind --error-exitcode=99 --leak-check=full") is put in front of the command.  Aborts the
  * test on failure. */
 void test_daemon_start(struct test_daemon *d, const char *const *args);
+/* test_daemon_start() with the daemon's RLIMIT_NOFILE set to nofile, soft and hard: its
+ * descriptor capacity. */
+void test_daemon_start_nofile(struct test_daemon *d, const char *const *args, unsigned nofile);
 /* Starts it again on the same path (after it stopped), passing fds (nfds at most 256; names
  * joined by ':') with LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID as systemd does. */
 void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, const int *fds,

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * test-reserve.c - issue 24, item 1: two ordinary users at the default limits must not lock
+ * root out.
+ *
+ * A real daemon runs with a small descriptor capacity (RLIMIT_NOFILE 512, soft and hard) and
+ * the default limits.  Two processes running as two unprivileged users, one after the other,
+ * each take every descriptor the daemon gives them: connections, then ports, then registered
+ * sockets, each until refused.  Then root still connects, creates a port, registers a socket,
+ * gets its notification, and `socknotifyctl status` answers with the reserve; after a re-exec
+ * the pool counts the same again.  Every refusal
+ * the two users met is a limit's (EDQUOT), never the daemon running out of descriptors, and
+ * once they are gone the daemon is back to its baseline.  Before the reserve, the per-user
+ * defaults were fractions of the raw capacity: the two users took it all and root's connection
+ * was refused with EMFILE.
+ *
+ * The arithmetic of the defaults (settings_resolve) is checked too, without a daemon.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <jansson.h>
+
+#include "daemon/settings.h"
+#include "socknotify.h"
+#include "tests/helpers/daemon.h"
+#include "tests/helpers/raw.h"
+
+#define CAPACITY 512
+#define USER_A 65534
+#define USER_B 65533
+
+static struct test_daemon D;
+
+static int scaled(int ms)
+{
+        const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+        double f = m ? atof(m) : 1;
+
+        return f > 1 ? (int)(ms * f) : ms;
+}
+
+/* What one user got from the daemon, and the errno of the refusal that ended each kind. */
+struct haul {
+        int conns, ports, sockets;
+        int conn_err, port_err, sock_err;
+};
+
+/* A hog's haul so far, and where it reports it and waits to go. */
+static struct haul h;
+static int hog_report, hog_go;
+
+/* Reports the haul and holds everything until told to go. */
+static void hog_done(void)
+{
+        char ch;
+
+        if (write(hog_report, &h, sizeof(h)) != (ssize_t)sizeof(h) || read(hog_go, &ch, 1) != 1)
+                _exit(4);
+        _exit(0);
+}
+
+/* A call that was never answered (a daemon out of descriptors drops what it cannot take):
+ * the haul ends there, with ETIMEDOUT for the kind being taken. */
+static void hog_alarm(int sig)
+{
+        (void)sig;
+        *(!h.conn_err ? &h.conn_err : !h.port_err ? &h.port_err : &h.sock_err) = ETIMEDOUT;
+        hog_done();
+}
+
+/*
+ * In a child: becomes uid, takes every connection, then every port, then every registered
+ * socket the daemon gives, reports the haul on report, and holds it all until go is readable.
+ * The local copy of a registered socket is closed at once: the daemon holds its own.
+ */
+static void hog(uid_t uid, int report, int go)
+{
+        enum { MAX = 4096 };
+        static sn_conn_t *conns[MAX];
+        static sn_port_t *ports[MAX];
+        int r;
+
+        hog_report = report;
+        hog_go = go;
+        signal(SIGALRM, hog_alarm);
+        alarm((unsigned)scaled(10000) / 1000);
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+            setresuid(uid, uid, uid) < 0)
+                _exit(3);
+        while (h.conns < MAX) {
+                r = sn_conn_open(D.path, &conns[h.conns]);
+                if (r < 0) {
+                        h.conn_err = -r;
+                        break;
+                }
+                h.conns++;
+        }
+        while (h.conns && h.ports < MAX) {
+                r = sn_port_create(conns[h.ports % h.conns], 0, &ports[h.ports]);
+                if (r < 0) {
+                        h.port_err = -r;
+                        break;
+                }
+                h.ports++;
+        }
+        while (h.ports && h.sockets < 1 << 20) {
+                int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                sn_registration_t reg = { .fd = s, .key = (uint64_t)h.sockets, .op = SN_OP_ENABLE,
+                                          .filter = SN_REGISTER_EVENT_IN,
+                                          .trigger = SN_TRIGGER_LEVEL };
+
+                if (s < 0) {
+                        h.sock_err = errno;
+                        break;
+                }
+                r = sn_port_process(ports[h.sockets % h.ports], &reg, 1, NULL, 0, 0);
+                close(s);
+                if (r < 0 || reg.result < 0) {
+                        h.sock_err = r < 0 ? -r : -reg.result;
+                        break;
+                }
+                h.sockets++;
+        }
+        alarm(0);
+        hog_done();
+}
+
+/* Starts a hog as uid and waits for its haul. */
+static pid_t start_hog(uid_t uid, int go, struct haul *ret)
+{
+        int report[2];
+        pid_t pid;
+
+        ck_assert_int_eq(pipe(report), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(report[0]);
+                hog(uid, report[1], go);
+        }
+        close(report[1]);
+        ck_assert_int_eq(read(report[0], ret, sizeof(*ret)), (ssize_t)sizeof(*ret));
+        close(report[0]);
+        printf("uid %u: %d connection(s) (then %s), %d port(s) (then %s), %d socket(s) (then "
+               "%s)\n",
+               (unsigned)uid, ret->conns, strerrorname_np(ret->conn_err),
+               ret->ports, strerrorname_np(ret->port_err), ret->sockets,
+               strerrorname_np(ret->sock_err));
+        fflush(stdout); /* shown also when the test fails */
+        return pid;
+}
+
+/* Runs socknotifyctl ARGS against the daemon; returns its exit status, its output in out. */
+static int ctl(const char *args, char *out, size_t size)
+{
+        char cmd[512];
+        size_t n;
+        FILE *f;
+
+        snprintf(cmd, sizeof(cmd), "SOCKNOTIFY_SOCKET=%s %s/ctl/socknotifyctl %s", D.path,
+                 getenv("SN_BUILDDIR") ? getenv("SN_BUILDDIR") : SN_BUILDDIR, args);
+        f = popen(cmd, "r");
+        ck_assert_ptr_nonnull(f);
+        n = fread(out, 1, size - 1, f);
+        out[n] = 0;
+        return WEXITSTATUS(pclose(f));
+}
+
+static json_int_t get(json_t *doc, const char *a, const char *b, const char *c)
+{
+        json_t *v = json_object_get(json_object_get(doc, a), b);
+
+        if (c)
+                v = json_object_get(v, c);
+        ck_assert_msg(json_is_integer(v), "status has no %s.%s%s%s", a, b, c ? "." : "",
+                      c ? c : "");
+        return json_integer_value(v);
+}
+
+START_TEST(test_two_users_leave_roots_reserve)
+{
+        struct haul a, b;
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_entry_t e;
+        static char out[1 << 16];
+        json_t *doc;
+        pid_t pa, pb;
+        int go[2], sp[2], st, baseline;
+        json_int_t pool;
+
+        if (geteuid() != 0) {
+                printf("SKIP: test_two_users_leave_roots_reserve needs root to run clients as "
+                       "other users\n");
+                return;
+        }
+        test_daemon_start_nofile(&D, (const char *const[]){ "--socket-mode=0666", NULL }, CAPACITY);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(chmod(D.dir, 0711), 0);
+        ck_assert_int_eq(pipe(go), 0);
+
+        pa = start_hog(USER_A, go[0], &a);
+        pb = start_hog(USER_B, go[0], &b);
+        printf("daemon: %d descriptor(s) open of %d, %d at the start\n", test_daemon_fds(&D),
+               CAPACITY, baseline);
+        fflush(stdout);
+
+        /* Root is served with both users at their maximum. */
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        {
+                sn_registration_t r = { .fd = sp[0], .key = 42, .op = SN_OP_ENABLE,
+                                        .filter = SN_REGISTER_EVENT_IN,
+                                        .trigger = SN_TRIGGER_LEVEL };
+
+                ck_assert_int_eq(sn_port_process(p, &r, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(r.result, 0);
+        }
+        ck_assert_int_eq(write(sp[1], "x", 1), 1);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, (uint32_t)scaled(5000)), 1);
+        ck_assert_uint_eq(e.key, 42);
+        ck_assert(e.events & SN_EVENT_IN);
+
+        ck_assert_int_eq(ctl("status", out, sizeof(out)), 0);
+        printf("%s", out);
+        ck_assert_ptr_nonnull(strstr(out, "reserve: "));
+        ck_assert_ptr_nonnull(strstr(out, "other users together hold "));
+        ck_assert_int_eq(ctl("--json status", out, sizeof(out)), 0);
+        doc = json_loads(out, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        pool = get(doc, "reserve", "pool", "fds");
+        ck_assert_int_eq(pool, CAPACITY - get(doc, "limits", "reserve_fds", NULL));
+        /* The two users together hold the whole pool (each took until refused), not more. */
+        ck_assert_int_eq(get(doc, "reserve", "unprivileged", "fds"),
+                         a.conns + a.ports + a.sockets + b.conns + b.ports + b.sockets);
+        ck_assert_int_le(get(doc, "reserve", "unprivileged", "fds"), pool);
+        ck_assert_int_eq(get(doc, "reserve", "unprivileged", "connections"), a.conns + b.conns);
+        json_decref(doc);
+
+        /* A re-exec rebuilds the pool from what it restores, through the same charges. */
+        ck_assert_int_eq(ctl("reexec", out, sizeof(out)), 0);
+        ck_assert_int_eq(ctl("--json status", out, sizeof(out)), 0);
+        doc = json_loads(out, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        ck_assert_int_eq(get(doc, "reserve", "unprivileged", "fds"),
+                         a.conns + a.ports + a.sockets + b.conns + b.ports + b.sockets);
+        ck_assert_int_eq(get(doc, "reserve", "unprivileged", "connections"), a.conns + b.conns);
+        ck_assert_int_lt(get(doc, "reserve", "own_fds", NULL), 32);
+        json_decref(doc);
+        ck_assert_int_eq(write(sp[1], "y", 1), 1);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, (uint32_t)scaled(5000)), 1);
+        ck_assert_uint_eq(e.key, 42);
+
+        /* Each kind ended at a limit, never at the daemon being out of descriptors. */
+        ck_assert_int_gt(a.conns, 0);
+        ck_assert_int_gt(a.ports, 0);
+        ck_assert_int_gt(a.sockets, 0);
+        ck_assert_int_gt(b.conns, 0);
+        ck_assert_int_eq(a.conn_err, EDQUOT);
+        ck_assert_int_eq(a.port_err, EDQUOT);
+        ck_assert_int_eq(a.sock_err, EDQUOT);
+        ck_assert_int_eq(b.conn_err, EDQUOT);
+        ck_assert_int_eq(b.port_err, EDQUOT);
+        ck_assert_int_eq(b.sock_err, EDQUOT);
+
+        /* The users go: everything they held is given back. */
+        ck_assert_int_eq(write(go[1], "gg", 2), 2);
+        ck_assert_int_eq(waitpid(pa, &st, 0), pa);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        ck_assert_int_eq(waitpid(pb, &st, 0), pb);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        sn_port_close(p);
+        sn_conn_close(c);
+        close(sp[0]);
+        close(sp[1]);
+        close(go[0]);
+        close(go[1]);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, scaled(5000)), baseline);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
+/* Of 8 connections, 4 are kept for root (--reserve-connections by default: 8/16, at least 4,
+ * at most half): another user gets 4, then EUSERS, and root still gets its 4. */
+START_TEST(test_connections_are_reserved_too)
+{
+        sn_conn_t *c[4];
+        struct haul a;
+        int go[2], st, baseline;
+        pid_t pa;
+
+        if (geteuid() != 0) {
+                printf("SKIP: test_connections_are_reserved_too needs root\n");
+                return;
+        }
+        test_daemon_start(&D, (const char *const[]){ "--socket-mode=0666", "--max-connections=8",
+                                                    "--max-sockets-per-user=16", NULL });
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(chmod(D.dir, 0711), 0);
+        ck_assert_int_eq(pipe(go), 0);
+        pa = start_hog(USER_A, go[0], &a);
+        ck_assert_int_eq(a.conns, 4);
+        ck_assert_int_eq(a.conn_err, EUSERS);
+        for (int i = 0; i < 4; i++)
+                ck_assert_int_eq(sn_conn_open(D.path, &c[i]), 0);
+        ck_assert_int_eq(write(go[1], "g", 1), 1);
+        ck_assert_int_eq(waitpid(pa, &st, 0), pa);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        for (int i = 0; i < 4; i++)
+                sn_conn_close(c[i]);
+        close(go[0]);
+        close(go[1]);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, scaled(5000)), baseline);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
+/* Capacity C, reserve R = max(64, C/16), pool P = C - R; per user: sockets P/2, connections and
+ * ports P/8 (at most 1024). */
+START_TEST(test_defaults_are_fractions_of_the_pool)
+{
+        static const struct {
+                uint64_t capacity;
+                uint32_t reserve, sockets, conns;
+        } want[] = {
+                { 512, 64, 224, 56 },
+                { 4096, 256, 1920, 480 },
+                { 65536, 4096, 30720, 1024 },
+        };
+        struct settings none;
+        struct limits l;
+        int level;
+        size_t i;
+
+        settings_init(&none);
+        for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+                settings_resolve(&none, &none, want[i].capacity, &l, &level);
+                ck_assert_uint_eq(l.reserve_fds, want[i].reserve);
+                ck_assert_uint_eq(limits_fd_pool(&l, want[i].capacity),
+                                  want[i].capacity - want[i].reserve);
+                ck_assert_uint_eq(l.max_sockets_per_user, want[i].sockets);
+                ck_assert_uint_eq(l.max_connections_per_user, want[i].conns);
+                ck_assert_uint_eq(l.max_ports_per_user, want[i].conns);
+                /* One user at every default stays within the pool. */
+                ck_assert_uint_le((uint64_t)l.max_sockets_per_user + l.max_connections_per_user +
+                                          l.max_ports_per_user,
+                                  limits_fd_pool(&l, want[i].capacity));
+        }
+        /* 4096 connections keep 256 for the privileged. */
+        ck_assert_uint_eq(l.reserve_connections, 256);
+        ck_assert_uint_eq(limits_conn_pool(&l), 4096 - 256);
+        /* A reserve set by hand sizes the pool and the defaults. */
+        for (i = 0; strcmp(settings_limit_options[i].name, "reserve-fds"); i++)
+                ck_assert_uint_lt(i + 1, settings_nlimit_options);
+        ck_assert_int_eq(settings_set_limit(&none, i, 1000), 0);
+        settings_resolve(&none, &none, 5000, &l, &level);
+        ck_assert_uint_eq(limits_fd_pool(&l, 5000), 4000);
+        ck_assert_uint_eq(l.max_sockets_per_user, 2000);
+        ck_assert_uint_eq(l.max_connections_per_user, 500);
+        /* A reserve at or above the capacity leaves other users nothing. */
+        settings_resolve(&none, &none, 900, &l, &level);
+        ck_assert_uint_eq(limits_fd_pool(&l, 900), 0);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("reserve");
+        TCase *tc = tcase_create("reserve");
+        TCase *unit = tcase_create("arithmetic");
+
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_two_users_leave_roots_reserve);
+        tcase_add_test(tc, test_connections_are_reserved_too);
+        tcase_add_test(unit, test_defaults_are_fractions_of_the_pool);
+        suite_add_tcase(s, unit);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
