@@ -1137,10 +1137,19 @@ out:
  * user_fd_room()): refused as a limit refuses it, with EDQUOT and nothing applied, the rest of
  * a multi-part call read and dropped.
  */
-static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t *buf)
+/* Why the kernel dropped descriptors a message carried. */
+enum fds_cut {
+        FDS_CUT_NONE,
+        FDS_CUT_POOL,  /* no room for them in the unprivileged users' pool (EDQUOT) */
+        FDS_CUT_TABLE, /* the daemon's descriptor table is full (EMFILE) */
+};
+
+static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t *buf,
+                       enum fds_cut cut)
 {
         struct stage *st = &c->stage;
         struct snw_process in;
+        unsigned long long dropped;
 
         snw_process_decode(sn_msg_body(buf), &in);
         if (c->discarding && h->id == c->discard_id) {
@@ -1151,15 +1160,21 @@ static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t
         if (st->active && st->id == h->id)
                 stage_reset(c);
         c->user->refused++;
-        server_log_refusal(c->srv, c, c->uid, "reserve-fds");
+        if (cut == FDS_CUT_POOL)
+                server_log_refusal(c->srv, c, c->uid, "reserve-fds");
+        else if (sn_ratelimit_ok(&c->srv->refuse_log, &dropped))
+                log_warning("connection %llu (pid %d, uid %u): its descriptors could not be "
+                            "taken, the daemon is out of descriptors (RLIMIT_NOFILE %llu)",
+                            (unsigned long long)c->serial, (int)c->pid, (unsigned)c->uid,
+                            (unsigned long long)c->srv->fd_capacity);
         discard_rest(c, h->id, in.flags);
-        conn_reply_process(c, h->id, EDQUOT, NULL, 0, NULL, 0);
+        conn_reply_process(c, h->id, cut == FDS_CUT_POOL ? EDQUOT : EMFILE, NULL, 0, NULL, 0);
 }
 
 /* Handles one message of len bytes and its nfds descriptors (taken); fds_cut: the kernel
- * dropped some it carried, for want of room in the pool. */
+ * dropped some it carried, and why. */
 static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds, uint32_t nfds,
-                        bool fds_cut)
+                        enum fds_cut fds_cut)
 {
         const struct sn_msg_desc *d;
         struct snw_header h;
@@ -1179,7 +1194,7 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                 c->passed_fds = true;
         if (fds_cut && h.type == SN_MSG_PROCESS && c->hello && !h.status) {
                 closer_close_all(fds, nfds);
-                refuse_fds(c, &h, buf);
+                refuse_fds(c, &h, buf, fds_cut);
                 return;
         }
         if (h.nfds != nfds || h.status || (nfds && h.type != SN_MSG_PROCESS)) {
@@ -1253,17 +1268,15 @@ static void conn_read(struct conn *c)
         for (int i = 0; i < 64 && !c->dead; i++) {
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0, room = user_fd_room(srv, c->user);
-                bool cut = false;
+                bool pooled = room < srv->limits.max_fds, cut = false;
                 ssize_t n;
 
-                /* An unprivileged user's descriptors beyond the pool never enter the table. */
-                if (room >= srv->limits.max_fds)
-                        n = sn__fdmsg_recv(c->fd, srv->rbuf, srv->limits.max_message, fds,
-                                           srv->limits.max_fds, &nfds, MSG_DONTWAIT);
-                else
-                        n = sn__fdmsg_recv_room(c->fd, srv->rbuf, srv->limits.max_message, fds,
-                                                room, &nfds, &cut, MSG_DONTWAIT);
-
+                /* An unprivileged user's descriptors beyond the pool never enter the table.
+                 * Otherwise there is room for the most a message can carry, so that more than
+                 * max_fds are seen (and refused) rather than cut off by the kernel. */
+                n = sn__fdmsg_recv_room(c->fd, srv->rbuf, srv->limits.max_message, fds,
+                                        pooled ? room : SN_PROTO_MAX_FDS, &nfds, &cut,
+                                        MSG_DONTWAIT);
                 if (n == -EAGAIN || n == -EWOULDBLOCK)
                         return;
                 if (n == 0 && (nfds || cut)) {
@@ -1277,11 +1290,15 @@ static void conn_read(struct conn *c)
                         conn_kill(c, "disconnected");
                         return;
                 }
-                if (n == -EMSGSIZE || n == -ETOOMANYREFS) {
-                        /* SOCK_SEQPACKET keeps boundaries: the next message is still sound. */
+                if (n == -EMSGSIZE || (n > 0 && nfds > srv->limits.max_fds)) {
+                        /* SOCK_SEQPACKET keeps boundaries: the next message is still sound.
+                         * The buffer holds the message's start (all of it, or max_message
+                         * bytes): the request id is known when its header came. */
+                        size_t got = n > 0 ? (size_t)n : srv->limits.max_message;
+
                         closer_close_all(fds, nfds);
-                        violation(c, n == -EMSGSIZE ? sn_get_u32(srv->rbuf + 8) : 0,
-                                  (uint32_t)-n,
+                        violation(c, got >= SN_HEADER_SIZE ? sn_get_u32(srv->rbuf + 8) : 0,
+                                  n == -EMSGSIZE ? EMSGSIZE : ETOOMANYREFS,
                                   n == -EMSGSIZE ? "message larger than the limit"
                                                  : "more fds than the limit");
                         continue;
@@ -1290,7 +1307,11 @@ static void conn_read(struct conn *c)
                         conn_kill(c, "receive failed");
                         return;
                 }
-                conn_handle(c, srv->rbuf, (size_t)n, fds, nfds, cut);
+                /* Cut although there was room for them all (MSG_CTRUNC): the kernel could not
+                 * install them, the daemon's own table is full.  The request is answered all
+                 * the same (EMFILE), never left without a reply. */
+                conn_handle(c, srv->rbuf, (size_t)n, fds, nfds,
+                            !cut ? FDS_CUT_NONE : pooled ? FDS_CUT_POOL : FDS_CUT_TABLE);
         }
 }
 

@@ -329,6 +329,82 @@ START_TEST(test_connections_are_reserved_too)
 }
 END_TEST
 
+/* Root itself fills the daemon's descriptor table (its per-user limit lifted): the request whose
+ * descriptors the kernel could not install (MSG_CTRUNC) is answered with EMFILE, never left
+ * without a reply, and the daemon serves again once descriptors are free.  Before, it answered
+ * an ERROR with request id 0 that no call waited for, and the call hung. */
+START_TEST(test_full_table_answers_emfile)
+{
+        enum { BATCH = 16, MAX = 512 };
+        int fds[MAX][2], n = 0, r = 0, baseline;
+        sn_conn_t *conn;
+        sn_port_t *port;
+
+        test_daemon_start_nofile(&D, (const char *const[]){ "--max-sockets-per-user=100000",
+                                                           "--reserve-fds=16", NULL }, 128);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
+        ck_assert_int_eq(sn_port_create(conn, 0, &port), 0);
+        /* A call that is never answered ends the test by SIGALRM. */
+        alarm((unsigned)scaled(30000) / 1000);
+        while (n + BATCH <= MAX) {
+                sn_registration_t reg[BATCH];
+
+                for (int i = 0; i < BATCH; i++) {
+                        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+                                                    fds[n + i]), 0);
+                        reg[i] = (sn_registration_t){ .fd = fds[n + i][0], .key = (uint64_t)(n + i),
+                                                      .op = SN_OP_ENABLE,
+                                                      .filter = SN_REGISTER_EVENT_IN,
+                                                      .trigger = SN_TRIGGER_LEVEL };
+                }
+                r = sn_port_process(port, reg, BATCH, NULL, 0, 0);
+                if (r < 0) {
+                        for (int i = 0; i < BATCH; i++) {
+                                close(fds[n + i][0]);
+                                close(fds[n + i][1]);
+                        }
+                        break;
+                }
+                for (int i = 0; i < BATCH; i++)
+                        ck_assert_int_eq(reg[i].result, 0);
+                n += BATCH;
+        }
+        alarm(0);
+        ck_assert_msg(r == -EMFILE, "after %d registrations: %d (%s), want EMFILE", n, r,
+                      sn_strerror(r));
+        ck_assert_int_gt(n, 0);
+        /* Descriptors free again: the same connection registers once more. */
+        for (int i = 0; i < BATCH; i++)
+                ck_assert_int_eq(sn_socket_close(conn, fds[n - 1 - i][0]), 0);
+        {
+                int sp[2];
+                sn_registration_t reg = { .key = 9999, .op = SN_OP_ENABLE,
+                                          .filter = SN_REGISTER_EVENT_IN,
+                                          .trigger = SN_TRIGGER_LEVEL };
+                sn_entry_t e;
+
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+                reg.fd = sp[0];
+                ck_assert_int_eq(sn_port_process(port, &reg, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(reg.result, 0);
+                ck_assert_int_eq(write(sp[1], "x", 1), 1);
+                ck_assert_int_eq(sn_port_dequeue(port, &e, 1, scaled(5000)), 1);
+                ck_assert_uint_eq(e.key, 9999);
+                ck_assert_int_eq(sn_socket_close(conn, sp[0]), 0);
+                close(sp[1]);
+        }
+        for (int i = 0; i < n - BATCH; i++)
+                ck_assert_int_eq(sn_socket_close(conn, fds[i][0]), 0);
+        for (int i = 0; i < n; i++)
+                close(fds[i][1]);
+        sn_port_close(port);
+        sn_conn_close(conn);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, scaled(5000)), baseline);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 /* Capacity C, reserve R = max(64, C/16), pool P = C - R; per user: sockets P/2, connections and
  * ports P/8 (at most 1024). */
 START_TEST(test_defaults_are_fractions_of_the_pool)
@@ -386,6 +462,7 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_two_users_leave_roots_reserve);
         tcase_add_test(tc, test_connections_are_reserved_too);
+        tcase_add_test(tc, test_full_table_answers_emfile);
         tcase_add_test(unit, test_defaults_are_fractions_of_the_pool);
         suite_add_tcase(s, unit);
         suite_add_tcase(s, tc);
