@@ -103,6 +103,10 @@ sn_port_t *sn__port_unref(sn_port_t *port);
 
 /* Checks that conn may be used by this process: -EBADFD after fork, -ECONNRESET once lost. */
 int sn__conn_usable(sn_conn_t *conn);
+/* The daemon broke the protocol (a reply that cannot be trusted): the connection is lost, as
+ * when the daemon goes away; every waiting and later call fails with -ECONNRESET.  Takes
+ * conn->lock. */
+void sn__conn_violation(sn_conn_t *conn);
 /* Registers p (id assigned) before its request is sent. */
 void sn__pending_add(sn_conn_t *conn, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
                      void *ctx);
