@@ -11,7 +11,8 @@
  * checks that the call fails with -EBADMSG, that no element of the caller's array was written
  * (no two share a descriptor), that the connection is then lost (-ECONNRESET), and that the
  * process's descriptors are back to what they were: every received one closed, and an
- * unrelated descriptor opened before still open and still the same file.
+ * unrelated descriptor opened before still open and still the same file.  One well-formed
+ * reply checks the fake peer itself.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -44,12 +45,14 @@ enum scenario {
         MORE_ITEMS,     /* 3 items when 2 were asked for */
         FDS_ON_ERROR,   /* PORT_TAKE_REPLY with status EAGAIN, and a descriptor */
         FDS_ON_CREATE,  /* PORT_CREATE_REPLY with a descriptor */
+        VALID,          /* a well-formed reply: checks the fake peer itself */
         NSCENARIOS,
 };
 
 static const char *const names[] = { "dup-index",   "index-past", "regular-file",
                                      "pipe",        "more-fds",   "fewer-fds",
-                                     "more-items",  "fds-on-error", "fds-on-create" };
+                                     "more-items",  "fds-on-error", "fds-on-create",
+                                     "valid" };
 
 /* The number of open descriptors of this process. */
 static int count_fds(void)
@@ -154,6 +157,8 @@ static int fake_daemon(int lfd, enum scenario sc)
                         nfds = 1;
                         status = EAGAIN;
                         break;
+                case VALID:
+                        break;
                 default:
                         return 16;
                 }
@@ -183,9 +188,15 @@ static int fake_daemon(int lfd, enum scenario sc)
                 if (sn__fdmsg_send(c, out, (size_t)(p - out), fds, nfds, 0) < 0)
                         return 17;
         }
-        /* Until the client is done. */
-        while (recv_msg(c, in, sizeof(in)) > 0)
-                ;
+        /* Until the client is done; a request after the reply (PORT_CLOSE after the valid
+         * one; none after a bad one) is refused rather than left waiting. */
+        while ((n = recv_msg(c, in, sizeof(in))) > 0) {
+                if (sn_msg_check(in, (size_t)n, &h, &d) < 0)
+                        return 18;
+                sn_msg_begin(out, SN_MSG_ERROR, h.id, EPROTO, 0, 0, 0);
+                if (sn__fdmsg_send(c, out, sn_msg_size(SN_MSG_ERROR, 0, 0), NULL, 0, 0) < 0)
+                        return 19;
+        }
         return 0;
 }
 
@@ -221,7 +232,20 @@ START_TEST(test_hostile_reply)
         for (int i = 0; i < 4; i++)
                 out[i] = (sn_taken_socket_t){ .fd = -2 };
 
-        if (sc == FDS_ON_CREATE) {
+        if (sc == VALID) {
+                struct stat s0, s1;
+
+                ck_assert_int_eq(sn_port_create(c, 1, &port), 0);
+                ck_assert_int_eq(sn_port_take_sockets(port, out, 2, NULL), 2);
+                ck_assert_int_ne(out[0].fd, out[1].fd);
+                ck_assert_int_eq(fstat(out[0].fd, &s0), 0);
+                ck_assert_int_eq(fstat(out[1].fd, &s1), 0);
+                ck_assert(S_ISSOCK(s0.st_mode) && S_ISSOCK(s1.st_mode));
+                ck_assert(out[0].key == 100 && out[1].key == 101);
+                ck_assert_int_eq(count_fds(), base + 2);
+                close(out[0].fd);
+                close(out[1].fd);
+        } else if (sc == FDS_ON_CREATE) {
                 r = sn_port_create(c, 1, &port);
                 ck_assert_msg(r == -EBADMSG, "%s: sn_port_create: %d", names[sc], r);
         } else {
