@@ -289,6 +289,10 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
                 p->status = -(int)h.status;
                 if (p->on_reply)
                         p->on_reply(p, buf, &h, d);
+                /* The reply did not fit its request (see process_reply): the connection
+                 * cannot be trusted any more. */
+                if (p->status == -EBADMSG)
+                        conn_lost(c);
         }
         p->done = true;
         if (p->abandoned) {

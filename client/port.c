@@ -44,6 +44,17 @@ struct process_ctx {
         uint32_t nentries;
 };
 
+bool sn__process_reply_valid(const struct snw_header *h, uint32_t nsent, uint32_t max_entries)
+{
+        bool results_due = h->status == 0 || h->status == ETIMEDOUT;
+
+        if (h->count != nsent && (results_due || h->count != 0))
+                return false;
+        return h->count2 <= max_entries;
+}
+
+/* A reply that does not fit the call fails it with -EBADMSG (deliver() then drops the
+ * connection): results missing would read as successes, entries beyond max_entries be lost. */
 static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
                           const struct sn_msg_desc *d)
 {
@@ -52,6 +63,10 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
         const uint8_t *ent = sn_msg_array(buf, d, 2);
         uint32_t n;
 
+        if (!sn__process_reply_valid(h, ctx->nsent, ctx->max_entries)) {
+                p->status = -EBADMSG;
+                return;
+        }
         if (h->count == ctx->nsent)
                 for (uint32_t i = 0; i < ctx->nsent; i++)
                         ctx->regs[ctx->sent_idx[i]].result = -(int32_t)sn_get_u32(res + 4 * i);
