@@ -720,9 +720,12 @@ class Port:
         if m.status and m.status != _errno.ETIMEDOUT:
             raise _error(m.status, "PROCESS")
         results = [r[0] for r in w.RESULT.iter_unpack(m.array1)]
-        if len(results) == len(sent):
-            for reg, res in zip(sent, results):
-                reg.result = res
+        if len(results) != len(sent) or m.count2 > max_entries:
+            # Missing results would read as successes, extra entries be lost: the reply does
+            # not answer this call.
+            raise conn._violation((), "PROCESS_REPLY does not fit its request")
+        for reg, res in zip(sent, results):
+            reg.result = res
         return list(w.ENTRY.iter_unpack(m.array2)), m.status == _errno.ETIMEDOUT
 
     def _send_parts(self, msg_id: int, items: list[tuple[bytes, int | None]], max_entries: int,
