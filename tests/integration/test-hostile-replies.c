@@ -45,6 +45,8 @@ enum scenario {
         MORE_ITEMS,     /* 3 items when 2 were asked for */
         FDS_ON_ERROR,   /* PORT_TAKE_REPLY with status EAGAIN, and a descriptor */
         FDS_ON_CREATE,  /* PORT_CREATE_REPLY with a descriptor */
+        SHORT_RESULTS,  /* PROCESS_REPLY of status 0 without the registration's result */
+        EXTRA_ENTRIES,  /* PROCESS_REPLY with 3 entries for a dequeue of 1 */
         VALID,          /* a well-formed reply: checks the fake peer itself */
         NSCENARIOS,
 };
@@ -52,7 +54,7 @@ enum scenario {
 static const char *const names[] = { "dup-index",   "index-past", "regular-file",
                                      "pipe",        "more-fds",   "fewer-fds",
                                      "more-items",  "fds-on-error", "fds-on-create",
-                                     "valid" };
+                                     "short-results", "extra-entries", "valid" };
 
 /* The number of open descriptors of this process. */
 static int count_fds(void)
@@ -114,7 +116,23 @@ static int fake_daemon(int lfd, enum scenario sc)
         if (sn__fdmsg_send(c, out, sn_msg_size(SN_MSG_PORT_CREATE_REPLY, 0, 0), sp,
                            sc == FDS_ON_CREATE, 0) < 0)
                 return 14;
-        if (sc != FDS_ON_CREATE) {
+        if (sc == SHORT_RESULTS || sc == EXTRA_ENTRIES) {
+                /* PROCESS -> a PROCESS_REPLY that does not fit it (its descriptor, if any,
+                 * is discarded by recv()). */
+                uint8_t *p;
+
+                n = recv_msg(c, in, sizeof(in));
+                if (n <= 0 || sn_msg_check(in, (size_t)n, &h, &d) < 0 ||
+                    h.type != SN_MSG_PROCESS)
+                        return 20;
+                count = sc == EXTRA_ENTRIES ? 3 : 0;
+                p = sn_msg_begin(out, SN_MSG_PROCESS_REPLY, h.id, 0, 0, 0, count);
+                p = snw_process_reply_encode(p, &(struct snw_process_reply){ 0 });
+                for (uint32_t i = 0; i < count; i++)
+                        p = snw_entry_encode(p, &(struct snw_entry){ .key = 200 + i });
+                if (sn__fdmsg_send(c, out, (size_t)(p - out), NULL, 0, 0) < 0)
+                        return 21;
+        } else if (sc != FDS_ON_CREATE) {
                 /* PORT_TAKE -> the crafted PORT_TAKE_REPLY. */
                 struct snw_registration it[3] = { 0 };
                 uint8_t *p;
@@ -245,6 +263,24 @@ START_TEST(test_hostile_reply)
                 ck_assert_int_eq(count_fds(), base + 2);
                 close(out[0].fd);
                 close(out[1].fd);
+        } else if (sc == SHORT_RESULTS || sc == EXTRA_ENTRIES) {
+                int sp[2];
+                sn_entry_t e[4];
+
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+                base += 2;
+                ck_assert_int_eq(sn_port_create(c, 1, &port), 0);
+                sn_registration_t reg = { .fd = sp[0], .key = 1, .op = SN_OP_ENABLE,
+                                          .filter = SN_REGISTER_EVENT_IN,
+                                          .trigger = SN_TRIGGER_LEVEL };
+                r = sc == SHORT_RESULTS ? sn_port_process(port, &reg, 1, NULL, 0, 0)
+                                        : sn_port_dequeue(port, e, 1, 0);
+                ck_assert_msg(r == -EBADMSG, "%s: %d (%s)", names[sc], r,
+                              r < 0 ? sn_strerror(r) : "no error");
+                ck_assert_int_eq(sn_port_take_sockets(port, out, 2, NULL), -ECONNRESET);
+                close(sp[0]);
+                close(sp[1]);
+                base -= 2;
         } else if (sc == FDS_ON_CREATE) {
                 r = sn_port_create(c, 1, &port);
                 ck_assert_msg(r == -EBADMSG, "%s: sn_port_create: %d", names[sc], r);

@@ -27,7 +27,7 @@ import socknotify as sn
 from socknotify import _wire as w
 
 SCENARIOS = ["dup-index", "index-past", "regular-file", "pipe", "more-fds", "fewer-fds",
-             "more-items", "fds-on-error", "fds-on-create"]
+             "more-items", "fds-on-error", "fds-on-create", "short-results", "extra-entries"]
 
 
 def _count_fds() -> int:
@@ -57,6 +57,17 @@ def _fake_daemon(lsock: socket.socket, scenario: str) -> None:
     if scenario == "fds-on-create":
         socket.send_fds(c, [_reply(w.PORT_CREATE | w.REPLY_BIT, m.id, body, nfds=1)],
                         [sp[0].fileno()])
+    elif scenario in ("short-results", "extra-entries"):
+        # PROCESS (its descriptor, if any, discarded by recv()) -> a reply that does not fit:
+        # no result for the registration, or 3 entries for a dequeue of 1.
+        c.send(_reply(w.PORT_CREATE | w.REPLY_BIT, m.id, body))
+        m = w.decode(c.recv(4096))
+        assert m.type == w.PROCESS
+        n = 3 if scenario == "extra-entries" else 0
+        entries = b"".join(w.ENTRY.pack(200 + i, 0, 1, 0) for i in range(n))
+        size = w.HEADER.size + w.PROCESS_REPLY_BODY.size + len(entries)
+        c.send(w.HEADER.pack(size, w.PROCESS | w.REPLY_BIT, 0, m.id, 0, 0, n) +
+               w.PROCESS_REPLY_BODY.pack(0) + entries)
     else:
         c.send(_reply(w.PORT_CREATE | w.REPLY_BIT, m.id, body))
         m = w.decode(c.recv(4096))
@@ -133,6 +144,14 @@ def test_hostile_reply(scenario: str) -> None:
         if scenario == "fds-on-create":
             with pytest.raises(sn.SocknotifyError) as exc:
                 conn.create_port(1)
+        elif scenario in ("short-results", "extra-entries"):
+            port = conn.create_port(1)
+            a, b = socket.socketpair()
+            with a, b, pytest.raises(sn.SocknotifyError) as exc:
+                if scenario == "short-results":
+                    port.register([sn.Registration.enable(a, key=1, filter=sn.Filter.IN)])
+                else:
+                    port.dequeue(1, timeout=0)
         else:
             port = conn.create_port(1)
             with pytest.raises(sn.SocknotifyError) as exc:
