@@ -86,6 +86,10 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
         const uint8_t *ent = sn_msg_array(buf, d, 2);
         uint32_t n;
 
+        if (!sn__process_reply_valid(h, k->nsent, k->max_entries)) {
+                p->status = -EBADMSG; /* deliver() drops the connection */
+                return;
+        }
         if (h->count == k->nsent) {
                 for (uint32_t i = 0; i < k->nsent; i++) {
                         sn_registration_t *g = &k->regs[k->sent_idx[i]];

@@ -103,6 +103,13 @@ sn_port_t *sn__port_unref(sn_port_t *port);
 
 /* Checks that conn may be used by this process: -EBADFD after fork, -ECONNRESET once lost. */
 int sn__conn_usable(sn_conn_t *conn);
+/* Whether a PROCESS_REPLY (header h) fits the call it answers: nsent results when its status
+ * is 0 or ETIMEDOUT (else none or nsent), and at most max_entries entries. */
+bool sn__process_reply_valid(const struct snw_header *h, uint32_t nsent, uint32_t max_entries);
+/* The daemon broke the protocol (a reply that cannot be trusted): the connection is lost, as
+ * when the daemon goes away; every waiting and later call fails with -ECONNRESET.  Takes
+ * conn->lock. */
+void sn__conn_violation(sn_conn_t *conn);
 /* Registers p (id assigned) before its request is sent. */
 void sn__pending_add(sn_conn_t *conn, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
                      void *ctx);

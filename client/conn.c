@@ -238,15 +238,21 @@ void sn__pending_remove(sn_conn_t *c, struct sn_pending *p)
         pthread_cond_destroy(&p->cond);
 }
 
+/* Called with c->lock held when the connection broke: every waiter learns it. */
+static void conn_lost(sn_conn_t *c);
+
 /* Called with c->lock held: decodes one received reply into its pending request.  The
- * descriptors that came with it go to a request that expects some (p->fds), are closed
- * otherwise; fds_cut: the kernel dropped some (we ran out of descriptors). */
+ * descriptors that came with it go to a request that expects some (p->fds); fds_cut: the
+ * kernel dropped some (we ran out of descriptors).  Descriptors on any other reply (another
+ * type, a status other than 0, no such request) break the protocol (PROTOCOL.md, "Descriptors
+ * in replies"): they are closed, the request fails with -EBADMSG and the connection is lost. */
 static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsigned nfds,
                     bool fds_cut)
 {
         const struct sn_msg_desc *d;
         struct snw_header h;
         struct sn_pending *p;
+        bool unexpected;
 
         if (sn_msg_check(buf, len, &h, &d) < 0) {
                 sn__fds_close(fds, nfds);
@@ -255,19 +261,27 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
         for (p = c->pending; p; p = p->next)
                 if (p->id == h.id)
                         break;
-        if (!p || !p->fds || h.type != p->expect) {
+        unexpected = (nfds || fds_cut) && (!p || !p->fds || h.type != p->expect || h.status);
+        if (unexpected || !p || !p->fds || h.type != p->expect) {
                 sn__fds_close(fds, nfds);
                 nfds = 0;
         }
-        if (!p)
+        if (!p) {
+                if (unexpected)
+                        conn_lost(c);
                 return;
+        }
         unlink_pending(c, p);
+        if (unexpected)
+                conn_lost(c); /* after the unlink: p is answered below, not as lost */
         if (p->fds) {
                 memcpy(p->fds, fds, nfds * sizeof(int));
                 p->nfds = nfds;
-                p->fds_cut = fds_cut;
+                p->fds_cut = fds_cut && !unexpected;
         }
-        if (h.type == SN_MSG_ERROR) {
+        if (unexpected) {
+                p->status = -EBADMSG;
+        } else if (h.type == SN_MSG_ERROR) {
                 p->status = h.status ? -(int)h.status : -EPROTO;
         } else if (h.type != p->expect) {
                 p->status = -EPROTO;
@@ -275,6 +289,10 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
                 p->status = -(int)h.status;
                 if (p->on_reply)
                         p->on_reply(p, buf, &h, d);
+                /* The reply did not fit its request (see process_reply): the connection
+                 * cannot be trusted any more. */
+                if (p->status == -EBADMSG)
+                        conn_lost(c);
         }
         p->done = true;
         if (p->abandoned) {
@@ -288,13 +306,19 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
                 pthread_cond_signal(&p->cond);
 }
 
-/* Called with c->lock held when the connection broke: every waiter learns it. */
 static void conn_lost(sn_conn_t *c)
 {
         c->broken = true;
         sn__async_lost(c);
         for (struct sn_pending *q = c->pending; q; q = q->next)
                 pthread_cond_signal(&q->cond);
+}
+
+void sn__conn_violation(sn_conn_t *c)
+{
+        pthread_mutex_lock(&c->lock);
+        conn_lost(c);
+        pthread_mutex_unlock(&c->lock);
 }
 
 struct wait_state {
@@ -611,7 +635,8 @@ static int handshake(sn_conn_t *c)
         if (n == 0)
                 return -ECONNRESET;
         if (n < 0)
-                return n == -EMSGSIZE ? -EPROTO : (int)n;
+                /* Too large, or with descriptors (HELLO_REPLY carries none): not a daemon. */
+                return n == -EMSGSIZE || n == -ETOOMANYREFS ? -EPROTO : (int)n;
         if (c->trace)
                 trace(c, "<-", buf, (size_t)n);
         if (sn_msg_check(buf, (size_t)n, &h, &d) < 0)

@@ -29,6 +29,9 @@ SN_EXPORT const char *sn_strerror(int err)
                 return "session lost: the connection to socknotifyd ended (the daemon stopped "
                        "or crashed), and its ports and registrations with it; open a new "
                        "connection";
+        case -EBADMSG:
+                return "the daemon's reply broke the protocol (the descriptors it brought were "
+                       "closed); the connection is lost";
         case -EDQUOT:
                 return "a socknotifyd limit was reached";
         case -ETIMEDOUT:

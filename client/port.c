@@ -44,6 +44,17 @@ struct process_ctx {
         uint32_t nentries;
 };
 
+bool sn__process_reply_valid(const struct snw_header *h, uint32_t nsent, uint32_t max_entries)
+{
+        bool results_due = h->status == 0 || h->status == ETIMEDOUT;
+
+        if (h->count != nsent && (results_due || h->count != 0))
+                return false;
+        return h->count2 <= max_entries;
+}
+
+/* A reply that does not fit the call fails it with -EBADMSG (deliver() then drops the
+ * connection): results missing would read as successes, entries beyond max_entries be lost. */
 static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
                           const struct sn_msg_desc *d)
 {
@@ -52,6 +63,10 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
         const uint8_t *ent = sn_msg_array(buf, d, 2);
         uint32_t n;
 
+        if (!sn__process_reply_valid(h, ctx->nsent, ctx->max_entries)) {
+                p->status = -EBADMSG;
+                return;
+        }
         if (h->count == ctx->nsent)
                 for (uint32_t i = 0; i < ctx->nsent; i++)
                         ctx->regs[ctx->sent_idx[i]].result = -(int32_t)sn_get_u32(res + 4 * i);
@@ -564,7 +579,8 @@ SN_EXPORT int sn_port_create_named_ex(sn_conn_t *c, const char *name,
 
 struct take_ctx {
         struct snw_port_take_reply rep;
-        uint32_t n;
+        uint32_t count, nfds; /* the header's: items, and descriptors announced */
+        uint32_t n;           /* items decoded (at most SN_PROTO_MAX_FDS) */
         struct snw_registration items[SN_PROTO_MAX_FDS];
 };
 
@@ -575,13 +591,43 @@ static void take_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
         const uint8_t *it = sn_msg_array(buf, d, 1);
 
         snw_port_take_reply_decode(sn_msg_body(buf), &ctx->rep);
+        ctx->count = h->count;
+        ctx->nfds = h->nfds;
         ctx->n = SN_MIN(h->count, (uint32_t)SN_PROTO_MAX_FDS);
         for (uint32_t i = 0; i < ctx->n; i++)
                 it = snw_registration_decode(it, &ctx->items[i]);
 }
 
+/*
+ * Whether a PORT_TAKE_REPLY keeps the protocol (PROTOCOL.md, "Descriptors in replies"); the
+ * reply is the daemon's word and is checked like any input: at most max items (and max_fds),
+ * the header announcing one descriptor per item, item i naming descriptor i (so no two items
+ * share one and none points past the message), exactly one descriptor per item, fewer only
+ * when the kernel dropped some (MSG_CTRUNC: the first ones came), and each one a socket.
+ */
+static bool take_reply_valid(const sn_conn_t *c, const struct take_ctx *ctx, uint32_t max,
+                             const int *fds, unsigned nfds, bool cut)
+{
+        if (ctx->count > max || ctx->count > c->limits.max_fds || ctx->nfds != ctx->count)
+                return false;
+        if (nfds > ctx->count || (nfds < ctx->count && !cut))
+                return false;
+        for (uint32_t i = 0; i < ctx->n; i++)
+                if (ctx->items[i].fd_index != i)
+                        return false;
+        for (unsigned k = 0; k < nfds; k++) {
+                struct stat st;
+
+                if (fstat(fds[k], &st) < 0 || !S_ISSOCK(st.st_mode))
+                        return false;
+        }
+        return true;
+}
+
 /* One PORT_TAKE round trip for at most max; fills out, returns how many (or a negative errno;
- * -EMFILE after filling out when descriptors were missing). */
+ * -EMFILE after filling out when descriptors were missing; -EBADMSG, out untouched, for a
+ * reply that breaks the protocol: every descriptor it brought is closed and the connection is
+ * lost). */
 static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, struct take_ctx *ctx)
 {
         sn_conn_t *c = port->conn;
@@ -589,10 +635,9 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
         struct snw_port_take body = { .port = port->id, .max = max };
         int fds[SN_PROTO_MAX_FDS];
         struct sn_pending p;
-        bool missing = false;
         int r;
 
-        ctx->n = 0;
+        ctx->n = ctx->count = ctx->nfds = 0;
         sn__pending_add(c, &p, SN_MSG_PORT_TAKE_REPLY, take_reply, ctx);
         p.fds = fds;
         snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, p.id, 0, 0, 0, 0), &body);
@@ -606,10 +651,15 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
                 sn__fds_close(fds, p.nfds);
                 return r;
         }
+        if (!take_reply_valid(c, ctx, max, fds, p.nfds, p.fds_cut)) {
+                sn__fds_close(fds, p.nfds);
+                sn__conn_violation(c);
+                return -EBADMSG;
+        }
         pthread_mutex_lock(&c->lock);
-        for (uint32_t i = 0; i < ctx->n && i < max; i++) {
+        for (uint32_t i = 0; i < ctx->n; i++) {
                 const struct snw_registration *it = &ctx->items[i];
-                int fd = it->fd_index < p.nfds ? fds[it->fd_index] : -1;
+                int fd = i < p.nfds ? fds[i] : -1;
                 struct stat st;
 
                 /* The daemon's word on the identity is checked: the cache must never map a
@@ -617,8 +667,6 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
                 if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == it->dev &&
                     (uint64_t)st.st_ino == it->ino)
                         sn__cache_set(c, fd, it->dev, it->ino, port->id);
-                if (fd < 0)
-                        missing = true;
                 out[i] = (sn_taken_socket_t){
                         .fd = fd,
                         .previous_fd = it->client_fd == SN_PROTO_NO_FD ? -1 : (int)it->client_fd,
@@ -630,23 +678,15 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
                 };
         }
         pthread_mutex_unlock(&c->lock);
-        /* Descriptors no item names (a daemon that sent more) are not ours to keep. */
-        for (uint32_t k = 0; k < p.nfds; k++) {
-                bool named = false;
-
-                for (uint32_t i = 0; i < ctx->n && i < max && !named; i++)
-                        named = ctx->items[i].fd_index == k;
-                if (!named)
-                        sn_close(fds[k]);
-        }
-        if (missing || p.fds_cut)
+        if (p.nfds < ctx->n)
                 return -EMFILE;
-        return (int)SN_MIN(ctx->n, max);
+        return (int)ctx->n;
 }
 
 SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint32_t max,
                                    sn_take_info_t *info)
 {
+        struct snw_port_take_reply rep = { 0 }; /* of the last batch taken */
         struct take_ctx *ctx;
         uint32_t taken = 0;
         int r, busy = 0;
@@ -674,12 +714,14 @@ SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint
                 if (r == -EMFILE) {
                         /* Entries with fd -1 tell the caller; no more rounds. */
                         taken += SN_MIN(ctx->n, ask);
+                        rep = ctx->rep;
                         r = 0;
                         break;
                 }
                 if (r < 0)
                         break;
                 taken += (uint32_t)r;
+                rep = ctx->rep;
                 if (!r || !ctx->rep.remaining || taken == max)
                         break;
         }
@@ -687,8 +729,7 @@ SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint
         if (r < 0 && taken)
                 r = 0;
         if (info && r >= 0)
-                *info = (sn_take_info_t){ .remaining = ctx->rep.remaining,
-                                          .holders = ctx->rep.holders };
+                *info = (sn_take_info_t){ .remaining = rep.remaining, .holders = rep.holders };
         free(ctx);
         return r < 0 ? r : (int)taken;
 }

@@ -8,6 +8,11 @@
  * for people (sizes and rates humanised, colour only on a terminal) or, with --json, the
  * documented JSON for programs.  Exit status: 0 done, 1 the daemon refused or failed the
  * request, 2 bad usage, 3 no daemon reachable.
+ *
+ * What clients choose (command names, port names, socket paths: any bytes) reaches the
+ * operator's terminal only through shown(), which escapes every control character, so that no
+ * client can send escape sequences to root's terminal; --json output is ASCII (non-ASCII
+ * characters as \uXXXX), for the same reason.
  */
 #include "config.h"
 
@@ -16,6 +21,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +30,7 @@
 
 #include <jansson.h>
 
+#include "common/macro.h"
 #include "common/path.h"
 #include "socknotify.h"
 
@@ -102,6 +109,118 @@ static void human_age(double s, char *out, size_t size)
                 snprintf(out, size, "%lds", t);
 }
 
+/* The length of the valid UTF-8 sequence at b (n bytes left), its code point in *ret_cp; 0 when
+ * b does not start one (overlong forms, surrogates and values above U+10FFFF are invalid). */
+static size_t utf8_char(const uint8_t *b, size_t n, uint32_t *ret_cp)
+{
+        uint32_t cp;
+        size_t len;
+
+        if (b[0] < 0x80) {
+                *ret_cp = b[0];
+                return 1;
+        }
+        if (b[0] >= 0xc2 && b[0] <= 0xdf) {
+                len = 2;
+                cp = b[0] & 0x1f;
+        } else if (b[0] >= 0xe0 && b[0] <= 0xef) {
+                len = 3;
+                cp = b[0] & 0x0f;
+        } else if (b[0] >= 0xf0 && b[0] <= 0xf4) {
+                len = 4;
+                cp = b[0] & 0x07;
+        } else {
+                return 0;
+        }
+        if (n < len)
+                return 0;
+        for (size_t i = 1; i < len; i++) {
+                if ((b[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = cp << 6 | (b[i] & 0x3f);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        *ret_cp = cp;
+        return len;
+}
+
+/* Bytes as printable text, like systemd's cescape(): C0 controls and DEL as \a \b \t \n \v \f
+ * \r \e or \xNN, the backslash as \\, C1 controls (U+0080 to U+009F) as the \xNN of their two
+ * bytes, and every byte that is not part of valid UTF-8 as \xNN; other valid UTF-8 is kept.
+ * The result (malloc'd) thus holds no control character, and names the bytes exactly. */
+static char *escape_bytes(const uint8_t *b, size_t n)
+{
+        static const char named[] = { ['\a'] = 'a', ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n',
+                                      ['\v'] = 'v', ['\f'] = 'f', ['\r'] = 'r', [0x1b] = 'e' };
+        char *out = malloc(4 * n + 1), *o = out;
+
+        if (!out) {
+                perror("socknotifyctl");
+                exit(EXIT_REFUSED);
+        }
+        for (size_t i = 0; i < n;) {
+                uint32_t cp;
+                size_t len = utf8_char(b + i, n - i, &cp);
+
+                if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+                        len = len ? len : 1;
+                        for (size_t k = 0; k < len; k++) {
+                                if (b[i + k] < sizeof(named) && named[b[i + k]])
+                                        o += sprintf(o, "\\%c", named[b[i + k]]);
+                                else
+                                        o += sprintf(o, "\\x%02x", b[i + k]);
+                        }
+                } else if (cp == '\\') {
+                        *o++ = '\\';
+                        *o++ = '\\';
+                } else {
+                        memcpy(o, b + i, len);
+                        o += len;
+                }
+                i += len;
+        }
+        *o = 0;
+        return out;
+}
+
+/* A client-chosen value of the daemon's JSON as printable text (malloc'd): a string's bytes,
+ * or the byte values of an array (the form of names that are not valid UTF-8, see
+ * socknotifyctl(1)), escaped by escape_bytes(); missing for null or an absent key. */
+static char *shown(json_t *v, const char *missing)
+{
+        uint8_t *b;
+        char *out;
+        size_t i;
+        json_t *x;
+
+        if (json_is_string(v))
+                return escape_bytes((const uint8_t *)json_string_value(v), json_string_length(v));
+        if (!json_is_array(v))
+                return escape_bytes((const uint8_t *)missing, strlen(missing));
+        b = malloc(json_array_size(v) + 1);
+        if (!b) {
+                perror("socknotifyctl");
+                exit(EXIT_REFUSED);
+        }
+        json_array_foreach(v, i, x)
+                b[i] = (uint8_t)json_integer_value(x);
+        out = escape_bytes(b, json_array_size(v));
+        free(b);
+        return out;
+}
+
+/* The columns a printable UTF-8 string takes, counted as one per character. */
+static size_t text_width(const char *s)
+{
+        size_t w = 0;
+
+        for (; *s; s++)
+                w += ((uint8_t)*s & 0xc0) != 0x80;
+        return w;
+}
+
 /* A table: rows of cells, printed with columns as wide as their widest cell. */
 #define MAXCOLS 12
 struct table {
@@ -131,25 +250,34 @@ static void table_add(struct table *t, ...)
         t->nrows++;
 }
 
+/* Prints s in a column w characters wide: right-aligned or padded on the right (not when
+ * last, so that lines carry no trailing blanks). */
+static void cell_print(const char *s, size_t w, bool right, bool last)
+{
+        size_t pad = w - SN_MIN(text_width(s), w);
+
+        if (right)
+                printf("%*s", (int)pad, "");
+        fputs(s, stdout);
+        if (!right && !last)
+                printf("%*s", (int)pad, "");
+        if (!last)
+                fputs("  ", stdout);
+}
+
 static void table_print(struct table *t)
 {
         size_t w[MAXCOLS];
 
         for (int i = 0; i < t->ncols; i++) {
-                w[i] = strlen(t->head[i]);
+                w[i] = text_width(t->head[i]);
                 for (size_t r = 0; r < t->nrows; r++)
-                        w[i] = w[i] > strlen(t->cells[r * (size_t)t->ncols + (size_t)i])
-                                       ? w[i]
-                                       : strlen(t->cells[r * (size_t)t->ncols + (size_t)i]);
+                        w[i] = SN_MAX(w[i], text_width(t->cells[r * (size_t)t->ncols + (size_t)i]));
         }
         if (opt_color)
                 fputs("\033[1m", stdout);
         for (int i = 0; i < t->ncols; i++)
-                if (i + 1 < t->ncols || t->right[i])
-                        printf(t->right[i] ? "%*s%s" : "%-*s%s", (int)w[i], t->head[i],
-                               i + 1 < t->ncols ? "  " : "");
-                else
-                        fputs(t->head[i], stdout);
+                cell_print(t->head[i], w[i], t->right[i], i + 1 == t->ncols);
         if (opt_color)
                 fputs("\033[0m", stdout);
         putchar('\n');
@@ -157,12 +285,7 @@ static void table_print(struct table *t)
                 for (int i = 0; i < t->ncols; i++) {
                         char *c = t->cells[r * (size_t)t->ncols + (size_t)i];
 
-                        if (i + 1 < t->ncols)
-                                printf(t->right[i] ? "%*s  " : "%-*s  ", (int)w[i], c);
-                        else if (t->right[i])
-                                printf("%*s", (int)w[i], c);
-                        else
-                                fputs(c, stdout);
+                        cell_print(c, w[i], t->right[i], i + 1 == t->ncols);
                         free(c);
                 }
                 putchar('\n');
@@ -235,11 +358,12 @@ static json_t *control(sn_conn_t *c, json_t *req)
         free(text);
         if (r < 0) {
                 json_t *why = ans ? json_loads(ans, 0, NULL) : NULL;
-                const char *s = why ? json_string_value(json_object_get(why, "error")) : NULL;
+                char *s = shown(json_object_get(why, "error"), "");
 
                 fprintf(stderr, "socknotifyctl: %s: %s%s%s\n",
                         json_string_value(json_object_get(req, "verb")), sn_strerror(r),
-                        s ? ": " : "", s ? s : "");
+                        *s ? ": " : "", s);
+                free(s);
                 if (r == -EPERM)
                         fprintf(stderr, "  Run it as root or as the user the daemon runs as.\n");
                 json_decref(why);
@@ -280,7 +404,7 @@ static json_t *list_all(sn_conn_t *c, const char *verb, json_int_t port, json_in
 /* Prints doc and drops it. */
 static void print_json(json_t *doc)
 {
-        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
         putchar('\n');
         json_decref(doc);
 }
@@ -364,7 +488,7 @@ static int verb_status(sn_conn_t *c)
         json_t *doc = status_doc(c), *limits = json_object_get(doc, "limits");
         json_t *counters = json_object_get(doc, "counters"), *users;
         double up = json_real_value(json_object_get(doc, "uptime_seconds"));
-        char age[32], a[32], b[32];
+        char age[32], a[32], b[32], *sock;
         const char *key;
         json_t *v;
 
@@ -378,9 +502,10 @@ static int verb_status(sn_conn_t *c)
                (long long)json_integer_value(json_object_get(doc, "protocol")),
                (long long)json_integer_value(json_object_get(doc, "pid")), age,
                (long long)json_integer_value(json_object_get(doc, "reexecs")));
-        printf("socket %s, descriptor capacity %lld\n",
-               json_string_value(json_object_get(doc, "socket")),
+        sock = shown(json_object_get(doc, "socket"), "-");
+        printf("socket %s, descriptor capacity %lld\n", sock,
                (long long)json_integer_value(json_object_get(doc, "fd_capacity")));
+        free(sock);
         print_reserve(json_object_get(doc, "reserve"));
         printf("%s: %lld connection(s), %lld port(s), %lld registration(s), %lld waiting "
                "call(s)\n",
@@ -455,16 +580,17 @@ static int verb_clients(sn_conn_t *c)
         }
         json_array_foreach(items, i, it) {
                 char pid[16], uid[16], ports[16], regs[16], waits[16], q[24], age[24], id[24];
+                char *command = shown(json_object_get(it, "command"), "?");
 
                 human_size((double)json_integer_value(json_object_get(it, "queued_bytes")), q,
                            sizeof(q));
                 human_age(json_real_value(json_object_get(it, "age_seconds")), age, sizeof(age));
                 table_add(&t, num(it, "pid", pid, sizeof(pid)), num(it, "uid", uid, sizeof(uid)),
-                          json_string_value(json_object_get(it, "command")),
-                          num(it, "ports", ports, sizeof(ports)),
+                          command, num(it, "ports", ports, sizeof(ports)),
                           num(it, "registrations", regs, sizeof(regs)),
                           num(it, "waits", waits, sizeof(waits)), q, age,
                           num(it, "id", id, sizeof(id)));
+                free(command);
         }
         table_print(&t);
         json_decref(items);
@@ -483,7 +609,7 @@ static void ports_table(json_t *items)
 
         json_array_foreach(items, i, it) {
                 char f[9][24], linger[64] = "-";
-                const char *name = json_string_value(json_object_get(it, "name"));
+                char *name = shown(json_object_get(it, "name"), "-");
                 json_int_t ms = json_integer_value(json_object_get(it, "linger_ms"));
                 json_int_t left = json_integer_value(json_object_get(it, "linger_left_ms"));
                 json_int_t own = json_integer_value(json_object_get(it, "ownerless"));
@@ -495,11 +621,12 @@ static void ports_table(json_t *items)
                 else if (ms)
                         snprintf(linger, sizeof(linger), own ? "%lldms, %lld ownerless" : "%lldms",
                                  (long long)ms, (long long)own);
-                table_add(&t, num(it, "id", f[0], 24), name ? name : "-",
+                table_add(&t, num(it, "id", f[0], 24), name,
                           num(it, "uid", f[1], 24), num(it, "handles", f[2], 24),
                           num(it, "concurrency", f[3], 24), num(it, "running", f[4], 24),
                           num(it, "registrations", f[5], 24), num(it, "queued", f[6], 24),
                           num(it, "posted", f[7], 24), num(it, "waiters", f[8], 24), linger);
+                free(name);
         }
         table_print(&t);
 }
@@ -533,6 +660,8 @@ static int verb_registrations(sn_conn_t *c, json_int_t port, json_int_t pid)
         json_array_foreach(items, i, it) {
                 json_t *sock = json_object_get(it, "socket");
                 char p[16], key[24], pidb[16], kind[48], filter[32] = "";
+                char *local = shown(json_object_get(sock, "local"), "");
+                char *peer = shown(json_object_get(sock, "peer"), "");
 
                 snprintf(kind, sizeof(kind), "%s%s",
                          json_string_value(json_object_get(sock, "kind")),
@@ -543,12 +672,13 @@ static int verb_registrations(sn_conn_t *c, json_int_t port, json_int_t pid)
                         strcat(filter, json_string_value(f));
                 }
                 table_add(&t, num(it, "port", p, sizeof(p)), num(it, "key", key, sizeof(key)),
-                          num(it, "pid", pidb, sizeof(pidb)), kind,
-                          json_string_value(json_object_get(sock, "local")),
-                          json_string_value(json_object_get(sock, "peer")), *filter ? filter : "-",
+                          num(it, "pid", pidb, sizeof(pidb)), kind, local, peer,
+                          *filter ? filter : "-",
                           json_string_value(json_object_get(it, "trigger")),
                           json_string_value(json_object_get(it, "state")),
                           json_is_true(json_object_get(it, "queued")) ? "yes" : "no");
+                free(local);
+                free(peer);
         }
         table_print(&t);
         json_decref(items);
@@ -565,8 +695,12 @@ static int verb_simple(sn_conn_t *c, json_t *req)
                 const char *key;
                 json_t *v;
 
-                json_object_foreach(ans, key, v)
-                        printf("%s\n", json_is_string(v) ? json_string_value(v) : key);
+                json_object_foreach(ans, key, v) {
+                        char *text = json_is_string(v) ? shown(v, "") : NULL;
+
+                        printf("%s\n", text ? text : key);
+                        free(text);
+                }
         }
         json_decref(ans);
         json_decref(req);

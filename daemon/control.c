@@ -44,57 +44,93 @@ static bool may_see(const struct conn *c, uid_t owner)
         return is_admin(c) || owner == c->uid;
 }
 
-static void comm_of(pid_t pid, char *out, size_t size)
+/*
+ * Client-chosen bytes (a command name, a port name, a socket path) as a JSON value, never NULL:
+ * the listings must show every client and port whatever its name.  Text that is valid UTF-8 is
+ * a JSON string of exactly those bytes (jansson escapes the control characters, \u001b and so
+ * on).  Anything else is an array of the byte values, 0 to 255, the convention of journald's
+ * JSON output: lossless, and a JSON string always means exactly its bytes, whereas a string
+ * with U+FFFD in place of the bad bytes would make two different names look alike to a
+ * program and would need a second field to say what they were.  socknotifyctl(1) documents it.
+ */
+json_t *control_json_bytes(const void *bytes, size_t len)
+{
+        const uint8_t *b = bytes;
+        json_t *v = json_stringn((const char *)b, len), *a;
+
+        if (v)
+                return v;
+        a = json_array();
+        for (size_t i = 0; a && i < len; i++)
+                if (json_array_append_new(a, json_integer(b[i])) < 0) {
+                        json_decref(a);
+                        a = NULL;
+                }
+        /* Out of memory only: null, so that the item is still listed. */
+        return a ? a : json_null();
+}
+
+/* The command name of pid, as the kernel keeps it (any bytes but NUL, up to 15 of them): the
+ * text of /proc/PID/comm without the newline the kernel adds.  Returns its length. */
+static size_t comm_of(pid_t pid, char *out, size_t size)
 {
         char path[64];
         ssize_t n;
         int fd;
 
-        snprintf(out, size, "?");
         snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        n = read(fd, out, size - 1);
-        close(fd);
+        n = fd < 0 ? -1 : read(fd, out, size);
+        if (fd >= 0)
+                close(fd);
         if (n <= 0) {
-                snprintf(out, size, "?");
-                return;
+                out[0] = '?';
+                return 1;
         }
-        out[n] = 0;
-        out[strcspn(out, "\n")] = 0;
+        if (out[n - 1] == '\n')
+                n--;
+        return (size_t)n;
 }
 
-static void format_addr(const struct sockaddr_storage *ss, socklen_t len, char *out, size_t size)
+/* An address as text: "host:port", "[host6]:port", a Unix path, "@" and an abstract name (its
+ * bytes as they are, NULs included), "(unnamed)"; "" for other families.  Unix names are the
+ * binder's choice: any bytes.  Returns the length of out (which is not NUL-terminated). */
+static size_t format_addr(const struct sockaddr_storage *ss, socklen_t len, char *out,
+                          size_t size)
 {
         char host[INET6_ADDRSTRLEN];
+        int n = 0;
 
-        out[0] = 0;
         if (ss->ss_family == AF_INET) {
                 const struct sockaddr_in *in = (const void *)ss;
 
                 inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-                snprintf(out, size, "%s:%u", host, ntohs(in->sin_port));
+                n = snprintf(out, size, "%s:%u", host, ntohs(in->sin_port));
         } else if (ss->ss_family == AF_INET6) {
                 const struct sockaddr_in6 *in6 = (const void *)ss;
 
                 inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-                snprintf(out, size, "[%s]:%u", host, ntohs(in6->sin6_port));
+                n = snprintf(out, size, "[%s]:%u", host, ntohs(in6->sin6_port));
         } else if (ss->ss_family == AF_UNIX) {
                 const struct sockaddr_un *un = (const void *)ss;
-                size_t n = len > offsetof(struct sockaddr_un, sun_path)
-                                   ? len - offsetof(struct sockaddr_un, sun_path)
+                size_t k = len > offsetof(struct sockaddr_un, sun_path)
+                                   ? SN_MIN(len - offsetof(struct sockaddr_un, sun_path),
+                                            sizeof(un->sun_path))
                                    : 0;
 
-                if (n == 0)
-                        snprintf(out, size, "(unnamed)");
-                else if (un->sun_path[0] == 0)
-                        snprintf(out, size, "@%.*s", (int)SN_MIN(n - 1, (size_t)100),
-                                 un->sun_path + 1);
-                else
-                        snprintf(out, size, "%.*s", (int)strnlen(un->sun_path, n),
-                                 un->sun_path);
+                if (k == 0)
+                        return (size_t)snprintf(out, size, "(unnamed)");
+                if (un->sun_path[0] == 0) {
+                        k = SN_MIN(k - 1, size - 1);
+                        out[0] = '@';
+                        memcpy(out + 1, un->sun_path + 1, k);
+                        return k + 1;
+                }
+                k = SN_MIN(strnlen(un->sun_path, k), size);
+                memcpy(out, un->sun_path, k);
+                return k;
         }
+        return n > 0 ? SN_MIN((size_t)n, size - 1) : 0;
 }
 
 /* What kind of socket: "tcp", "tcp6", "udp", "udp6", "unix-stream", "unix-dgram", ... */
@@ -104,7 +140,8 @@ static json_t *socket_object(int fd)
         socklen_t len;
         int domain = 0, type = 0, listening = 0;
         const char *kind;
-        char local[160] = "", peer[160] = "";
+        char local[160], peer[160];
+        size_t nlocal = 0, npeer = 0;
 
         getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &(socklen_t){ sizeof(domain) });
         getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) });
@@ -126,13 +163,14 @@ static json_t *socket_object(int fd)
         len = sizeof(ss);
         memset(&ss, 0, sizeof(ss));
         if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
-                format_addr(&ss, len, local, sizeof(local));
+                nlocal = format_addr(&ss, len, local, sizeof(local));
         len = sizeof(ss);
         memset(&ss, 0, sizeof(ss));
         if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
-                format_addr(&ss, len, peer, sizeof(peer));
-        return json_pack("{s:s, s:b, s:s, s:s}", "kind", kind, "listening", listening != 0,
-                         "local", local, "peer", peer);
+                npeer = format_addr(&ss, len, peer, sizeof(peer));
+        return json_pack("{s:s, s:b, s:o, s:o}", "kind", kind, "listening", listening != 0,
+                         "local", control_json_bytes(local, nlocal), "peer",
+                         control_json_bytes(peer, npeer));
 }
 
 static json_t *client_object(const struct conn *c, const struct timespec *now)
@@ -140,13 +178,14 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
         char comm[64];
         struct sn_list *pos, *tmp;
         uint32_t nregs = 0;
+        size_t ncomm = comm_of(c->pid, comm, sizeof(comm));
 
-        comm_of(c->pid, comm, sizeof(comm));
         sn_list_foreach_safe(pos, tmp, &c->regs)
                 nregs++;
-        return json_pack("{s:I, s:i, s:I, s:I, s:s, s:b, s:i, s:i, s:i, s:I, s:f}",
+        return json_pack("{s:I, s:i, s:I, s:I, s:o, s:b, s:i, s:i, s:i, s:I, s:f}",
                          "id", (json_int_t)c->serial, "pid", (int)c->pid,
-                         "uid", (json_int_t)c->uid, "gid", (json_int_t)c->gid, "command", comm,
+                         "uid", (json_int_t)c->uid, "gid", (json_int_t)c->gid, "command",
+                         control_json_bytes(comm, ncomm),
                          "handshake", c->hello, "ports", (int)c->nports,
                          "registrations", (int)nregs, "waits", (int)c->nwaits,
                          "queued_bytes", (json_int_t)c->outq_bytes, "age_seconds",
@@ -156,8 +195,10 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
 
 static json_t *port_object(const struct port *p)
 {
-        return json_pack("{s:I, s:s?, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i}",
-                         "id", (json_int_t)p->id, "name", p->name, "uid", (json_int_t)p->uid,
+        return json_pack("{s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i}",
+                         "id", (json_int_t)p->id, "name",
+                         p->name ? control_json_bytes(p->name, strlen(p->name)) : json_null(),
+                         "uid", (json_int_t)p->uid,
                          "handles", (int)p->nhandles, "concurrency", (int)p->concurrency,
                          "running", (int)p->nrunning, "registrations", (int)p->nregs,
                          "queued", (int)p->nqueued, "posted", (int)p->nposted,

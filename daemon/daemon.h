@@ -503,6 +503,11 @@ void conn_reply_process(struct conn *conn, uint32_t id, uint32_t status, const u
 
 /* Answers a CONTROL request of conn (JSON text of len bytes) with a CONTROL_REPLY. */
 void control_handle(struct conn *conn, uint32_t id, const uint8_t *text, uint32_t len);
+struct json_t;
+/* Bytes a client chose (len of them, NULs allowed) as a new JSON value, never NULL: a string of
+ * exactly those bytes when they are valid UTF-8, else an array of the byte values (null only
+ * when out of memory).  The caller owns the reference. */
+struct json_t *control_json_bytes(const void *bytes, size_t len);
 /* Sends a reply of type with status and text (len bytes) as its byte array. */
 void conn_reply_text(struct conn *conn, uint16_t type, uint32_t id, uint32_t status,
                      const char *text, size_t len);

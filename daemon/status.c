@@ -121,14 +121,15 @@ char *server_status_json(struct server *srv, uid_t uid)
         char *text;
 
         clock_gettime(CLOCK_MONOTONIC, &now);
-        doc = json_pack("{s:s, s:i, s:i, s:i, s:f, s:s?, s:I, s:I, s:o, s:o}",
+        doc = json_pack("{s:s, s:i, s:i, s:i, s:f, s:o?, s:I, s:I, s:o, s:o}",
                         "version", PACKAGE_VERSION,
                         "protocol", SN_PROTO_VERSION,
                         "protocol_min", SN_PROTO_VERSION_MIN,
                         "pid", (int)getpid(),
                         "uptime_seconds", (double)(now.tv_sec - srv->started.tv_sec) +
                                 (double)(now.tv_nsec - srv->started.tv_nsec) / 1e9,
-                        "socket", srv->path,
+                        "socket",
+                        srv->path ? control_json_bytes(srv->path, strlen(srv->path)) : NULL,
                         "fd_capacity", (json_int_t)srv->fd_capacity,
                         "reexecs", (json_int_t)srv->counters.reexecs,
                         "limits", limits_object(&srv->limits),

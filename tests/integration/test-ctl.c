@@ -2,8 +2,10 @@
 /* Copyright (c) 2026 The socknotify authors */
 /*
  * test-ctl.c - socknotifyctl against a real daemon: every verb, the JSON it prints, the table
- * layout, exit statuses and messages, what another user may see and do, and the live view under
- * a pseudo-terminal (script(1)).
+ * layout, exit statuses and messages, what another user may see and do, the live view under
+ * a pseudo-terminal (script(1)), and names chosen by clients (command names, port names, Unix
+ * socket paths with control characters and bytes that are not UTF-8): every client and port
+ * listed, tables escaped, JSON exact.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,6 +31,7 @@
 #include "tests/helpers/daemon.h"
 
 static struct test_daemon D;
+static size_t ctl_len; /* bytes of the last ctl() output */
 
 /* Runs socknotifyctl with args (a shell word list); returns its exit status, output in out. */
 static int ctl(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -49,6 +53,7 @@ static int ctl(char *out, size_t size, const char *fmt, ...)
         while (n + 1 < size && !feof(f))
                 n += fread(out + n, 1, size - 1 - n, f);
         out[n] = 0;
+        ctl_len = n;
         st = pclose(f);
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -327,6 +332,216 @@ START_TEST(test_other_user)
 }
 END_TEST
 
+/* NULL when text (n bytes) is valid UTF-8 holding no control character but newlines: no C0
+ * byte other than \n, no DEL, no C1 character (U+0080 to U+009F); else where it goes wrong. */
+static const char *terminal_unsafe(const char *text, size_t n)
+{
+        const unsigned char *b = (const unsigned char *)text;
+
+        for (size_t i = 0; i < n;) {
+                unsigned len = b[i] < 0x80 ? 1 : b[i] >= 0xc2 && b[i] <= 0xdf ? 2
+                                         : b[i] >= 0xe0 && b[i] <= 0xef ? 3
+                                         : b[i] >= 0xf0 && b[i] <= 0xf4 ? 4 : 0;
+
+                if (len == 0 || i + len > n)
+                        return text + i;
+                for (unsigned k = 1; k < len; k++)
+                        if ((b[i + k] & 0xc0) != 0x80)
+                                return text + i;
+                if ((b[i] < 0x20 && b[i] != '\n') || b[i] == 0x7f ||
+                    (b[i] == 0xc2 && b[i + 1] <= 0x9f))
+                        return text + i;
+                i += len;
+        }
+        return NULL;
+}
+
+/* The bytes a JSON value names: a string's own, or an array of byte values (the form the
+ * daemon uses for text that is not UTF-8, see socknotifyctl(1)).  Returns their number. */
+static size_t json_bytes(json_t *v, char *out, size_t size)
+{
+        size_t i, n;
+        json_t *x;
+
+        if (json_is_string(v)) {
+                n = json_string_length(v);
+                ck_assert_uint_le(n, size);
+                memcpy(out, json_string_value(v), n);
+                return n;
+        }
+        ck_assert_msg(json_is_array(v), "neither a string nor an array of bytes");
+        ck_assert_uint_le(json_array_size(v), size);
+        json_array_foreach(v, i, x) {
+                ck_assert(json_is_integer(x));
+                ck_assert_int_ge(json_integer_value(x), 0);
+                ck_assert_int_le(json_integer_value(x), 255);
+                out[i] = (char)json_integer_value(x);
+        }
+        return json_array_size(v);
+}
+
+/* v names exactly the n bytes of want, as a string when they are UTF-8, else as bytes. */
+static void assert_json_bytes(json_t *v, const char *want, size_t n, bool utf8)
+{
+        char got[256];
+
+        ck_assert_msg(utf8 ? json_is_string(v) : json_is_array(v), "wrong JSON form");
+        ck_assert_uint_eq(json_bytes(v, got, sizeof(got)), n);
+        ck_assert(memcmp(got, want, n) == 0);
+}
+
+/* The item whose key names exactly the n bytes of want, or NULL. */
+static json_t *find_bytes(json_t *items, const char *key, const char *want, size_t n)
+{
+        char got[256];
+        size_t i;
+        json_t *it;
+
+        json_array_foreach(items, i, it) {
+                json_t *v = json_object_get(it, key);
+
+                if ((json_is_string(v) || json_is_array(v)) &&
+                    json_bytes(v, got, sizeof(got)) == n && memcmp(got, want, n) == 0)
+                        return it;
+        }
+        return NULL;
+}
+
+/* A listening Unix stream socket bound to path (path_len bytes: a leading NUL makes it
+ * abstract, and NULs may follow). */
+static int unix_listener(const char *path, size_t path_len)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_uint_le(path_len, sizeof(sa.sun_path));
+        memcpy(sa.sun_path, path, path_len);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa,
+                              (socklen_t)(offsetof(struct sockaddr_un, sun_path) + path_len)), 0);
+        ck_assert_int_eq(listen(fd, 1), 0);
+        return fd;
+}
+
+/* Names clients choose: a command name with ESC, BEL and a byte that is not UTF-8 (set with
+ * PR_SET_NAME), port names with a C1 control (CSI, U+009B) and bad bytes, or valid UTF-8 with
+ * a C1 control (NEL, U+0085), Unix sockets bound to paths and an abstract name with control
+ * characters.  Each client
+ * and port is listed (table and JSON), no control character reaches the table output, the JSON
+ * output is ASCII and names the exact bytes, and the counts agree with status. */
+START_TEST(test_hostile_names)
+{
+        static const char comm[] = "\x1b]0;pwn\x07\xff";
+        static const char bad_port[] = "\xc2\x9b" "31m\xff\x80web";
+        static const char utf8_port[] = "caf\xc3\xa9\xc2\x85";
+        static const char abstract[] = "\0ab\x1b\0c\xff";
+        char path_bad[128], path_utf8[128], out[65536], got[256], args[64];
+        sn_port_t *pb, *pu;
+        sn_conn_t *c;
+        int lb, lu, la;
+        json_t *doc, *items, *it, *status;
+        json_int_t port_id;
+        size_t i, n;
+
+        test_daemon_start(&D, NULL);
+        snprintf(path_bad, sizeof(path_bad), "%s/s\x1b[2J\x07\xc2\x9b\xff", D.dir);
+        snprintf(path_utf8, sizeof(path_utf8), "%s/v\x1b[31m\xc3\xa9", D.dir);
+        ck_assert_int_eq(prctl(PR_SET_NAME, comm), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, bad_port, 1, &pb), 0);
+        ck_assert_int_eq(sn_port_create_named(c, utf8_port, 1, &pu), 0);
+        lb = unix_listener(path_bad, strlen(path_bad));
+        lu = unix_listener(path_utf8, strlen(path_utf8));
+        la = unix_listener(abstract, sizeof(abstract) - 1);
+        sn_registration_t r[3] = {
+                { .fd = lb, .key = 1, .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                  .trigger = SN_TRIGGER_LEVEL },
+                { .fd = lu, .key = 2, .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                  .trigger = SN_TRIGGER_LEVEL },
+                { .fd = la, .key = 3, .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                  .trigger = SN_TRIGGER_LEVEL },
+        };
+        ck_assert_int_eq(sn_port_process(pb, r, 3, NULL, 0, 0), 0);
+        for (i = 0; i < 3; i++)
+                ck_assert_int_eq(r[i].result, 0);
+
+        /* JSON: every client and port is there, with its exact bytes; the text is ASCII. */
+        status = ctl_json("status");
+        doc = ctl_json("clients");
+        items = json_object_get(doc, "items");
+        ck_assert_int_eq(json_array_size(items),
+                         json_integer_value(json_object_get(status, "connections")));
+        it = find(items, "pid", getpid());
+        ck_assert_msg(it != NULL, "the client with a hostile command name is not listed");
+        assert_json_bytes(json_object_get(it, "command"), comm, strlen(comm), false);
+        json_decref(doc);
+        doc = ctl_json("ports");
+        items = json_object_get(doc, "items");
+        ck_assert_int_eq(json_array_size(items), 2);
+        ck_assert_int_eq(json_array_size(items),
+                         json_integer_value(json_object_get(status, "ports")));
+        it = find_bytes(items, "name", bad_port, strlen(bad_port));
+        ck_assert_msg(it != NULL, "the port with a name that is not UTF-8 is not listed");
+        assert_json_bytes(json_object_get(it, "name"), bad_port, strlen(bad_port), false);
+        port_id = json_integer_value(json_object_get(it, "id"));
+        it = find_bytes(items, "name", utf8_port, strlen(utf8_port));
+        ck_assert_ptr_nonnull(it);
+        assert_json_bytes(json_object_get(it, "name"), utf8_port, strlen(utf8_port), true);
+        json_decref(doc);
+        snprintf(args, sizeof(args), "registrations --port=%lld", (long long)port_id);
+        doc = ctl_json(args);
+        items = json_object_get(doc, "items");
+        ck_assert_int_eq(json_array_size(items), 3);
+        ck_assert_int_eq(json_array_size(items),
+                         json_integer_value(json_object_get(status, "registrations")));
+        assert_json_bytes(json_object_get(json_object_get(find(items, "key", 1), "socket"),
+                                          "local"),
+                          path_bad, strlen(path_bad), false);
+        assert_json_bytes(json_object_get(json_object_get(find(items, "key", 2), "socket"),
+                                          "local"),
+                          path_utf8, strlen(path_utf8), true);
+        n = json_bytes(json_object_get(json_object_get(find(items, "key", 3), "socket"), "local"),
+                       got, sizeof(got));
+        ck_assert_uint_eq(n, sizeof(abstract) - 1);
+        ck_assert_int_eq(got[0], '@');
+        ck_assert(memcmp(got + 1, abstract + 1, n - 1) == 0);
+        json_decref(doc);
+        json_decref(status);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--json registrations"), 0);
+        for (i = 0; i < ctl_len; i++)
+                ck_assert_msg((unsigned char)out[i] < 0x80, "--json output is not ASCII");
+
+        /* Tables: everything listed, escaped, nothing a terminal would act on. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "--color=never clients"), 0);
+        ck_assert_msg(!terminal_unsafe(out, ctl_len), "clients: raw control bytes: %s", out);
+        ck_assert_msg(strstr(out, "\\e]0;pwn\\a\\xff"), "clients: %s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--color=never ports"), 0);
+        ck_assert_msg(!terminal_unsafe(out, ctl_len), "ports: raw control bytes: %s", out);
+        ck_assert_msg(strstr(out, "\\xc2\\x9b" "31m\\xff\\x80web"), "ports: %s", out);
+        ck_assert_msg(strstr(out, "caf\xc3\xa9\\xc2\\x85"), "ports: %s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--color=never registrations"), 0);
+        ck_assert_msg(!terminal_unsafe(out, ctl_len), "registrations: raw control bytes: %s",
+                      out);
+        ck_assert_msg(strstr(out, "/s\\e[2J\\a\\xc2\\x9b\\xff"), "registrations: %s", out);
+        ck_assert_msg(strstr(out, "/v\\e[31m\xc3\xa9"), "registrations: %s", out);
+        ck_assert_msg(strstr(out, "@ab\\e\\x00c\\xff"), "registrations: %s", out);
+        /* The live view draws its own screen control, and only that. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "watch --count=1"), 0);
+        ck_assert_ptr_nonnull(strstr(out, "\033[H\033[2J"));
+        ck_assert_msg(!terminal_unsafe(out + 7, ctl_len - 7), "watch: raw control bytes: %s",
+                      out);
+        ck_assert_msg(strstr(out, "\\xc2\\x9b" "31m\\xff\\x80web"), "watch: %s", out);
+
+        sn_socket_close(c, lb);
+        sn_socket_close(c, lu);
+        sn_socket_close(c, la);
+        sn_port_close(pb);
+        sn_port_close(pu);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("socknotifyctl");
@@ -335,6 +550,7 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_verbs);
         tcase_add_test(tc, test_other_user);
+        tcase_add_test(tc, test_hostile_names);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

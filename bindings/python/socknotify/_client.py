@@ -23,7 +23,7 @@ import socket
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence, Union
 
 from . import _wire as w
@@ -245,6 +245,29 @@ def _fileno(sock: FileLike) -> int:
     return sock.fileno()
 
 
+def _take_reply_problem(m: w.Message, items: list, asked: int, max_fds: int,
+                        fds: Sequence[int], cut: bool) -> str:
+    """What is wrong with a PORT_TAKE_REPLY of status 0 and the descriptors that came with it
+    (PROTOCOL.md, "Descriptors in replies"), or "" when nothing is."""
+    if m.count > asked or m.count > max_fds:
+        return f"{m.count} items for {asked} asked"
+    if m.nfds != m.count:
+        return f"{m.count} items but {m.nfds} descriptors announced"
+    if len(fds) > m.count or (len(fds) < m.count and not cut):
+        return f"{len(fds)} descriptors for {m.count} items"
+    for i, item in enumerate(items):
+        if item[6] != i:
+            return f"item {i} names descriptor {item[6]}"
+    for fd in fds:
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            mode = 0
+        if not stat.S_ISSOCK(mode):
+            return "a descriptor that is not a socket"
+    return ""
+
+
 def _timeout_ms(timeout: float | None) -> int:
     if timeout is None:
         return w.INFINITE
@@ -359,9 +382,12 @@ class Connection:
                       max_waits, max_sockets, pid)
 
     def _recv(self, size: int, flags: int = 0) -> bytes:
+        """One message of the handshake, which carries no descriptor (EPROTO if it does)."""
         data, fds, cut = self._recv_fds(size, flags)
-        for fd in fds:  # only PORT_TAKE_REPLY brings descriptors (see _wait)
+        for fd in fds:  # only PORT_TAKE_REPLY brings descriptors (see _store)
             os.close(fd)
+        if fds or cut:
+            raise _error(_errno.EPROTO, "descriptors with the handshake reply")
         return data
 
     def _recv_fds(self, size: int, flags: int = 0) -> tuple[bytes, list[int], bool]:
@@ -445,17 +471,39 @@ class Connection:
                 self._pending.discard(msg_id)
 
     def _store(self, data: bytes, fds: Sequence[int] = (), cut: bool = False) -> None:
+        """With the lock held: files a received reply for its waiter.  Descriptors go with a
+        PORT_TAKE_REPLY of status 0; on any other reply (or one for no request) they break the
+        protocol (PROTOCOL.md, "Descriptors in replies"): they are closed, the request fails
+        with EBADMSG and the connection is lost."""
         try:
             m = w.decode(data)
         except w.WireError:
             m = None  # nothing in it can be trusted, not even its id
+        takes = m is not None and m.type == w.PORT_TAKE | w.REPLY_BIT and not m.status
+        if (fds or cut) and not (takes and m.id in self._pending):
+            for fd in fds:
+                os.close(fd)
+            self._broken = _errno.ECONNRESET
+            if m is not None and m.id in self._pending:
+                self._replies[m.id] = replace(m, type=w.ERROR, status=_errno.EBADMSG)
+            return
         if m is not None and m.id in self._pending:
             self._replies[m.id] = m
-            if m.type == w.PORT_TAKE | w.REPLY_BIT:
+            if takes:
                 self._reply_fds[m.id] = (list(fds), cut)
                 return
         for fd in fds:
             os.close(fd)
+
+    def _violation(self, fds: Sequence[int], what: str) -> SocknotifyError:
+        """A reply broke the protocol: closes the descriptors it brought, loses the connection
+        (every waiting and later call raises ECONNRESET) and returns the EBADMSG to raise."""
+        for fd in fds:
+            os.close(fd)
+        with self._lock:
+            self._broken = _errno.ECONNRESET
+            self._cond.notify_all()
+        return _error(_errno.EBADMSG, what)
 
     def _call(self, mtype: int, body: bytes = b"", array: bytes = b"", count: int = 0,
               what: str = "") -> w.Message:
@@ -672,9 +720,12 @@ class Port:
         if m.status and m.status != _errno.ETIMEDOUT:
             raise _error(m.status, "PROCESS")
         results = [r[0] for r in w.RESULT.iter_unpack(m.array1)]
-        if len(results) == len(sent):
-            for reg, res in zip(sent, results):
-                reg.result = res
+        if len(results) != len(sent) or m.count2 > max_entries:
+            # Missing results would read as successes, extra entries be lost: the reply does
+            # not answer this call.
+            raise conn._violation((), "PROCESS_REPLY does not fit its request")
+        for reg, res in zip(sent, results):
+            reg.result = res
         return list(w.ENTRY.iter_unpack(m.array2)), m.status == _errno.ETIMEDOUT
 
     def _send_parts(self, msg_id: int, items: list[tuple[bytes, int | None]], max_entries: int,
@@ -742,6 +793,12 @@ class Port:
         entry) is unchanged and now this connection's.  Re-enable those with ``armed`` False:
         ONESHOT ones whose entry the predecessor dequeued.  ``sock`` is None when the descriptor did
         not arrive (this process ran out of descriptors); the call then stops.
+
+        The daemon's reply is checked: at most the number asked for, item i naming descriptor
+        i, one descriptor per item (fewer only when the kernel dropped some), each a socket.
+        A reply that breaks these rules raises :class:`SocknotifyError` ``EBADMSG`` (unless
+        earlier batches were taken: they are returned); every descriptor it brought is closed
+        and the connection is lost (later calls raise ``ECONNRESET``).
         """
         conn = self.connection
         conn._usable()
@@ -769,27 +826,40 @@ class Port:
                 if taken:
                     break  # earlier batches are ours: return them (as the C library does)
                 raise _error(m.status or _errno.EPROTO, "PORT_TAKE")
+            items = list(w.REGISTRATION.iter_unpack(m.array1))
+            problem = _take_reply_problem(m, items, ask, conn.limits.max_fds, fds, cut)
+            if problem:
+                err = conn._violation(fds, f"PORT_TAKE_REPLY: {problem}")
+                if taken:
+                    break  # earlier batches are ours: return them (as the C library does)
+                raise err
             remaining, holders = w.PORT_TAKE_REPLY_BODY.unpack(m.body)
-            before = len(taken)
-            used = set()
-            for item in w.REGISTRATION.iter_unpack(m.array1):
-                key, dev, ino, filt, op, trig, fd_index, prev = item
-                sock = None
-                if fd_index < len(fds):
-                    used.add(fd_index)
-                    sock = socket.socket(fileno=fds[fd_index])
-                    st = os.fstat(sock.fileno())
-                    if (st.st_dev, st.st_ino) != (dev, ino):
-                        sock.close()  # not the socket the item names: never trust it
-                        sock = None
-                taken.append(TakenSocket(sock, key, Filter(filt), Trigger(trig),
-                                         op != int(Op.DISABLE),
-                                         None if prev == w.NO_FD else prev,
-                                         op == int(Op.ENABLE)))
-            for i, fd in enumerate(fds):
-                if i not in used:
-                    os.close(fd)
-            if cut or any(t.sock is None for t in taken[before:]):
+            batch: list[TakenSocket] = []
+            socks: list[socket.socket] = []  # owning fds[:len(socks)]
+            try:
+                for i, (key, dev, ino, filt, op, trig, _index, prev) in enumerate(items):
+                    sock = None
+                    if i < len(fds):
+                        sock = socket.socket(fileno=fds[i])
+                        socks.append(sock)
+                        st = os.fstat(sock.fileno())
+                        if (st.st_dev, st.st_ino) != (dev, ino):
+                            sock.close()  # not the socket the item names: never trust it
+                            sock = None
+                    batch.append(TakenSocket(sock, key, Filter(filt), Trigger(trig),
+                                             op != int(Op.DISABLE),
+                                             None if prev == w.NO_FD else prev,
+                                             op == int(Op.ENABLE)))
+            except OSError as e:
+                # A socket the kernel would not wrap: the batch is not usable.
+                for sk in socks:
+                    sk.close()
+                err = conn._violation(fds[len(socks):], f"PORT_TAKE_REPLY: {e.strerror}")
+                if taken:
+                    break
+                raise err from None
+            taken += batch
+            if cut or any(t.sock is None for t in batch):
                 break
             if not m.count or not remaining or len(taken) >= max_sockets:
                 break
