@@ -344,6 +344,7 @@ int main(int argc, char **argv)
         r = server_run(srv);
         server_free(srv);
         closer_stop();
+        server_note_held_signals();
         log_info("stopped");
         return r < 0 ? 1 : 0;
 }

@@ -44,6 +44,16 @@ long long now_ms(void)
         return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int test_timeout_ms(int ms)
+{
+        const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+        double f = m ? strtod(m, NULL) : 1;
+
+        if (!(f > 0))
+                f = 1;
+        return f * ms > 1e9 ? 1000000000 : (int)(f * ms);
+}
+
 static bool can_connect(const char *path)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -110,7 +120,7 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
                 execvp(argv[0], (char *const *)argv);
                 _exit(127);
         }
-        deadline = now_ms() + 20000;
+        deadline = now_ms() + test_timeout_ms(20000);
         while (!can_connect(d->path)) {
                 int st;
 

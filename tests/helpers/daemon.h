@@ -45,5 +45,9 @@ struct Suite;
 int test_run_suite(struct Suite *s);
 /* Milliseconds on the monotonic clock. */
 long long now_ms(void);
+/* A time bound of a wait, ms scaled by $CK_TIMEOUT_MULTIPLIER (as Check scales a case's
+ * timeout; 1 when unset or not a positive number): slow, busy and sanitizer machines get as much
+ * more time for a wait as for the whole case. */
+int test_timeout_ms(int ms);
 /* True when fd's peer has closed (recv returns 0) within timeout_ms. */
 bool peer_closed(int fd, int timeout_ms);
