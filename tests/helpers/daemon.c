@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +88,7 @@ static void pass_fds(const int *fds, unsigned n, const char *names)
 }
 
 static void spawn(struct test_daemon *d, const char *const *args, const int *fds, unsigned nfds,
-                  const char *names)
+                  const char *names, uid_t uid)
 {
         const char *builddir = getenv("SN_BUILDDIR");
         const char *wrapper = getenv("SN_TEST_DAEMON_WRAPPER");
@@ -102,6 +104,11 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
                 int n = 0;
                 char *w = wrapper ? strdup(wrapper) : NULL;
 
+                if (uid != (uid_t)-1 &&
+                    (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+                     setresuid(uid, uid, uid) < 0))
+                        _exit(126);
+                /* After the switch, which clears it. */
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)
                         _exit(127);
@@ -138,14 +145,75 @@ void test_daemon_start(struct test_daemon *d, const char *const *args)
         snprintf(d->dir, sizeof(d->dir), "/tmp/sn-test-XXXXXX");
         ck_assert_ptr_nonnull(mkdtemp(d->dir));
         snprintf(d->path, sizeof(d->path), "%s/socknotify.sock", d->dir);
-        spawn(d, args, NULL, 0, NULL);
+        spawn(d, args, NULL, 0, NULL, (uid_t)-1);
+}
+
+/* Whether some process runs as uid (any of its real, effective, saved or filesystem uids). */
+static bool uid_in_use(uid_t uid)
+{
+        DIR *proc = opendir("/proc");
+        struct dirent *e;
+        bool used = false;
+
+        ck_assert_ptr_nonnull(proc);
+        while (!used && (e = readdir(proc))) {
+                char p[300], line[256];
+                unsigned long u[4];
+                FILE *f;
+
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                snprintf(p, sizeof(p), "/proc/%s/status", e->d_name);
+                f = fopen(p, "re");
+                if (!f)
+                        continue; /* gone meanwhile */
+                while (fgets(line, sizeof(line), f))
+                        if (sscanf(line, "Uid: %lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) ==
+                            4) {
+                                for (int i = 0; i < 4; i++)
+                                        used = used || u[i] == (unsigned long)uid;
+                                break;
+                        }
+                fclose(f);
+        }
+        closedir(proc);
+        return used;
+}
+
+bool test_private_uid(uid_t *ret_uid, char *why, size_t whysz)
+{
+        if (geteuid() != 0) {
+                snprintf(why, whysz, "needs root to run the daemon as a uid of its own (the "
+                                     "kernel's budget of descriptors in flight is per user)");
+                return false;
+        }
+        /* Far above any account, below 2^31; the pid keeps concurrent tests apart. */
+        for (unsigned i = 0; i < 16; i++) {
+                uid_t uid = (uid_t)(1900000000u + (unsigned)getpid() % 4194304u + i * 4194304u);
+
+                if (!getpwuid(uid) && !uid_in_use(uid)) {
+                        *ret_uid = uid;
+                        return true;
+                }
+        }
+        snprintf(why, whysz, "found no uid that nothing runs as");
+        return false;
+}
+
+void test_daemon_start_as(struct test_daemon *d, const char *const *args, uid_t uid)
+{
+        snprintf(d->dir, sizeof(d->dir), "/tmp/sn-test-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(d->dir));
+        ck_assert_int_eq(chown(d->dir, uid, uid), 0);
+        snprintf(d->path, sizeof(d->path), "%s/socknotify.sock", d->dir);
+        spawn(d, args, NULL, 0, NULL, uid);
 }
 
 void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, const int *fds,
                                 unsigned nfds, const char *names)
 {
         ck_assert_uint_le(nfds, 256);
-        spawn(d, args, fds, nfds, names);
+        spawn(d, args, fds, nfds, names, (uid_t)-1);
 }
 
 int test_daemon_stop(struct test_daemon *d)

@@ -21,6 +21,14 @@ struct test_daemon {
  * "valgrind --error-exitcode=99 --leak-check=full") is put in front of the command.  Aborts the
  * test on failure. */
 void test_daemon_start(struct test_daemon *d, const char *const *args);
+/* A uid that no process on this machine runs as and no account has: for a daemon whose
+ * per-user kernel budgets (descriptors in flight: ETOOMANYREFS) must be its own, not shared with
+ * whatever else the test's user runs.  Returns true with *ret_uid; false, with the reason in
+ * why, when this process cannot switch to another uid (not root). */
+bool test_private_uid(uid_t *ret_uid, char *why, size_t whysz);
+/* test_daemon_start() with the daemon running as uid (and gid uid, no supplementary groups, so
+ * without capabilities); its directory belongs to uid.  The wrapper runs as uid too. */
+void test_daemon_start_as(struct test_daemon *d, const char *const *args, uid_t uid);
 /* Starts it again on the same path (after it stopped), passing fds (nfds at most 256; names
  * joined by ':') with LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID as systemd does. */
 void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, const int *fds,
