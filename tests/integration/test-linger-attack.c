@@ -106,7 +106,7 @@ static void expect_user_clean(void)
         long long t0 = now_ms();
 
         while ((user_number("ports") || user_number("sockets") || user_number("registrations")) &&
-               now_ms() - t0 < 3000)
+               now_ms() - t0 < test_timeout_ms(3000))
                 usleep(10 * 1000);
         ck_assert_int_eq(user_number("ports"), 0);
         ck_assert_int_eq(user_number("sockets"), 0);
@@ -746,7 +746,7 @@ static void reexec_daemon(void)
 
         ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
         while (status_reexecs() == before) {
-                ck_assert(now_ms() - t0 < 5000);
+                ck_assert(now_ms() - t0 < test_timeout_ms(5000));
                 usleep(5000);
         }
 }
@@ -757,7 +757,7 @@ static void crash_daemon(struct manager *m)
         char names[MAXSTORED * 16];
         int st;
 
-        usleep(200 * 1000); /* the journal and its boxes are stored */
+        manager_sync(m); /* the journal and its boxes are stored (the last call answered) */
         ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
         ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
         pthread_mutex_lock(&m->lock);
@@ -1204,7 +1204,7 @@ static void holder_dies_while_daemon_down(bool crash)
         tcp_pair(&cl, &sv);
         pid = holder("down", 30000, sv, 41);
         close(sv);
-        usleep(200 * 1000);
+        manager_sync(&m); /* the holder's registration is stored (its call was answered) */
         ck_assert_int_eq(kill(D.pid, crash ? SIGKILL : SIGTERM), 0);
         ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
         /* The old instance dies now, while no daemon runs. */
@@ -1220,7 +1220,7 @@ static void holder_dies_while_daemon_down(bool crash)
         /* The dead connection is found and swept; then its registration is ownerless. */
         for (long long t0 = now_ms();; usleep(20 * 1000)) {
                 ck_assert_int_ge(sn_port_take_sockets(p, NULL, 0, &info), 0);
-                if (info.holders == 0 || now_ms() - t0 > 5000)
+                if (info.holders == 0 || now_ms() - t0 > test_timeout_ms(5000))
                         break;
         }
         ck_assert_uint_eq(info.holders, 0);
