@@ -258,7 +258,7 @@ int test_daemon_fds(const struct test_daemon *d)
 
 int test_daemon_wait_fds(const struct test_daemon *d, int want, int timeout_ms)
 {
-        long long deadline = now_ms() + timeout_ms;
+        long long deadline = now_ms() + test_timeout_ms(timeout_ms);
         int n = test_daemon_fds(d), last = -2, stable = 0;
 
         if (want < 0) {
@@ -329,7 +329,7 @@ bool peer_closed(int fd, int timeout_ms)
         struct pollfd p = { .fd = fd, .events = POLLIN };
         char c;
 
-        if (poll(&p, 1, timeout_ms) <= 0)
+        if (poll(&p, 1, test_timeout_ms(timeout_ms)) <= 0)
                 return false;
         return recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
 }

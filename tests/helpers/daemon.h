@@ -39,7 +39,8 @@ int test_daemon_stop(struct test_daemon *d);
 int test_daemon_reap(struct test_daemon *d);
 /* Open descriptors of the daemon (/proc/PID/fd). */
 int test_daemon_fds(const struct test_daemon *d);
-/* Waits up to timeout_ms for the daemon's descriptor count to equal want; returns the count. */
+/* Waits up to timeout_ms (scaled: test_timeout_ms()) for the daemon's descriptor count to equal
+ * want; returns the count. */
 int test_daemon_wait_fds(const struct test_daemon *d, int want, int timeout_ms);
 
 /* Connected loopback TCP pair; the server side is non-blocking. */
@@ -57,5 +58,6 @@ long long now_ms(void);
  * timeout; 1 when unset or not a positive number): slow, busy and sanitizer machines get as much
  * more time for a wait as for the whole case. */
 int test_timeout_ms(int ms);
-/* True when fd's peer has closed (recv returns 0) within timeout_ms. */
+/* True when fd's peer has closed (recv returns 0) within timeout_ms, scaled as
+ * test_timeout_ms(). */
 bool peer_closed(int fd, int timeout_ms);

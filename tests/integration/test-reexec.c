@@ -57,7 +57,7 @@ static void reexec(sn_conn_t *c, pid_t pid)
 
         ck_assert_int_eq(kill(pid, SIGUSR2), 0);
         while (status_number(c, "reexecs") == before) {
-                ck_assert_msg(now_ms() - t0 < 5000, "no re-exec within 5 s");
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "no re-exec within 5 s");
                 usleep(5000);
         }
 }
@@ -368,7 +368,7 @@ START_TEST(test_reexec_pause)
                         last = now;
                         if (v != before)
                                 break;
-                        ck_assert_msg(now - t0 < 10000, "no re-exec within 10 s");
+                        ck_assert_msg(now - t0 < test_timeout_ms(10000), "no re-exec within 10 s");
                 }
                 printf("re-exec with %d registration(s): done after %lld ms, longest unanswered "
                        "request %lld ms\n", total, now_ms() - t0, worst);
