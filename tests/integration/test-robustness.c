@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -304,12 +305,24 @@ START_TEST(test_signals_during_shutdown)
         struct linger lg = { .l_onoff = 1, .l_linger = 60 };
         char logpath[] = "/tmp/sn-test-log-XXXXXX", log[65536], chunk[4096];
         int logfd = mkstemp(logpath), saved = dup(2), small = 4096, cl, sv, st;
+        const char *wrapper = getenv("SN_TEST_DAEMON_WRAPPER");
         long long deadline;
         sn_conn_t *c;
         sn_port_t *p;
         ssize_t n;
         pid_t pid;
 
+        /* Under valgrind a close() that blocks stops every thread (valgrind runs one at a time
+         * and takes close() for a call that does not block; its --sim-hints=fuse-compatible
+         * fails an assertion in 3.19): the teardown cannot be held open this way. */
+        if (wrapper && strstr(wrapper, "valgrind")) {
+                fprintf(stderr, "SKIP: test-robustness: signals during shutdown: not under "
+                                "valgrind (a blocking close() stops every thread)\n");
+                close(logfd);
+                close(saved);
+                unlink(logpath);
+                return;
+        }
         /* The daemon's log (its stderr) goes to a file. */
         ck_assert_int_ge(logfd, 0);
         ck_assert_int_ge(saved, 0);
