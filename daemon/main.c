@@ -194,6 +194,9 @@ int main(int argc, char **argv)
         bool owns_path = false;
         size_t nopt = 0;
 
+        /* Until server_new() has the loop's handlers in place, a SIGTERM (a supervisor that
+         * stops the daemon as soon as its socket accepts) waits instead of killing it. */
+        server_hold_signals();
         settings_init(&opt.cmdline);
         for (size_t i = 0; i < SN_ARRAY_SIZE(base_options); i++)
                 options[nopt++] = base_options[i];

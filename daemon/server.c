@@ -336,6 +336,8 @@ static int reexec_in_place(struct server *srv)
                  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
         /* The new image keeps its own journal and boxes from the state. */
         live_stop(srv, true);
+        if (event_initialized(&srv->watchdog))
+                sd_notify(0, "WATCHDOG=1"); /* the new image's start counts from here */
         execv(srv->exe, argv);
         r = -errno;
         if (srv->fdstore_max)
@@ -735,6 +737,9 @@ int server_run(struct server *srv)
                 event_assign(&srv->watchdog, srv->base, -1, EV_PERSIST, watchdog_cb, srv);
                 event_add(&srv->watchdog, &half);
                 log_info("watchdog: WATCHDOG=1 every %llu ms", (unsigned long long)usec / 2000);
+                /* Now, not half a period later: after a re-exec or a slow start the last ping
+                 * (of the previous image) may be most of a period old. */
+                watchdog_cb(-1, 0, srv);
         }
         /* Serving from here on: the listening socket is open and the loop starts. */
         status_tick_cb(-1, 0, srv);
