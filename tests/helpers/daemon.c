@@ -180,6 +180,24 @@ static bool uid_in_use(uid_t uid)
         return used;
 }
 
+/* Whether uid may execute the daemon of the build tree (every parent directory searchable). */
+static bool runs_daemon_as(uid_t uid)
+{
+        const char *builddir = getenv("SN_BUILDDIR");
+        char bin[512];
+        pid_t pid;
+        int st;
+
+        snprintf(bin, sizeof(bin), "%s/daemon/socknotifyd", builddir ? builddir : SN_BUILDDIR);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(setgroups(0, NULL) == 0 && setresgid(uid, uid, uid) == 0 &&
+                      setresuid(uid, uid, uid) == 0 && access(bin, X_OK) == 0 ? 0 : 1);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 bool test_private_uid(uid_t *ret_uid, char *why, size_t whysz)
 {
         if (geteuid() != 0) {
@@ -192,6 +210,12 @@ bool test_private_uid(uid_t *ret_uid, char *why, size_t whysz)
                 uid_t uid = (uid_t)(1900000000u + (unsigned)getpid() % 4194304u + i * 4194304u);
 
                 if (!getpwuid(uid) && !uid_in_use(uid)) {
+                        if (!runs_daemon_as(uid)) {
+                                snprintf(why, whysz, "another uid cannot run the daemon from "
+                                                     "this build tree (a parent directory is "
+                                                     "private)");
+                                return false;
+                        }
                         *ret_uid = uid;
                         return true;
                 }
