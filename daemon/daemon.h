@@ -535,6 +535,7 @@ struct server {
         struct event listen_ev;
         struct event sig_term, sig_int;
         struct event sig_ignored[3]; /* USR1, USR2, ALRM: logged, never fatal */
+        bool stopping;               /* shutdown_cb ran: a repeated signal is only logged */
         struct event listen_pause;   /* re-enables accepting after running out of descriptors */
         int reserve_fd;              /* spare descriptor to refuse a client on EMFILE */
         struct sn_ratelimit refuse_log; /* refusals by a limit */
@@ -606,8 +607,17 @@ struct server_options {
 };
 
 int server_new(const struct server_options *opt, struct server **ret_srv);
+/* Serves until SIGTERM/SIGINT.  Returns 0, or -EIO when the loop failed; either way with the
+ * handled signals held (blocked) for the rest of the process: see server_hold_signals(). */
 int server_run(struct server *srv);
 void server_free(struct server *srv);
+/* Blocks every signal the daemon handles (SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM)
+ * in the calling thread, for good: once the daemon stops, one arriving waits, pending, instead
+ * of ending the process with its default action after server_free() removed its handler. */
+void server_hold_signals(void);
+/* Logs (notice) and discards the held signals that arrived meanwhile; the kernel keeps one
+ * pending signal of each kind, so a kind sent several times is logged once. */
+void server_note_held_signals(void);
 /* Re-executes the daemon's binary in place keeping every client (SIGUSR2): the state goes
  * through a memfd, checked first by the new binary (--check-state).  Returns only on failure
  * (logged), with everything still served: a negative errno. */

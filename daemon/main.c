@@ -286,6 +286,9 @@ int main(int argc, char **argv)
         bool owns_path = false, check_only = false;
         size_t nopt = 0;
 
+        /* Until server_new() has the loop's handlers in place, a SIGTERM (a supervisor that
+         * stops the daemon as soon as its socket accepts) waits instead of killing it. */
+        server_hold_signals();
         settings_init(&opt.cmdline);
         for (size_t i = 0; i < SN_ARRAY_SIZE(base_options); i++)
                 options[nopt++] = base_options[i];
@@ -498,6 +501,7 @@ int main(int argc, char **argv)
         r = server_run(srv);
         server_free(srv);
         closer_stop();
+        server_note_held_signals();
         log_info("stopped");
         return r < 0 ? 1 : 0;
 }

@@ -7,8 +7,10 @@
  * replaces a stale socket file (connect() refused, and the file is a socket).  SIGTERM/SIGINT
  * answer every pending call with ESHUTDOWN, close every port and held socket, and leave the
  * loop; server_free() then unlinks the socket file.  SIGHUP reloads the configuration file
- * (settings.c).  SIGUSR1, SIGUSR2 and SIGALRM are caught, logged and otherwise ignored: a stray
- * signal never takes everyone's sockets away.
+ * (settings.c).  SIGUSR1 and SIGALRM are caught, logged and otherwise ignored: a stray signal
+ * never takes everyone's sockets away; SIGUSR2 re-executes the daemon in place.  From the first
+ * SIGTERM/SIGINT until the process exits these signals are blocked, never back to their default
+ * action: one sent again during the teardown is logged and the shutdown goes on.
  *
  * Out of descriptors (EMFILE/ENFILE), the listener gives up a spare descriptor to accept one
  * waiting client and refuse it with ERROR/EMFILE, then stops accepting for 100 ms on a timer
@@ -20,6 +22,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -37,6 +40,21 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/daemon.h"
+
+/*
+ * Every signal the daemon handles.  libevent restores a signal's previous (default) action when
+ * its event is deleted, and the default action of each of these ends the process: so from the
+ * first SIGTERM/SIGINT on they are blocked instead, until the process exits, and a repeated
+ * SIGTERM (systemd's stop, a user pressing ^C twice) never cuts the teardown short.
+ */
+static const int handled_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM };
+
+static void handled_sigset(sigset_t *set)
+{
+        sigemptyset(set);
+        for (size_t i = 0; i < SN_ARRAY_SIZE(handled_signals); i++)
+                sigaddset(set, handled_signals[i]);
+}
 
 static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -289,7 +307,7 @@ static int run_check(const char *exe, int fd)
         return -1;
 }
 
-int server_reexec(struct server *srv)
+static int reexec_in_place(struct server *srv)
 {
         struct timespec t0, t1;
         char fdarg[48], setarg[48];
@@ -363,6 +381,8 @@ int server_reexec(struct server *srv)
                  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
         /* The new image keeps its own journal and boxes from the state. */
         live_stop(srv, true);
+        if (event_initialized(&srv->watchdog))
+                sd_notify(0, "WATCHDOG=1"); /* the new image's start counts from here */
         execv(srv->exe, argv);
         r = -errno;
         if (srv->fdstore_max)
@@ -373,6 +393,23 @@ int server_reexec(struct server *srv)
         free(argv);
         reexec_set_cloexec(srv, true);
         close(fd);
+        return r;
+}
+
+int server_reexec(struct server *srv)
+{
+        sigset_t held, unheld;
+        int r;
+
+        /* The handled signals are blocked throughout.  One caught by libevent here would be
+         * lost with the old image (its event never runs), and between execv() and the new
+         * image's handlers one would take its default action and end the daemon with every
+         * client.  Blocked, it stays pending, across execv() too, until server_new() of the
+         * new image unblocks it, or until the re-exec failed and this one goes on serving. */
+        handled_sigset(&held);
+        pthread_sigmask(SIG_BLOCK, &held, &unheld);
+        r = reexec_in_place(srv);
+        pthread_sigmask(SIG_SETMASK, &unheld, NULL);
         return r;
 }
 
@@ -451,10 +488,41 @@ static void owner_sweep_cb(evutil_socket_t fd, short what, void *arg)
         }
 }
 
+void server_hold_signals(void)
+{
+        sigset_t set;
+
+        /* The closer thread blocks every signal (closer.c): a blocked process-directed signal
+         * stays pending for the process, and this thread collects it with sigtimedwait(). */
+        handled_sigset(&set);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+void server_note_held_signals(void)
+{
+        static const struct timespec now = { 0, 0 };
+        sigset_t set;
+        int sig;
+
+        handled_sigset(&set);
+        while ((sig = sigtimedwait(&set, NULL, &now)) > 0)
+                log_notice("signal %d (%s)%s during shutdown: ignored, shutdown continues", sig,
+                           strsignal(sig), sig == SIGTERM || sig == SIGINT ? " again" : "");
+}
+
 static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
 {
         struct server *srv = arg;
 
+        /* Already stopping: libevent may have caught this one before the signals were held,
+         * and calls it after the first (SIGINT and SIGTERM in one loop iteration). */
+        if (srv->stopping) {
+                log_notice("signal %d (%s) again during shutdown: ignored, shutdown continues",
+                           (int)sig, strsignal((int)sig));
+                return;
+        }
+        srv->stopping = true;
+        server_hold_signals();
         sd_notify(0, "STOPPING=1");
         if (srv->fdstore_max) {
                 /* Everything stays open in the service manager for the next start. */
@@ -463,6 +531,7 @@ static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
                         log_info("stopped (signal %d): %u connection(s) left in the descriptor "
                                  "store", (int)sig, srv->nconns);
                         closer_stop();
+                        server_note_held_signals();
                         _exit(0);
                 }
                 /* The handover failed (logged): the kernel refuses descriptors in flight past
@@ -475,6 +544,7 @@ static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
                                     "store; the next start restores them as after a crash",
                                     (int)sig, srv->nconns);
                         closer_stop();
+                        server_note_held_signals();
                         _exit(0);
                 }
         }
@@ -483,6 +553,7 @@ static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
         log_info("signal %d: shutting down, %u connection(s) open", (int)sig, srv->nconns);
         while (!sn_list_empty(&srv->conns))
                 conn_free(sn_list_first(&srv->conns, struct conn, link), ESHUTDOWN);
+        server_note_held_signals();
         event_base_loopbreak(srv->base);
 }
 
@@ -688,6 +759,14 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
                 }
         }
         signal(SIGPIPE, SIG_IGN);
+        {
+                /* Handled from here on, even when inherited blocked: a re-exec blocks them
+                 * across execv() (server_reexec), so one sent meanwhile waits for this. */
+                sigset_t set;
+
+                handled_sigset(&set);
+                pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        }
         *ret_srv = srv;
         return 0;
 }
@@ -696,6 +775,7 @@ int server_run(struct server *srv)
 {
         static const struct timeval status_every = { 1, 0 };
         uint64_t usec = 0;
+        int r;
 
         event_assign(&srv->status_tick, srv->base, -1, EV_PERSIST, status_tick_cb, srv);
         event_add(&srv->status_tick, &status_every);
@@ -708,11 +788,18 @@ int server_run(struct server *srv)
                 event_assign(&srv->watchdog, srv->base, -1, EV_PERSIST, watchdog_cb, srv);
                 event_add(&srv->watchdog, &half);
                 log_info("watchdog: WATCHDOG=1 every %llu ms", (unsigned long long)usec / 2000);
+                /* Now, not half a period later: after a re-exec or a slow start the last ping
+                 * (of the previous image) may be most of a period old. */
+                watchdog_cb(-1, 0, srv);
         }
         /* Serving from here on: the listening socket is open and the loop starts. */
         status_tick_cb(-1, 0, srv);
         sd_notify(0, "READY=1");
-        return event_base_dispatch(srv->base) < 0 ? -EIO : 0;
+        r = event_base_dispatch(srv->base) < 0 ? -EIO : 0;
+        /* Before server_free() deletes the signal events (shutdown_cb held them already,
+         * unless the loop ended otherwise). */
+        server_hold_signals();
+        return r;
 }
 
 void server_free(struct server *srv)

@@ -25,8 +25,26 @@
 #include <socknotify/winsock.h>
 
 #define SERVER_ADDRESS 0x0100007f /* localhost */
-#define MAX_TIMEOUT 1000
+#define MAX_TIMEOUT ExampleMaxTimeout() /* the reference: 1000 */
 #define CLIENT_LOOP_COUNT 10
+
+/*
+ * For tests, not in the reference: SOCKNOTIFY_EXAMPLE_TIMEOUT_MS=N (1 to 3600000) replaces the
+ * reference's MAX_TIMEOUT of one second, the longest a server thread waits for a notification.
+ * A test that restarts the daemon in the middle of a scenario on a busy machine needs more: a
+ * wait parked in the daemon spans the restart.
+ */
+static inline DWORD ExampleMaxTimeout(void)
+{
+        const char *s = getenv("SOCKNOTIFY_EXAMPLE_TIMEOUT_MS");
+        char *end;
+        unsigned long v;
+
+        if (!s || !*s)
+                return 1000;
+        v = strtoul(s, &end, 10);
+        return *end || v == 0 || v > 3600000 ? 1000 : (DWORD)v;
+}
 
 /* FIX: the reference's SERVER_PORT is a placeholder (0xffff, and not in network order).  The
  * server binds port 0 and publishes the port the kernel chose here. */
@@ -193,21 +211,21 @@ Exit:
 
 /*
  * For tests, not in the reference: with SOCKNOTIFY_EXAMPLE_PAUSE=FILE every client thread stops
- * halfway through its messages until FILE exists (the first one prints "paused"), so that a
- * test can restart or kill the daemon in the middle of a scenario: server threads waiting in
- * the daemon, registrations armed, data half sent.
+ * halfway through its messages until FILE exists (each prints "paused N", N counting the client
+ * threads paused so far), so that a test can restart or kill the daemon in the middle of a
+ * scenario: server threads waiting in the daemon, registrations armed, data half sent.
  */
 static inline void ExampleMidpoint(void)
 {
-        static atomic_int said;
+        static atomic_int paused;
         const char *file = getenv("SOCKNOTIFY_EXAMPLE_PAUSE");
 
         if (!file)
                 return;
-        if (!atomic_exchange(&said, 1)) {
-                printf("paused\n");
-                fflush(stdout);
-        }
+        pthread_mutex_lock(&g_printLock);
+        printf("paused %d\n", atomic_fetch_add(&paused, 1) + 1);
+        fflush(stdout);
+        pthread_mutex_unlock(&g_printLock);
         while (access(file, F_OK) != 0)
                 usleep(10000);
 }

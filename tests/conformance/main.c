@@ -81,7 +81,7 @@ void none(HANDLE p, DWORD ms)
 
 UINT32 collect(HANDLE p, uintptr_t key, UINT32 want, int ms)
 {
-        long long end = now_ms() + ms;
+        long long end = now_ms() + test_timeout_ms(ms);
         UINT32 seen = 0;
 
         while ((seen & want) != want && now_ms() < end) {
@@ -120,7 +120,7 @@ long daemon_count(const char *field)
 
 void wait_waiters(long n)
 {
-        long long end = now_ms() + 3000;
+        long long end = now_ms() + test_timeout_ms(3000);
 
         while (daemon_count("waiters") != n)
                 ck_assert_msg(now_ms() < end, "the daemon never had %ld waiters", n);

@@ -616,7 +616,7 @@ void conf_case_send_buffer(int _i)
 {
         int cl, sv;
         static char big[1 << 16];
-        long long end = now_ms() + 3000;
+        long long end = now_ms() + test_timeout_ms(3000);
 
         tcp_pair(&cl, &sv);
         ck_assert_uint_eq(reg(P, sv, 1, F_OUT, OP_ENABLE, EDGE), ERROR_SUCCESS);

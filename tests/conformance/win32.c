@@ -486,7 +486,7 @@ void conf_case_edge_reexec(int _i)
 {
         int cl, sv, base;
         long before = daemon_count("reexecs");
-        long long end = now_ms() + 5000;
+        long long end = now_ms() + test_timeout_ms(5000);
 
         /* An EDGE registration's OUT side (its duplicate and state) survives a re-exec of the
          * daemon in place: it still reports transitions, and closing frees both descriptors.

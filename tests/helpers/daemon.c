@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,16 @@ long long now_ms(void)
         return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int test_timeout_ms(int ms)
+{
+        const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+        double f = m ? strtod(m, NULL) : 1;
+
+        if (!(f > 0))
+                f = 1;
+        return f * ms > 1e9 ? 1000000000 : (int)(f * ms);
+}
+
 static bool can_connect(const char *path)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -76,9 +88,10 @@ static void pass_fds(const int *fds, unsigned n, const char *names)
         setenv("LISTEN_PID", v, 1);
 }
 
-/* nofile: the daemon's RLIMIT_NOFILE, or 0 to inherit the test's. */
+/* nofile: the daemon's RLIMIT_NOFILE, or 0 to inherit the test's; uid: the user it runs as, or
+ * (uid_t)-1 for the test's. */
 static void spawn(struct test_daemon *d, const char *const *args, const int *fds, unsigned nfds,
-                  const char *names, unsigned nofile)
+                  const char *names, unsigned nofile, uid_t uid)
 {
         const char *builddir = getenv("SN_BUILDDIR");
         const char *wrapper = getenv("SN_TEST_DAEMON_WRAPPER");
@@ -94,6 +107,11 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
                 int n = 0;
                 char *w = wrapper ? strdup(wrapper) : NULL;
 
+                if (uid != (uid_t)-1 &&
+                    (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+                     setresuid(uid, uid, uid) < 0))
+                        _exit(126);
+                /* After the switch, which clears it. */
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)
                         _exit(127);
@@ -118,7 +136,7 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
                 execvp(argv[0], (char *const *)argv);
                 _exit(127);
         }
-        deadline = now_ms() + 20000;
+        deadline = now_ms() + test_timeout_ms(20000);
         while (!can_connect(d->path)) {
                 int st;
 
@@ -136,7 +154,7 @@ void test_daemon_start_nofile(struct test_daemon *d, const char *const *args, un
         snprintf(d->dir, sizeof(d->dir), "/tmp/sn-test-XXXXXX");
         ck_assert_ptr_nonnull(mkdtemp(d->dir));
         snprintf(d->path, sizeof(d->path), "%s/socknotify.sock", d->dir);
-        spawn(d, args, NULL, 0, NULL, nofile);
+        spawn(d, args, NULL, 0, NULL, nofile, (uid_t)-1);
 }
 
 void test_daemon_start(struct test_daemon *d, const char *const *args)
@@ -144,11 +162,96 @@ void test_daemon_start(struct test_daemon *d, const char *const *args)
         test_daemon_start_nofile(d, args, 0);
 }
 
+/* Whether some process runs as uid (any of its real, effective, saved or filesystem uids). */
+static bool uid_in_use(uid_t uid)
+{
+        DIR *proc = opendir("/proc");
+        struct dirent *e;
+        bool used = false;
+
+        ck_assert_ptr_nonnull(proc);
+        while (!used && (e = readdir(proc))) {
+                char p[300], line[256];
+                unsigned long u[4];
+                FILE *f;
+
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                snprintf(p, sizeof(p), "/proc/%s/status", e->d_name);
+                f = fopen(p, "re");
+                if (!f)
+                        continue; /* gone meanwhile */
+                while (fgets(line, sizeof(line), f))
+                        if (sscanf(line, "Uid: %lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) ==
+                            4) {
+                                for (int i = 0; i < 4; i++)
+                                        used = used || u[i] == (unsigned long)uid;
+                                break;
+                        }
+                fclose(f);
+        }
+        closedir(proc);
+        return used;
+}
+
+/* Whether uid may execute the daemon of the build tree (every parent directory searchable). */
+static bool runs_daemon_as(uid_t uid)
+{
+        const char *builddir = getenv("SN_BUILDDIR");
+        char bin[512];
+        pid_t pid;
+        int st;
+
+        snprintf(bin, sizeof(bin), "%s/daemon/socknotifyd", builddir ? builddir : SN_BUILDDIR);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(setgroups(0, NULL) == 0 && setresgid(uid, uid, uid) == 0 &&
+                      setresuid(uid, uid, uid) == 0 && access(bin, X_OK) == 0 ? 0 : 1);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+bool test_private_uid(uid_t *ret_uid, char *why, size_t whysz)
+{
+        if (geteuid() != 0) {
+                snprintf(why, whysz, "needs root to run the daemon as a uid of its own (the "
+                                     "kernel's budget of descriptors in flight is per user)");
+                return false;
+        }
+        /* Far above any account, below 2^31; the pid keeps concurrent tests apart. */
+        for (unsigned i = 0; i < 16; i++) {
+                uid_t uid = (uid_t)(1900000000u + (unsigned)getpid() % 4194304u + i * 4194304u);
+
+                if (!getpwuid(uid) && !uid_in_use(uid)) {
+                        if (!runs_daemon_as(uid)) {
+                                snprintf(why, whysz, "another uid cannot run the daemon from "
+                                                     "this build tree (a parent directory is "
+                                                     "private)");
+                                return false;
+                        }
+                        *ret_uid = uid;
+                        return true;
+                }
+        }
+        snprintf(why, whysz, "found no uid that nothing runs as");
+        return false;
+}
+
+void test_daemon_start_as(struct test_daemon *d, const char *const *args, uid_t uid)
+{
+        snprintf(d->dir, sizeof(d->dir), "/tmp/sn-test-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(d->dir));
+        ck_assert_int_eq(chown(d->dir, uid, uid), 0);
+        snprintf(d->path, sizeof(d->path), "%s/socknotify.sock", d->dir);
+        spawn(d, args, NULL, 0, NULL, 0, uid);
+}
+
 void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, const int *fds,
                                 unsigned nfds, const char *names)
 {
         ck_assert_uint_le(nfds, 256);
-        spawn(d, args, fds, nfds, names, 0);
+        spawn(d, args, fds, nfds, names, 0, (uid_t)-1);
 }
 
 int test_daemon_stop(struct test_daemon *d)
@@ -193,7 +296,7 @@ int test_daemon_fds(const struct test_daemon *d)
 
 int test_daemon_wait_fds(const struct test_daemon *d, int want, int timeout_ms)
 {
-        long long deadline = now_ms() + timeout_ms;
+        long long deadline = now_ms() + test_timeout_ms(timeout_ms);
         int n = test_daemon_fds(d), last = -2, stable = 0;
 
         if (want < 0) {
@@ -264,7 +367,7 @@ bool peer_closed(int fd, int timeout_ms)
         struct pollfd p = { .fd = fd, .events = POLLIN };
         char c;
 
-        if (poll(&p, 1, timeout_ms) <= 0)
+        if (poll(&p, 1, test_timeout_ms(timeout_ms)) <= 0)
                 return false;
         return recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
 }

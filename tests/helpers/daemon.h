@@ -24,6 +24,14 @@ void test_daemon_start(struct test_daemon *d, const char *const *args);
 /* test_daemon_start() with the daemon's RLIMIT_NOFILE set to nofile, soft and hard: its
  * descriptor capacity. */
 void test_daemon_start_nofile(struct test_daemon *d, const char *const *args, unsigned nofile);
+/* A uid that no process on this machine runs as and no account has: for a daemon whose
+ * per-user kernel budgets (descriptors in flight: ETOOMANYREFS) must be its own, not shared with
+ * whatever else the test's user runs.  Returns true with *ret_uid; false, with the reason in
+ * why, when this process cannot switch to another uid (not root). */
+bool test_private_uid(uid_t *ret_uid, char *why, size_t whysz);
+/* test_daemon_start() with the daemon running as uid (and gid uid, no supplementary groups, so
+ * without capabilities); its directory belongs to uid.  The wrapper runs as uid too. */
+void test_daemon_start_as(struct test_daemon *d, const char *const *args, uid_t uid);
 /* Starts it again on the same path (after it stopped), passing fds (nfds at most 256; names
  * joined by ':') with LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID as systemd does. */
 void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, const int *fds,
@@ -34,7 +42,8 @@ int test_daemon_stop(struct test_daemon *d);
 int test_daemon_reap(struct test_daemon *d);
 /* Open descriptors of the daemon (/proc/PID/fd). */
 int test_daemon_fds(const struct test_daemon *d);
-/* Waits up to timeout_ms for the daemon's descriptor count to equal want; returns the count. */
+/* Waits up to timeout_ms (scaled: test_timeout_ms()) for the daemon's descriptor count to equal
+ * want; returns the count. */
 int test_daemon_wait_fds(const struct test_daemon *d, int want, int timeout_ms);
 
 /* Connected loopback TCP pair; the server side is non-blocking. */
@@ -48,5 +57,10 @@ struct Suite;
 int test_run_suite(struct Suite *s);
 /* Milliseconds on the monotonic clock. */
 long long now_ms(void);
-/* True when fd's peer has closed (recv returns 0) within timeout_ms. */
+/* A time bound of a wait, ms scaled by $CK_TIMEOUT_MULTIPLIER (as Check scales a case's
+ * timeout; 1 when unset or not a positive number): slow, busy and sanitizer machines get as much
+ * more time for a wait as for the whole case. */
+int test_timeout_ms(int ms);
+/* True when fd's peer has closed (recv returns 0) within timeout_ms, scaled as
+ * test_timeout_ms(). */
 bool peer_closed(int fd, int timeout_ms);

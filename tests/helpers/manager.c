@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 
 #include <check.h>
 
+#include "tests/helpers/daemon.h"
 #include "tests/helpers/manager.h"
 
 static const char *field(const char *text, const char *key, char *out, size_t outsz)
@@ -121,6 +124,38 @@ void manager_start(struct manager *m, const char *dir, unsigned cap)
         setenv("NOTIFY_SOCKET", m->path, 1);
         snprintf(v, sizeof(v), "%u", cap);
         setenv("FDSTORE", v, 1);
+}
+
+void manager_sync(struct manager *m)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char text[] = "BARRIER=1", cbuf[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = { .iov_base = text, .iov_len = sizeof(text) - 1 };
+        struct msghdr mh = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov,
+                             .msg_iovlen = 1, .msg_control = cbuf,
+                             .msg_controllen = sizeof(cbuf) };
+        struct cmsghdr *cm;
+        struct pollfd p;
+        int s, pipefd[2];
+
+        memset(cbuf, 0, sizeof(cbuf));
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", m->path);
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        memcpy(CMSG_DATA(cm), &pipefd[1], sizeof(int));
+        s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(s, 0);
+        ck_assert_int_eq(sendmsg(s, &mh, 0), (ssize_t)iov.iov_len);
+        close(s);
+        close(pipefd[1]);
+        /* The datagrams of every sender wait in one queue, in order: once the manager closed
+         * our descriptor, it has handled everything before it. */
+        p = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
+        ck_assert_msg(poll(&p, 1, test_timeout_ms(5000)) == 1, "the manager did not answer");
+        close(pipefd[0]);
 }
 
 void manager_stop(struct manager *m)

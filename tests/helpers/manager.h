@@ -38,6 +38,11 @@ struct manager {
 void manager_start(struct manager *m, const char *dir, unsigned cap);
 /* Stops the thread, closes what is stored, unsets NOTIFY_SOCKET and FDSTORE. */
 void manager_stop(struct manager *m);
+/* Returns once the manager has handled every message queued to it before this call (a
+ * BARRIER=1 of its own, answered by closing its descriptor, waited for up to 5 s times
+ * CK_TIMEOUT_MULTIPLIER).  What a daemon stored before a reply the test has received is then
+ * in the store: the daemon flushes its live store before each reply (daemon/live.c). */
+void manager_sync(struct manager *m);
 /* Entries whose name starts with prefix; _locked: the caller holds m->lock. */
 unsigned manager_count(struct manager *m, const char *prefix);
 unsigned manager_count_locked(const struct manager *m, const char *prefix);

@@ -56,7 +56,7 @@ static bool readable(int fd, int timeout_ms)
 /* Waits (poll on the connection's descriptor) for the next completed call. */
 static sn_call_t *next_call(int timeout_ms)
 {
-        long long end = now_ms() + timeout_ms;
+        long long end = now_ms() + test_timeout_ms(timeout_ms);
         int fd = sn_conn_fd(C);
         sn_call_t *k = NULL;
 

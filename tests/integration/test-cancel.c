@@ -65,7 +65,7 @@ static int daemon_waiters(sn_conn_t *conn)
 /* Waits up to 5 s until want waits are parked. */
 static void wait_parked(sn_conn_t *conn, int want)
 {
-        long long deadline = now_ms() + 5000;
+        long long deadline = now_ms() + test_timeout_ms(5000);
 
         while (daemon_waiters(conn) < want) {
                 ck_assert_msg(now_ms() < deadline, "%d waits never parked", want);
@@ -98,7 +98,7 @@ static void cancel_and_join(pthread_t t)
         ck_assert_int_eq(pthread_cancel(t), 0);
         ck_assert_int_eq(pthread_join(t, &ret), 0);
         ck_assert_ptr_eq(ret, PTHREAD_CANCELED);
-        ck_assert_int_lt(now_ms() - t0, 2000);
+        ck_assert_int_lt(now_ms() - t0, test_timeout_ms(2000));
 }
 
 /* Posts one packet and dequeues it on the same port, each within a second. */
@@ -108,9 +108,9 @@ static void post_then_dequeue(sn_port_t *port, uint64_t key)
         long long t0 = now_ms();
 
         ck_assert_int_eq(sn_port_post(port, key, 42, key + 1), 0);
-        ck_assert_int_lt(now_ms() - t0, 1000);
+        ck_assert_int_lt(now_ms() - t0, test_timeout_ms(1000));
         ck_assert_int_eq(sn_port_dequeue(port, e, 4, 1000), 1);
-        ck_assert_int_lt(now_ms() - t0, 1000);
+        ck_assert_int_lt(now_ms() - t0, test_timeout_ms(1000));
         ck_assert_uint_eq(e[0].kind, SN_ENTRY_POSTED);
         ck_assert_uint_eq(e[0].key, key);
         ck_assert_uint_eq(e[0].events, 42);

@@ -488,7 +488,8 @@ START_TEST(test_connect_listen_reset)
         ck_assert(connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS);
         sn_entry_t e[4];
         uint32_t seen40 = 0, seen41 = 0;
-        for (long long end = now_ms() + 2000; (!seen40 || !(seen41 & SN_EVENT_OUT)) && now_ms() < end;) {
+        for (long long end = now_ms() + test_timeout_ms(2000);
+             (!seen40 || !(seen41 & SN_EVENT_OUT)) && now_ms() < end;) {
                 int n = deq(P, e, 4, 200);
                 for (int i = 0; i < n; i++) {
                         if (e[i].key == 40)
@@ -508,7 +509,8 @@ START_TEST(test_connect_listen_reset)
         setsockopt(acc, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
         close(acc);
         uint32_t ev = 0;
-        for (long long end = now_ms() + 2000; !(ev & SN_EVENT_ERR) && now_ms() < end;) {
+        for (long long end = now_ms() + test_timeout_ms(2000);
+             !(ev & SN_EVENT_ERR) && now_ms() < end;) {
                 int n = deq(P, e, 4, 200);
                 for (int i = 0; i < n; i++)
                         if (e[i].key == 41)
@@ -643,7 +645,7 @@ START_TEST(test_timeouts)
 
         /* Rows 17, 18: 0 polls and returns at once, a finite timeout waits about that long. */
         ck_assert_int_eq(deq(P, &e, 1, 0), -ETIMEDOUT);
-        ck_assert_int_lt(now_ms() - t0, 100);
+        ck_assert_int_lt(now_ms() - t0, test_timeout_ms(100));
         t0 = now_ms();
         ck_assert_int_eq(deq(P, &e, 1, 200), -ETIMEDOUT);
         ck_assert_int_ge(now_ms() - t0, 190);
@@ -683,7 +685,7 @@ static int daemon_waiters(void)
 
 static void wait_for_waiters(int n)
 {
-        long long end = now_ms() + 3000;
+        long long end = now_ms() + test_timeout_ms(3000);
 
         while (daemon_waiters() != n)
                 ck_assert_msg(now_ms() < end, "daemon never had %d waiters", n);
@@ -960,7 +962,7 @@ START_TEST(test_refuses_live_replaces_stale)
                 _exit(127);
         }
         d2.pid = pid;
-        long long end = now_ms() + 5000;
+        long long end = now_ms() + test_timeout_ms(5000);
         while (sn_conn_open(D.path, &C) < 0)
                 ck_assert(now_ms() < end);
         C = sn_conn_close(C);

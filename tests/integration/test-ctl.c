@@ -81,11 +81,35 @@ static json_t *find(json_t *items, const char *key, json_int_t value)
         return NULL;
 }
 
+/* Parked until the test posts (the verbs in between take seconds on a busy machine). */
 static void *waiter(void *arg)
 {
         sn_entry_t e;
 
-        return (void *)(long)sn_port_dequeue(arg, &e, 1, 5000);
+        return (void *)(long)sn_port_dequeue(arg, &e, 1, test_timeout_ms(50000));
+}
+
+/* Waits until the daemon reports one call parked. */
+static void wait_parked(sn_conn_t *c)
+{
+        long long deadline = now_ms() + test_timeout_ms(5000);
+
+        for (;;) {
+                char *text = NULL;
+                json_t *doc;
+                json_int_t n;
+
+                ck_assert_int_eq(sn_conn_status(c, &text), 0);
+                doc = json_loads(text, 0, NULL);
+                free(text);
+                ck_assert_ptr_nonnull(doc);
+                n = json_integer_value(json_object_get(doc, "waiters"));
+                json_decref(doc);
+                if (n == 1)
+                        return;
+                ck_assert_msg(now_ms() < deadline, "the waiter's call never parked");
+                usleep(2000);
+        }
 }
 
 /* The column of word in line, or -1. */
@@ -131,7 +155,7 @@ START_TEST(test_verbs)
         r[3].op = SN_OP_DISABLE;
         ck_assert_int_eq(sn_port_process(p, &r[3], 1, NULL, 0, 0), 0);
         ck_assert_int_eq(pthread_create(&th, NULL, waiter, p), 0);
-        usleep(100 * 1000);
+        wait_parked(c);
 
         /* clients: our connection, with what the kernel says of us. */
         f = fopen("/proc/self/comm", "r");

@@ -81,7 +81,7 @@ START_TEST(test_socket_activation)
         sn_port_t *p;
         sn_entry_t e;
         pid_t pid;
-        long long end = now_ms() + 10000;
+        long long end = now_ms() + test_timeout_ms(10000);
 
         snprintf(path, sizeof(path), "%s/activated.sock", dir);
         pid = spawn_activated(path, true);
@@ -116,7 +116,7 @@ START_TEST(test_activation_refuses_wrong_socket)
         snprintf(path, sizeof(path), "%s/stream.sock", dir);
         pid = spawn_activated(path, false);
         strcpy(sa.sun_path, path);
-        for (long long end = now_ms() + 10000;; usleep(10000)) {
+        for (long long end = now_ms() + test_timeout_ms(10000);; usleep(10000)) {
                 fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
                 if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
                         break;
@@ -132,7 +132,7 @@ END_TEST
 /* Receives notify datagrams until want is seen or timeout; appends them to log. */
 static bool notify_wait(int sock, const char *want, int timeout_ms, char *log, size_t logsz)
 {
-        long long end = now_ms() + timeout_ms;
+        long long end = now_ms() + test_timeout_ms(timeout_ms);
 
         while (now_ms() < end) {
                 struct pollfd p = { .fd = sock, .events = POLLIN };

@@ -58,6 +58,9 @@
 #   sdh_wait_state NAME UNIT STATE TIMEOUT  waits until UNIT's ActiveState is STATE
 #   sdh_wait_journal NAME UNIT REGEX TIMEOUT  waits until a line of UNIT's journal matches
 #   sdh_wait TIMEOUT CMD...      runs CMD every 0.1 s until it succeeds or TIMEOUT passes
+#   sdh_scale SECONDS            prints SECONDS times $CK_TIMEOUT_MULTIPLIER (1 when unset), at
+#                                least 1; every TIMEOUT of these functions is scaled so, as
+#                                Check scales a case's timeout on slow or busy machines
 #   sdh_prop NAME UNIT PROPERTY  one property (systemctl show -P)
 #   sdh_stop NAME                poweroff (SIGRTMIN+4 to PID 1), SIGKILL after 15 s, then
 #                                removes the cgroup and the instance directory
@@ -229,8 +232,14 @@ sdh__pid1() {
         sdh__alive "$p" "$ns" && echo "$p"
 }
 
+sdh_scale() {
+        awk -v s="$1" -v m="${CK_TIMEOUT_MULTIPLIER:-1}" \
+                'BEGIN { if (!(m + 0 > 0)) m = 1; t = int(s * m + 0.999); print (t < 1 ? 1 : t) }'
+}
+
 sdh_wait() {
-        local timeout=$1 end
+        local timeout end
+        timeout=$(sdh_scale "$1")
         shift
         end=$(($(date +%s%N) + timeout * 1000000000))
         while ! "$@"; do

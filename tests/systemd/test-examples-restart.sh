@@ -8,7 +8,9 @@
 # namespaces, cgroup2 or overlayfs, it prints "SKIP: <why>" and exits 77.
 #
 # Each example runs with SOCKNOTIFY_EXAMPLE_PAUSE: its client threads stop halfway through their
-# messages, while its server threads wait in the daemon with their registrations armed.  Then
+# messages, while its server threads wait in the daemon with their registrations armed (the
+# test waits until the daemon's status shows every one of them parked; their waits are bounded
+# by SOCKNOTIFY_EXAMPLE_TIMEOUT_MS, 60 s times CK_TIMEOUT_MULTIPLIER, not 1 s).  Then
 # the daemon goes away, once by `systemctl restart` (the state handed to the descriptor store)
 # and once by `kill -9` (rebuilt from the journal and descriptors it kept in the store as it
 # ran, Restart=on-failure), and a new daemon (a new MainPID) takes over.  The clients go on; the
@@ -55,6 +57,23 @@ prop() { sdh_prop "$name" "$@"; }
 now() { date +%s%N; }
 ms_since() { echo $((($(now) - $1) / 1000000)); }
 dfds() { inside sh -c "ls /proc/$(prop socknotifyd.service MainPID)/fd | wc -l"; }
+# Calls of root's parked in the daemon right now (its status document), or nothing.
+waits() { inside env SOCKNOTIFY_SOCKET=$sock "$bdir/ctl/socknotifyctl" -j status 2>/dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["user"]["waits"])' 2>/dev/null; }
+# The scenario is at rest when every client thread is paused (the data before the midpoint is
+# sent) and every server thread waits in the daemon, on two looks 0.2 s apart (a notification
+# still on its way would take one of them out).
+at_rest() {
+        grep -qs "^paused $2\$" "$1" && [ "$(waits)" = "$3" ] && sleep 0.2 &&
+                [ "$(waits)" = "$3" ]
+}
+# The scenario's client and server threads (examples/*.c: CLIENT_THREAD_COUNT, one or
+# SERVER_THREAD_COUNT server threads, each waiting in one call).
+declare -A clients=([poll-replacement]=1 [udp-edge]=1 [mt-server]=100)
+declare -A servers=([poll-replacement]=1 [udp-edge]=1 [mt-server]=16)
+# A server thread's wait spans the restart: the reference's one second (MAX_TIMEOUT) is less
+# than a restart takes on a busy machine, and than the wait for the new daemon below allows.
+extimeout=$(($(sdh_scale 60) * 1000))
 
 check "the instance boots" sdh_start "$name"
 check "install: daemon and units" sdh_install "$name" "$build" "$src"
@@ -73,15 +92,17 @@ for event in restart kill; do
                 rm -f "$go"
                 before=$(dfds)
                 inside env SOCKNOTIFY_SOCKET=$sock SOCKNOTIFY_EXAMPLE_PAUSE="$go" \
-                        timeout 120 "$bdir/examples/$ex" > "$out" 2>&1 &
+                        SOCKNOTIFY_EXAMPLE_TIMEOUT_MS=$extimeout \
+                        timeout $(sdh_scale 120) "$bdir/examples/$ex" > "$out" 2>&1 &
                 expid=$!
-                if ! sdh_wait 30 grep -qs '^paused' "$out"; then
-                        ko "$ex: reached the middle of its scenario ($(tail -3 "$out"))"
+                if ! sdh_wait 30 at_rest "$out" "${clients[$ex]}" "${servers[$ex]}"; then
+                        ko "$ex: reached the middle of its scenario, at rest ($(grep -c \
+                            '^paused' "$out") client(s) paused, $(waits) wait(s) parked;" \
+                            "$(tail -3 "$out"))"
                         touch "$go"
                         wait "$expid"
                         continue
                 fi
-                sleep 0.3 # the server threads are parked in the daemon
                 pid=$(prop socknotifyd.service MainPID)
                 t=$(now)
                 if [ $event = restart ]; then

@@ -26,6 +26,24 @@ sys.path.insert(0, str(HERE.parent))
 import socknotify  # noqa: E402
 
 
+def scaled(seconds: float) -> float:
+    """A wait's bound times CK_TIMEOUT_MULTIPLIER, as the C tests scale theirs (busy or slow
+    machines, sanitizer builds)."""
+    try:
+        m = float(os.environ.get("CK_TIMEOUT_MULTIPLIER", "1"))
+    except ValueError:
+        m = 1.0
+    return seconds * (m if m > 0 else 1.0)
+
+
+def wait_waiters(conn: socknotify.Connection, want: int, timeout: float = 5.0) -> None:
+    """Waits until the daemon reports want calls parked (its status "waiters")."""
+    deadline = time.monotonic() + scaled(timeout)
+    while conn.status()["waiters"] != want:
+        assert time.monotonic() < deadline, f"{want} waits never parked"
+        time.sleep(0.005)
+
+
 def daemon_binary() -> str:
     if os.environ.get("SN_DAEMON"):
         return os.environ["SN_DAEMON"]
@@ -42,7 +60,7 @@ class Daemon:
         wrapper = shlex.split(os.environ.get("SN_TEST_DAEMON_WRAPPER", ""))
         cmd = wrapper + [daemon_binary(), "--socket", self.path, *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + scaled(20)
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"socknotifyd exited at start-up: {self.proc.stderr.read()!r}")
@@ -65,7 +83,7 @@ class Daemon:
     def wait_fds(self, want: int, timeout: float = 2.0) -> int:
         """The daemon's descriptor count once it equals want, or after timeout: the daemon
         closes clients' descriptors on a separate thread, just after its answer."""
-        end = time.monotonic() + timeout
+        end = time.monotonic() + scaled(timeout)
         while (n := self.fds()) != want and time.monotonic() < end:
             time.sleep(0.01)
         return n

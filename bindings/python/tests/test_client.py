@@ -15,6 +15,7 @@ import time
 import pytest
 
 import socknotify as sn
+from conftest import wait_waiters
 from socknotify import Event, Filter, Op, Registration as R, Trigger
 
 
@@ -183,7 +184,7 @@ def test_waiters_in_threads_share_a_connection(conn):
         ts = [threading.Thread(target=waiter) for _ in range(6)]
         for t in ts:
             t.start()
-        time.sleep(0.2)
+        wait_waiters(conn, 6)
         for k in range(6):
             port.post(100 + k)
         for t in ts:
@@ -203,7 +204,7 @@ def test_close_port_cancels_waiter(conn):
 
     t = threading.Thread(target=waiter)
     t.start()
-    time.sleep(0.2)
+    wait_waiters(conn, 1)  # else the close may come first, and the call fails otherwise
     with conn.create_port() as other:  # the same connection keeps working meanwhile
         other.post(1)
         assert other.dequeue(1, timeout=5)[0].key == 1
@@ -403,7 +404,7 @@ def test_daemon_death_fails_waiters(make_daemon):
 
     t = threading.Thread(target=waiter)
     t.start()
-    time.sleep(0.2)
+    wait_waiters(c, 1)  # the call reached the daemon before it stops
     d.proc.terminate()
     t.join(20)
     assert len(err) == 1 and err[0].errno in (errno.ESHUTDOWN, errno.ECONNRESET)
