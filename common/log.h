@@ -10,6 +10,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <syslog.h>
 
 /* max_level: LOG_INFO by default, LOG_DEBUG with -v. */
@@ -18,6 +19,10 @@ void sn_log_init(int max_level);
 void sn_log_set_level(int max_level);
 bool sn_log_enabled(int level);
 void sn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Copies in to out (outsz bytes, always terminated, cut between characters) with every control
+ * character (C0, DEL, C1) and every byte outside valid UTF-8 written as \xNN: what sn_log()
+ * does to each line. */
+void sn_log_escape(const char *in, char *out, size_t outsz);
 
 /*
  * A rate limit for log lines that clients can provoke: at most burst lines per interval_ms;
