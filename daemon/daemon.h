@@ -573,6 +573,7 @@ struct server {
         bool lastgood_stored;   /* they are kept in the descriptor store (lastgood.c) */
         char reload_note[160];  /* the outcome of the last reload or start, for STATUS= */
         struct event sig_hup, sig_usr2;
+        struct event reexec_later; /* SIGUSR2's re-exec, after the signals of its loop pass */
         bool restoring;         /* re-exec: holdings are restored past any limit */
         char *exe;              /* our binary's path, executed again by a re-exec */
         char **argv;            /* our arguments, given again */

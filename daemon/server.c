@@ -431,9 +431,25 @@ int server_reexec_for(struct server *srv, struct conn *c, uint32_t id, const cha
         return r;
 }
 
+static void reexec_later_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct server *srv = arg;
+
+        if (srv->stopping)
+                log_notice("SIGUSR2: no re-exec, the daemon is stopping");
+        else
+                server_reexec(srv);
+}
+
+/* The re-exec runs from a zero timer, in the next loop pass: libevent runs the callbacks of the
+ * signals caught together in the order of their numbers, and a SIGTERM that came with this
+ * SIGUSR2 would otherwise be lost with the old image.  Its callback runs first now and stops. */
 static void sigusr2_cb(evutil_socket_t sig, short what, void *arg)
 {
-        server_reexec(arg);
+        static const struct timeval now = { 0, 0 };
+        struct server *srv = arg;
+
+        evtimer_add(&srv->reexec_later, &now);
 }
 
 static void sighup_cb(evutil_socket_t sig, short what, void *arg)
@@ -743,6 +759,7 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         evsignal_assign(&srv->sig_int, srv->base, SIGINT, shutdown_cb, srv);
         evsignal_assign(&srv->sig_hup, srv->base, SIGHUP, sighup_cb, srv);
         evsignal_assign(&srv->sig_usr2, srv->base, SIGUSR2, sigusr2_cb, srv);
+        evtimer_assign(&srv->reexec_later, srv->base, reexec_later_cb, srv);
         event_assign(&srv->reaper, srv->base, -1, 0, reaper_cb, srv);
         if (event_add(&srv->listen_ev, NULL) < 0 || evsignal_add(&srv->sig_term, NULL) < 0 ||
             evsignal_add(&srv->sig_int, NULL) < 0 || evsignal_add(&srv->sig_hup, NULL) < 0 ||
@@ -823,6 +840,8 @@ void server_free(struct server *srv)
                         event_del(&srv->sig_hup);
                 if (event_initialized(&srv->sig_usr2))
                         event_del(&srv->sig_usr2);
+                if (event_initialized(&srv->reexec_later))
+                        event_del(&srv->reexec_later);
                 if (event_initialized(&srv->reaper))
                         event_del(&srv->reaper);
                 if (event_initialized(&srv->watchdog))

@@ -371,6 +371,42 @@ START_TEST(test_sigterm_during_reexec)
 }
 END_TEST
 
+/*
+ * SIGUSR2 and SIGTERM caught together, in one pass of the loop (the daemon is stopped while both
+ * are sent, so both are delivered when it continues): the daemon stops, with status 0.  Before,
+ * libevent ran SIGUSR2's callback first (the lower number), the re-exec succeeded, and the
+ * SIGTERM went with the old image: the new one served on.
+ */
+START_TEST(test_sigusr2_and_sigterm_together)
+{
+        long long deadline;
+        int st = 0;
+
+        test_daemon_start(&D, NULL);
+        ck_assert_int_eq(kill(D.pid, SIGSTOP), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, WUNTRACED), D.pid);
+        ck_assert(WIFSTOPPED(st));
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        ck_assert_int_eq(kill(D.pid, SIGTERM), 0);
+        ck_assert_int_eq(kill(D.pid, SIGCONT), 0);
+        deadline = now_ms() + test_timeout_ms(20000);
+        while (waitpid(D.pid, &st, WNOHANG) == 0) {
+                if (now_ms() > deadline) {
+                        kill(D.pid, SIGKILL);
+                        waitpid(D.pid, &st, 0);
+                        D.pid = 0;
+                        ck_abort_msg("the SIGTERM that came with a SIGUSR2 was lost: the daemon "
+                                     "served on");
+                }
+                usleep(10000);
+        }
+        D.pid = 0;
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the daemon ended with status %d",
+                      st);
+        rmdir(D.dir);
+}
+END_TEST
+
 /* The daemon's pause during a re-exec with 1, 1,000 and 15,000 registrations (1,000 at most
  * under a wrapper such as valgrind): printed for the record, not judged; what is judged is
  * that every registration is there after it. */
@@ -459,6 +495,7 @@ int main(void)
         tcase_add_test(tc, test_reexec_keeps_everything);
         tcase_add_test(tc, test_reexec_refused_keeps_serving);
         tcase_add_test(tc, test_sigterm_during_reexec);
+        tcase_add_test(tc, test_sigusr2_and_sigterm_together);
         tcase_add_test(tc, test_reexec_pause);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
