@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 
 static int log_max = LOG_INFO;
 static bool log_journal;
@@ -45,36 +46,6 @@ bool sn_log_enabled(int level)
         return level <= log_max;
 }
 
-/* The length of the valid UTF-8 sequence at p (at most n bytes), 0 if there is none. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-        size_t len;
-        unsigned cp;
-
-        if (p[0] < 0x80)
-                return 1;
-        if (p[0] >= 0xc2 && p[0] <= 0xdf)
-                len = 2, cp = p[0] & 0x1f;
-        else if (p[0] >= 0xe0 && p[0] <= 0xef)
-                len = 3, cp = p[0] & 0x0f;
-        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-                len = 4, cp = p[0] & 0x07;
-        else
-                return 0;
-        if (len > n)
-                return 0;
-        for (size_t i = 1; i < len; i++) {
-                if ((p[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = cp << 6 | (p[i] & 0x3f);
-        }
-        /* Overlong forms, surrogates and what lies past U+10FFFF are not UTF-8. */
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-                return 0;
-        return len;
-}
-
 void sn_log_escape(const char *in, char *out, size_t outsz)
 {
         const unsigned char *p = (const unsigned char *)in;
@@ -83,9 +54,9 @@ void sn_log_escape(const char *in, char *out, size_t outsz)
         if (!outsz)
                 return;
         for (size_t i = 0; i < n;) {
-                size_t len = utf8_len(p + i, n - i);
-                bool control = len == 1 ? p[i] < 0x20 || p[i] == 0x7f
-                                        : len == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
+                uint32_t cp;
+                size_t len = sn_utf8_char(p + i, n - i, &cp);
+                bool control = len && (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f));
                 size_t need = len && !control ? len : 4 * (len ? len : 1);
 
                 if (o + need >= outsz)

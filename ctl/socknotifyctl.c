@@ -32,6 +32,7 @@
 
 #include "common/macro.h"
 #include "common/path.h"
+#include "common/utf8.h"
 #include "socknotify.h"
 
 enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_NODAEMON = 3 };
@@ -109,43 +110,6 @@ static void human_age(double s, char *out, size_t size)
                 snprintf(out, size, "%lds", t);
 }
 
-/* The length of the valid UTF-8 sequence at b (n bytes left), its code point in *ret_cp; 0 when
- * b does not start one (overlong forms, surrogates and values above U+10FFFF are invalid). */
-static size_t utf8_char(const uint8_t *b, size_t n, uint32_t *ret_cp)
-{
-        uint32_t cp;
-        size_t len;
-
-        if (b[0] < 0x80) {
-                *ret_cp = b[0];
-                return 1;
-        }
-        if (b[0] >= 0xc2 && b[0] <= 0xdf) {
-                len = 2;
-                cp = b[0] & 0x1f;
-        } else if (b[0] >= 0xe0 && b[0] <= 0xef) {
-                len = 3;
-                cp = b[0] & 0x0f;
-        } else if (b[0] >= 0xf0 && b[0] <= 0xf4) {
-                len = 4;
-                cp = b[0] & 0x07;
-        } else {
-                return 0;
-        }
-        if (n < len)
-                return 0;
-        for (size_t i = 1; i < len; i++) {
-                if ((b[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = cp << 6 | (b[i] & 0x3f);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-                return 0;
-        *ret_cp = cp;
-        return len;
-}
-
 /* Bytes as printable text, like systemd's cescape(): C0 controls and DEL as \a \b \t \n \v \f
  * \r \e or \xNN, the backslash as \\, C1 controls (U+0080 to U+009F) as the \xNN of their two
  * bytes, and every byte that is not part of valid UTF-8 as \xNN; other valid UTF-8 is kept.
@@ -162,7 +126,7 @@ static char *escape_bytes(const uint8_t *b, size_t n)
         }
         for (size_t i = 0; i < n;) {
                 uint32_t cp;
-                size_t len = utf8_char(b + i, n - i, &cp);
+                size_t len = sn_utf8_char(b + i, n - i, &cp);
 
                 if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
                         len = len ? len : 1;
