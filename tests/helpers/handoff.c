@@ -3,7 +3,6 @@
 /*
  * handoff.c - the predecessor process of the handoff tests (see handoff.h).
  */
-#include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -14,22 +13,7 @@
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
 #include "tests/helpers/handoff.h"
-
-/* The daemon's count of connections (all of them for root, the user's own otherwise). */
-static long long connections(sn_conn_t *c)
-{
-        char *text = NULL;
-        json_t *doc;
-        long long n;
-
-        ck_assert_int_eq(sn_conn_status(c, &text), 0);
-        doc = json_loads(text, 0, NULL);
-        free(text);
-        ck_assert_ptr_nonnull(doc);
-        n = json_integer_value(json_object_get(doc, "connections"));
-        json_decref(doc);
-        return n;
-}
+#include "tests/helpers/status.h"
 
 void handoff_predecessor(const char *path, const char *name, uint32_t linger_ms, const int *fds,
                          int n, uint64_t base, uint16_t filter, uint8_t trigger, bool post)
@@ -73,13 +57,13 @@ void handoff_predecessor(const char *path, const char *name, uint32_t linger_ms,
         ck_assert_int_eq(read(pipefd[0], &c, 1), 1);
         close(pipefd[0]);
         ck_assert_int_eq(sn_conn_open(path, &status), 0);
-        before = connections(status);
+        before = test_status_number(status, "connections");
         ck_assert_int_eq(kill(pid, SIGKILL), 0);
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
         /* The daemon has read the connection's end once it freed the connection (its
          * registrations are ownerless or gone by then). */
         deadline = now_ms() + test_timeout_ms(5000);
-        while (connections(status) >= before) {
+        while (test_status_number(status, "connections") >= before) {
                 ck_assert_msg(now_ms() < deadline, "the daemon kept the predecessor's connection");
                 usleep(2000);
         }

@@ -33,6 +33,7 @@
 
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/status.h"
 #include "tests/helpers/manager.h"
 
 static char dir[64];
@@ -138,21 +139,6 @@ static sn_limits_t limits_of(const struct test_daemon *d)
         ck_assert_int_eq(sn_conn_limits(c, &l), 0);
         sn_conn_close(c);
         return l;
-}
-
-static long long status_number(sn_conn_t *c, const char *key)
-{
-        char *text = NULL;
-        json_t *doc;
-        long long v;
-
-        ck_assert_int_eq(sn_conn_status(c, &text), 0);
-        doc = json_loads(text, 0, NULL);
-        ck_assert_ptr_nonnull(doc);
-        v = json_integer_value(json_object_get(doc, key));
-        json_decref(doc);
-        free(text);
-        return v;
 }
 
 /* Kilobytes of the daemon's resident memory. */
@@ -503,10 +489,10 @@ static void session_close(struct session *s)
 /* SIGUSR2, then waits until the daemon answers from its new image. */
 static void reexec(sn_conn_t *c, pid_t pid)
 {
-        long long before = status_number(c, "reexecs"), end = now_ms() + scaled(5000);
+        long long before = test_status_number(c, "reexecs"), end = now_ms() + scaled(5000);
 
         ck_assert_int_eq(kill(pid, SIGUSR2), 0);
-        while (status_number(c, "reexecs") == before) {
+        while (test_status_number(c, "reexecs") == before) {
                 ck_assert_msg(now_ms() < end, "no re-exec within 5 s: %s", daemon_log());
                 usleep(10000);
         }

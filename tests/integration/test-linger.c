@@ -27,21 +27,21 @@
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/status.h"
 #include "tests/helpers/handoff.h"
 #include "tests/helpers/manager.h"
 #include "tests/helpers/raw.h"
 
 static struct test_daemon D;
 
-static long long status_number(sn_conn_t *c, const char *key);
 
 /* SIGUSR2, then waits until the daemon answers from its new image. */
 static void reexec(sn_conn_t *c)
 {
-        long long before = status_number(c, "reexecs"), t0 = now_ms();
+        long long before = test_status_number(c, "reexecs"), t0 = now_ms();
 
         ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
-        while (status_number(c, "reexecs") == before) {
+        while (test_status_number(c, "reexecs") == before) {
                 ck_assert(now_ms() - t0 < test_timeout_ms(5000));
                 usleep(5000);
         }
@@ -479,21 +479,6 @@ START_TEST(test_lingering_ports_count_against_quota)
         sn_conn_close(c);
 }
 END_TEST
-
-static long long status_number(sn_conn_t *c, const char *key)
-{
-        char *text = NULL;
-        json_t *doc;
-        long long v;
-
-        ck_assert_int_eq(sn_conn_status(c, &text), 0);
-        doc = json_loads(text, 0, NULL);
-        ck_assert_ptr_nonnull(doc);
-        v = json_integer_value(json_object_get(doc, key));
-        json_decref(doc);
-        free(text);
-        return v;
-}
 
 START_TEST(test_reexec_keeps_lingering_port)
 {

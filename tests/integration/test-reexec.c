@@ -30,33 +30,19 @@
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/status.h"
 #include "tests/helpers/raw.h"
 
 static struct test_daemon D;
 
-static long long status_number(sn_conn_t *c, const char *key)
-{
-        char *text = NULL;
-        json_t *doc;
-        long long v;
-
-        ck_assert_int_eq(sn_conn_status(c, &text), 0);
-        doc = json_loads(text, 0, NULL);
-        ck_assert_ptr_nonnull(doc);
-        v = json_integer_value(json_object_get(doc, key));
-        json_decref(doc);
-        free(text);
-        return v;
-}
-
 /* SIGUSR2, then waits until the daemon (same PID) answers from its new image. */
 static void reexec(sn_conn_t *c, pid_t pid)
 {
-        long long before = status_number(c, "reexecs");
+        long long before = test_status_number(c, "reexecs");
         long long t0 = now_ms();
 
         ck_assert_int_eq(kill(pid, SIGUSR2), 0);
-        while (status_number(c, "reexecs") == before) {
+        while (test_status_number(c, "reexecs") == before) {
                 ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "no re-exec within 5 s");
                 usleep(5000);
         }
@@ -291,7 +277,7 @@ START_TEST(test_reexec_refused_keeps_serving)
         usleep(300 * 1000);
         /* The same image still serves everything it held. */
         ck_assert_int_eq(waitpid(pid, &st, WNOHANG), 0);
-        ck_assert_int_eq(status_number(c, "reexecs"), 0);
+        ck_assert_int_eq(test_status_number(c, "reexecs"), 0);
         ck_assert_int_eq(sn_port_dequeue(p, &e, 1, 1000), 1);
         ck_assert_uint_eq(e.key, 1);
         sn_port_close(p);
@@ -337,7 +323,7 @@ START_TEST(test_sigterm_during_reexec)
         }
         for (int i = 0; i < 200 && sn_conn_open(sock, &c) < 0; i++)
                 usleep(10000);
-        ck_assert_int_eq(status_number(c, "reexecs"), 0);
+        ck_assert_int_eq(test_status_number(c, "reexecs"), 0);
         sn_conn_close(c);
         ck_assert_int_eq(unlink(bin), 0);
         f = fopen(bin, "w");
@@ -461,11 +447,11 @@ START_TEST(test_reexec_pause)
                         total += n;
                 }
                 /* Longest gap between two answered requests around the re-exec. */
-                long long before = status_number(c, "reexecs");
+                long long before = test_status_number(c, "reexecs");
                 ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
                 t0 = now_ms();
                 for (long long last = t0;;) {
-                        long long v = status_number(c, "reexecs"), now = now_ms();
+                        long long v = test_status_number(c, "reexecs"), now = now_ms();
 
                         worst = SN_MAX(worst, now - last);
                         last = now;
@@ -475,7 +461,7 @@ START_TEST(test_reexec_pause)
                 }
                 printf("re-exec with %d registration(s): done after %lld ms, longest unanswered "
                        "request %lld ms\n", total, now_ms() - t0, worst);
-                ck_assert_int_eq(status_number(c, "registrations"), total);
+                ck_assert_int_eq(test_status_number(c, "registrations"), total);
         }
         for (int i = 0; i < total; i++)
                 close(peers[i]);

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * status.h - test helper: one number of the daemon's status document.
+ */
+#pragma once
+
+#include "socknotify.h"
+
+/* The integer at key of the status document that c gets (sn_conn_status(): everything for root,
+ * the user's own otherwise); 0 when the key is absent.  Fails the running test when the call
+ * fails or the document is not JSON. */
+long long test_status_number(sn_conn_t *c, const char *key);
