@@ -141,26 +141,35 @@ int settings_set_limit(struct settings *c, size_t i, uint64_t value)
         return 0;
 }
 
-/* The line of the first occurrence of "key" in text (1-based), 0 if not found. */
-static int line_of_key(const char *text, const char *key)
+/* "NAME:LINE" of the first occurrence of "key" (quoted, as a key is written) in the len bytes of
+ * text, or "NAME" alone when it is not found as written (a key spelled with JSON escapes). */
+static void key_place(char *out, size_t outsz, const char *name, const char *text, size_t len,
+                      const char *key)
 {
-        char quoted[80];
-        const char *at;
-        int line = 1;
+        size_t k = strlen(key);
 
-        snprintf(quoted, sizeof(quoted), "\"%s\"", key);
-        at = strstr(text, quoted);
-        if (!at)
-                return 0;
-        for (const char *p = text; p < at; p++)
-                line += *p == '\n';
-        return line;
+        for (const char *p = text; p && (size_t)(p - text) < len;) {
+                p = memmem(p, len - (size_t)(p - text), key, k);
+                if (!p)
+                        break;
+                if (p > text && p[-1] == '"' && (size_t)(p - text) + k < len && p[k] == '"') {
+                        int line = 1;
+
+                        for (const char *q = text; q < p; q++)
+                                line += *q == '\n';
+                        snprintf(out, outsz, "%s:%d", name, line);
+                        return;
+                }
+                p++;
+        }
+        snprintf(out, outsz, "%s", name);
 }
 
 int settings_parse(const char *name, const char *text, size_t len, struct settings *ret,
                    char *err, size_t errsz)
 {
         struct settings c;
+        char at[1024]; /* "PATH:LINE" of a bad key */
         json_error_t je;
         json_t *doc, *value;
         const char *key;
@@ -186,10 +195,11 @@ int settings_parse(const char *name, const char *text, size_t len, struct settin
                                             : -EINVAL;
 
                         if (level < 0) {
+                                key_place(at, sizeof(at), name, text, len, key);
                                 snprintf(err, errsz,
-                                         "%s:%d: key \"log-level\": one of \"error\", "
+                                         "%s: key \"log-level\": one of \"error\", "
                                          "\"warning\", \"notice\", \"info\", \"debug\"",
-                                         name, line_of_key(text, key));
+                                         at);
                                 r = -EINVAL;
                                 goto out;
                         }
@@ -200,15 +210,15 @@ int settings_parse(const char *name, const char *text, size_t len, struct settin
                         if (!strcmp(key, settings_limit_options[i].name))
                                 break;
                 if (i == settings_nlimit_options) {
-                        snprintf(err, errsz, "%s:%d: unknown key \"%s\"", name,
-                                 line_of_key(text, key), key);
+                        key_place(at, sizeof(at), name, text, len, key);
+                        snprintf(err, errsz, "%s: unknown key \"%s\"", at, key);
                         r = -EINVAL;
                         goto out;
                 }
                 if (!json_is_integer(value) || json_integer_value(value) < 0 ||
                     settings_set_limit(&c, i, (uint64_t)json_integer_value(value)) < 0) {
-                        snprintf(err, errsz, "%s:%d: key \"%s\": an integer from %u to %u",
-                                 name, line_of_key(text, key), key,
+                        key_place(at, sizeof(at), name, text, len, key);
+                        snprintf(err, errsz, "%s: key \"%s\": an integer from %u to %u", at, key,
                                  settings_limit_options[i].min, settings_limit_options[i].max);
                         r = -EINVAL;
                         goto out;

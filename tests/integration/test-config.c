@@ -211,6 +211,11 @@ START_TEST(test_check_config)
         write_file(conf, "{\n \"max-ports\": 3,\n \"max-wiats\": 2\n}\n");
         ck_assert_int_eq(check_config(out, sizeof(out), conf), 1);
         ck_assert_msg(strstr(out, "bad.json:3: unknown key \"max-wiats\""), "%s", out);
+        /* A long key is found all the same (not cut to a buffer). */
+        write_file(conf, "{\n \"log-level\": \"info\",\n\n \"max-waits-per-user-but-a-good-"
+                         "deal-longer-than-eighty-bytes-of-key-as-a-typo-could-be\": 2\n}\n");
+        ck_assert_int_eq(check_config(out, sizeof(out), conf), 1);
+        ck_assert_msg(strstr(out, "bad.json:4: unknown key \"max-waits-per-user-but"), "%s", out);
         write_file(conf, "{\n \"max-ports\": 0\n}\n");
         ck_assert_int_eq(check_config(out, sizeof(out), conf), 1);
         ck_assert_msg(strstr(out, "bad.json:2: key \"max-ports\": an integer from 1"), "%s", out);
