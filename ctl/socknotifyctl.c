@@ -146,9 +146,20 @@ static size_t utf8_char(const uint8_t *b, size_t n, uint32_t *ret_cp)
         return len;
 }
 
+/* Invisible characters that change how the rest of a line is shown: the bidirectional
+ * controls (a port name with U+202E RIGHT-TO-LEFT OVERRIDE would reverse the columns after it in
+ * root's terminal), line and paragraph separators, zero-width characters and the BOM. */
+static bool invisible_format(uint32_t cp)
+{
+        return cp == 0x061c || cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) ||
+               (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
+               cp == 0xfeff;
+}
+
 /* Bytes as printable text, like systemd's cescape(): C0 controls and DEL as \a \b \t \n \v \f
- * \r \e or \xNN, the backslash as \\, C1 controls (U+0080 to U+009F) as the \xNN of their two
- * bytes, and every byte that is not part of valid UTF-8 as \xNN; other valid UTF-8 is kept.
+ * \r \e or \xNN, the backslash as \\, C1 controls (U+0080 to U+009F) and the invisible format
+ * characters of invisible_format() as the \xNN of their bytes, and every byte that is not part
+ * of valid UTF-8 as \xNN; other valid UTF-8 is kept.
  * The result (malloc'd) thus holds no control character, and names the bytes exactly. */
 static char *escape_bytes(const uint8_t *b, size_t n)
 {
@@ -164,7 +175,8 @@ static char *escape_bytes(const uint8_t *b, size_t n)
                 uint32_t cp;
                 size_t len = utf8_char(b + i, n - i, &cp);
 
-                if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+                if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+                    invisible_format(cp)) {
                         len = len ? len : 1;
                         for (size_t k = 0; k < len; k++) {
                                 if (b[i + k] < sizeof(named) && named[b[i + k]])
