@@ -4,8 +4,9 @@
  * log.c - stderr logging with journal priority prefixes.
  *
  * A line may carry text a client chose (a process's command name, a port's name, a socket's
- * path): every control character (C0, DEL, C1) and every byte that is not part of valid UTF-8
- * is written as \xNN, so that no client can start a forged line (a newline and "<0>" in the
+ * path): every control character (C0, DEL, C1), every invisible format character (the
+ * bidirectional controls among them) and every byte that is not part of valid UTF-8 is written
+ * as \xNN, so that no client can start a forged line (a newline and "<0>" in the
  * journal's stream) or send escape sequences to an administrator's terminal.
  */
 #include "config.h"
@@ -56,7 +57,8 @@ void sn_log_escape(const char *in, char *out, size_t outsz)
         for (size_t i = 0; i < n;) {
                 uint32_t cp;
                 size_t len = sn_utf8_char(p + i, n - i, &cp);
-                bool control = len && (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f));
+                bool control = len && (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+                                       sn_unicode_invisible(cp));
                 size_t need = len && !control ? len : 4 * (len ? len : 1);
 
                 if (o + need >= outsz)

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,4 +45,14 @@ static inline size_t sn_utf8_char(const uint8_t *b, size_t n, uint32_t *ret_cp)
                 return 0;
         *ret_cp = cp;
         return len;
+}
+
+/* Invisible characters that change how the rest of a line is shown: the bidirectional
+ * controls (a port name with U+202E RIGHT-TO-LEFT OVERRIDE would reverse the columns after it in
+ * root's terminal), line and paragraph separators, zero-width characters and the BOM. */
+static inline bool sn_unicode_invisible(uint32_t cp)
+{
+        return cp == 0x061c || cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) ||
+               (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
+               cp == 0xfeff;
 }

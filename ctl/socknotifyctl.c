@@ -111,8 +111,9 @@ static void human_age(double s, char *out, size_t size)
 }
 
 /* Bytes as printable text, like systemd's cescape(): C0 controls and DEL as \a \b \t \n \v \f
- * \r \e or \xNN, the backslash as \\, C1 controls (U+0080 to U+009F) as the \xNN of their two
- * bytes, and every byte that is not part of valid UTF-8 as \xNN; other valid UTF-8 is kept.
+ * \r \e or \xNN, the backslash as \\, C1 controls (U+0080 to U+009F) and the invisible format
+ * characters of sn_unicode_invisible() as the \xNN of their bytes, and every byte that is not part
+ * of valid UTF-8 as \xNN; other valid UTF-8 is kept.
  * The result (malloc'd) thus holds no control character, and names the bytes exactly. */
 static char *escape_bytes(const uint8_t *b, size_t n)
 {
@@ -128,7 +129,8 @@ static char *escape_bytes(const uint8_t *b, size_t n)
                 uint32_t cp;
                 size_t len = sn_utf8_char(b + i, n - i, &cp);
 
-                if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+                if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+                    sn_unicode_invisible(cp)) {
                         len = len ? len : 1;
                         for (size_t k = 0; k < len; k++) {
                                 if (b[i + k] < sizeof(named) && named[b[i + k]])

@@ -70,8 +70,12 @@ struct user *user_get(struct server *srv, uid_t uid)
 
 int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
 {
+        /* The closer thread's backlog is still in the table (as in user_fd_room()): a close()
+         * that blocks (SO_LINGER) must not let what the daemon makes itself (connections,
+         * epoll instances, EDGE duplicates) take root's reserve. */
         if (!u->pool || srv->restoring ||
-            u->pool->fds + n <= limits_fd_pool(&srv->limits, srv->fd_capacity))
+            u->pool->fds + closer_pending() + n <=
+                    limits_fd_pool(&srv->limits, srv->fd_capacity))
                 return 0;
         u->refused++;
         server_log_refusal(srv, c, u->uid, "reserve-fds");

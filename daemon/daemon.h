@@ -422,8 +422,9 @@ static inline void user_charge_output(struct user *u, int64_t delta)
 }
 
 /* Whether u may make the daemon hold n more descriptors, for conn c (NULL: none yet): 0, or
- * -EDQUOT when u is unprivileged and all unprivileged users together would exceed the pool
- * (logged as a refusal by --reserve-fds, counted in u->refused).  Never refuses a restore. */
+ * -EDQUOT when u is unprivileged and all unprivileged users together, with the descriptors the
+ * closer thread has still to close, would exceed the pool (logged as a refusal by
+ * --reserve-fds, counted in u->refused).  Never refuses a restore. */
 int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uint64_t n);
 /* The same for n more bytes of output: -EDQUOT past --max-output-unprivileged. */
 int user_check_output(struct server *srv, struct user *u, const struct conn *c, uint64_t n);

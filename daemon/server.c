@@ -401,6 +401,10 @@ int server_reexec(struct server *srv)
         sigset_t held, unheld;
         int r;
 
+        if (srv->stopping) {
+                log_notice("re-exec not done: the daemon is stopping");
+                return -ESHUTDOWN;
+        }
         /* The handled signals are blocked throughout.  One caught by libevent here would be
          * lost with the old image (its event never runs), and between execv() and the new
          * image's handlers one would take its default action and end the daemon with every
@@ -737,6 +741,14 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
                 server_free(srv);
                 return -ENOTSUP;
         }
+        /* Two priorities: SIGTERM and SIGINT (0) run before everything else (1) that became
+         * active in the same loop iteration, so that a re-exec (SIGUSR2, socknotifyctl reexec)
+         * never replaces the image while a stop signal libevent already caught waits behind it:
+         * that signal would be lost with the old image. */
+        if (event_base_priority_init(srv->base, 2) < 0) {
+                server_free(srv);
+                return -ENOMEM;
+        }
 
         if (opt->listen_fd >= 0) {
                 srv->listen_fd = opt->listen_fd;
@@ -757,6 +769,8 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         evtimer_assign(&srv->listen_pause, srv->base, listen_resume_cb, srv);
         evsignal_assign(&srv->sig_term, srv->base, SIGTERM, shutdown_cb, srv);
         evsignal_assign(&srv->sig_int, srv->base, SIGINT, shutdown_cb, srv);
+        event_priority_set(&srv->sig_term, 0);
+        event_priority_set(&srv->sig_int, 0);
         evsignal_assign(&srv->sig_hup, srv->base, SIGHUP, sighup_cb, srv);
         evsignal_assign(&srv->sig_usr2, srv->base, SIGUSR2, sigusr2_cb, srv);
         evtimer_assign(&srv->reexec_later, srv->base, reexec_later_cb, srv);

@@ -566,6 +566,31 @@ START_TEST(test_hostile_names)
 }
 END_TEST
 
+/* Bidirectional controls in a port name (valid UTF-8, no control character) are escaped too:
+ * raw, U+202E RIGHT-TO-LEFT OVERRIDE reversed the rest of the row in root's terminal, so that
+ * "evil<RLO>exe.txt" showed as "eviltxt.exe" and the columns after it ran backwards. */
+START_TEST(test_bidi_names)
+{
+        static const char name[] = "evil\xe2\x80\xae" "exe.txt\xe2\x81\xa6x\xe2\x80\x8b";
+        char out[65536];
+        sn_port_t *p;
+        sn_conn_t *c;
+
+        test_daemon_start(&D, NULL);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, name, 1, &p), 0);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--color=never ports"), 0);
+        ck_assert_msg(!strstr(out, "\xe2\x80\xae") && !strstr(out, "\xe2\x81\xa6") &&
+                              !strstr(out, "\xe2\x80\x8b"),
+                      "ports: a raw bidirectional or zero-width character: %s", out);
+        ck_assert_msg(strstr(out, "evil\\xe2\\x80\\xae" "exe.txt\\xe2\\x81\\xa6x\\xe2\\x80\\x8b"),
+                      "ports: %s", out);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("socknotifyctl");
@@ -575,6 +600,7 @@ int main(void)
         tcase_add_test(tc, test_verbs);
         tcase_add_test(tc, test_other_user);
         tcase_add_test(tc, test_hostile_names);
+        tcase_add_test(tc, test_bidi_names);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

@@ -294,6 +294,187 @@ START_TEST(test_two_users_leave_roots_reserve)
 }
 END_TEST
 
+/*
+ * Descriptors waiting in the closer thread are still in the daemon's table.  One unprivileged
+ * user registers a TCP socket whose last close() blocks (SO_LINGER, unsent data, a peer that
+ * never reads) and then sockets up to its limit, and closes the port: the blocked close() holds
+ * every one of them in the closer's queue, their charge already released.  The user then fills
+ * the pool again with what the daemon makes itself: EDGE duplicates of new registrations,
+ * connections, ports.  Before, only descriptors received counted the closer's backlog
+ * (user_fd_room()): the daemon's table reached its capacity and root's connection sat unanswered
+ * in the listening socket's backlog.  Now the pool counts them everywhere.
+ */
+struct clog_haul {
+        int step; /* 0: all done, else the step that failed */
+        int closing_regs, edge_regs, conns, ports;
+        int edge_rc, edge_result;
+};
+
+static int tcp_lingering(int *ret_listener)
+{
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t alen = sizeof(a);
+        struct linger lg = { .l_onoff = 1, .l_linger = 600 };
+        int small = 4096, l, c;
+        char buf[65536] = { 0 };
+
+        l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (l < 0 || setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0 ||
+            bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
+            getsockname(l, (struct sockaddr *)&a, &alen) < 0)
+                return -1;
+        c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+                return -1;
+        /* Never accepted, never read: the peer's window closes with our data unsent. */
+        for (int round = 0; round < 3; round++) {
+                while (send(c, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+                        ;
+                usleep(50000);
+        }
+        if (setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
+                return -1;
+        *ret_listener = l;
+        return c;
+}
+
+static void clogger(uid_t uid, int report, int go)
+{
+        static sn_conn_t *conns[512];
+        struct clog_haul ch = { 0 };
+        sn_registration_t r = { .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                .trigger = SN_TRIGGER_LEVEL };
+        sn_entry_t e[64];
+        sn_conn_t *c;
+        sn_port_t *p;
+        int l, sp[2];
+        char x;
+
+        alarm((unsigned)scaled(20000) / 1000);
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+            setresuid(uid, uid, uid) < 0)
+                _exit(3);
+        ch.step = 1;
+        r.fd = tcp_lingering(&l);
+        if (r.fd < 0 || sn_conn_open(D.path, &c) < 0 || sn_port_create(c, 0, &p) < 0 ||
+            sn_port_process(p, &r, 1, NULL, 0, 0) < 0 || r.result != 0)
+                goto out;
+        close(r.fd);
+        ch.step = 2;
+        for (;;) {
+                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) < 0)
+                        goto out;
+                r.fd = sp[0];
+                r.key = (uint64_t)ch.closing_regs + 1;
+                if (sn_port_process(p, &r, 1, NULL, 0, 0) < 0 || r.result != 0)
+                        break;
+                close(sp[0]);
+                close(sp[1]);
+                ch.closing_regs++;
+        }
+        close(sp[0]);
+        close(sp[1]);
+        /* The lingering socket's close() comes first and blocks the rest behind it. */
+        sn_port_close(p);
+        ch.step = 3;
+        if (sn_port_create(c, 0, &p) < 0)
+                goto out;
+        r.filter = SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_OUT;
+        r.trigger = SN_TRIGGER_EDGE;
+        for (;;) {
+                int rc;
+
+                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) < 0)
+                        goto out;
+                r.fd = sp[0];
+                r.key = 100000 + (uint64_t)ch.edge_regs;
+                /* Entries asked for, so that the registration is harvested and splits. */
+                rc = sn_port_process(p, &r, 1, e, 64, 0);
+                close(sp[0]);
+                if ((rc < 0 && rc != -ETIMEDOUT) || r.result != 0) {
+                        ch.edge_rc = rc;
+                        ch.edge_result = r.result;
+                        close(sp[1]);
+                        break;
+                }
+                ch.edge_regs++; /* sp[1] kept: a peer, so that the socket stays writable */
+        }
+        while (ch.conns < 512 && sn_conn_open(D.path, &conns[ch.conns]) == 0)
+                ch.conns++;
+        while (ch.conns && ch.ports < 512 && sn_port_create(conns[ch.ports % ch.conns], 0, &p) == 0)
+                ch.ports++;
+        ch.step = 0;
+out:
+        if (write(report, &ch, sizeof(ch)) != (ssize_t)sizeof(ch) || read(go, &x, 1) != 1)
+                _exit(4);
+        _exit(0);
+}
+
+START_TEST(test_closer_backlog_leaves_roots_reserve)
+{
+        /* The default reserve at a capacity of 512: 64 (a sixteenth, at least 64). */
+        const int pool = CAPACITY - 64;
+        int rep[2], go[2], st, baseline, now;
+        struct clog_haul ch;
+        sn_registration_t r = { .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                .trigger = SN_TRIGGER_LEVEL, .key = 7 };
+        sn_conn_t *c;
+        sn_port_t *p;
+        int sp[2];
+        pid_t pid;
+
+        if (geteuid() != 0) {
+                printf("SKIP: test_closer_backlog_leaves_roots_reserve needs root to run a "
+                       "client as another user\n");
+                return;
+        }
+        test_daemon_start_nofile(&D, (const char *const[]){ "--socket-mode=0666", NULL },
+                                 CAPACITY);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(chmod(D.dir, 0711), 0);
+        ck_assert_int_eq(pipe(rep), 0);
+        ck_assert_int_eq(pipe(go), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(rep[0]);
+                close(go[1]);
+                clogger(USER_A, rep[1], go[0]);
+        }
+        close(rep[1]);
+        close(go[0]);
+        ck_assert_int_eq(read(rep[0], &ch, sizeof(ch)), (ssize_t)sizeof(ch));
+        printf("closer backlog: %d registration(s) closing, then %d EDGE registration(s), "
+               "%d connection(s), %d port(s) (EDGE refused: %d/%d)\n", ch.closing_regs,
+               ch.edge_regs, ch.conns, ch.ports, ch.edge_rc, ch.edge_result);
+        ck_assert_msg(ch.step == 0, "the unprivileged client failed at step %d", ch.step);
+        ck_assert_int_gt(ch.closing_regs, 64);
+        /* What the user made the daemon hold, the closer's backlog included, is in the pool. */
+        now = test_daemon_fds(&D);
+        ck_assert_msg(now <= baseline + pool,
+                      "the daemon holds %d descriptors (baseline %d, pool %d): the closer's "
+                      "backlog took root's reserve", now, baseline, pool);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), 0);
+        r.fd = sp[0];
+        ck_assert_int_eq(sn_port_process(p, &r, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(r.result, 0);
+        sn_port_close(p);
+        sn_conn_close(c);
+        close(sp[0]);
+        close(sp[1]);
+        /* Its end: the listener goes, the lingering close() returns, the backlog drains. */
+        ck_assert_int_eq(write(go[1], "g", 1), 1);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        close(rep[0]);
+        close(go[1]);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, scaled(10000)), baseline);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 /* Of 8 connections, 4 are kept for root (--reserve-connections by default: 8/16, at least 4,
  * at most half): another user gets 4, then EUSERS, and root still gets its 4. */
 START_TEST(test_connections_are_reserved_too)
@@ -463,6 +644,7 @@ int main(void)
         tcase_add_test(tc, test_two_users_leave_roots_reserve);
         tcase_add_test(tc, test_connections_are_reserved_too);
         tcase_add_test(tc, test_full_table_answers_emfile);
+        tcase_add_test(tc, test_closer_backlog_leaves_roots_reserve);
         tcase_add_test(unit, test_defaults_are_fractions_of_the_pool);
         suite_add_tcase(s, unit);
         suite_add_tcase(s, tc);

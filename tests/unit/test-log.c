@@ -32,6 +32,7 @@ START_TEST(test_escape)
         escaped("del\x7f", "del\\x7f");
         escaped("csi\xc2\x9b" "31m", "csi\\xc2\\x9b31m");       /* U+009B, a C1 control */
         escaped("nbsp\xc2\xa0", "nbsp\xc2\xa0");                 /* U+00A0 is printable */
+        escaped("rlo\xe2\x80\xae!", "rlo\\xe2\\x80\\xae!");        /* U+202E reverses a line */
         escaped("bad\xff\x80", "bad\\xff\\x80");
         escaped("overlong\xc0\xaf", "overlong\\xc0\\xaf");
         escaped("surrogate\xed\xa0\x80", "surrogate\\xed\\xa0\\x80");
