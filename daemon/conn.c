@@ -17,9 +17,10 @@
  *
  * Users other than root and the daemon's own are also charged together, to the unprivileged
  * pool (struct pool): their descriptors never exceed the capacity less --reserve-fds, their
- * connections max-connections less --reserve-connections, their output bytes
- * --max-output-unprivileged, however many of them there are.  So root can always connect and
- * work.  Descriptors a message carries are taken by the kernel before any check: the daemon
+ * connections max-connections less --reserve-connections, their output bytes, posted packets,
+ * staged items and waiting calls the --max-*-unprivileged limits, however many of them there
+ * are.  So root can always connect and work, and the daemon's memory stays bounded.
+ * Descriptors a message carries are taken by the kernel before any check: the daemon
  * receives from an unprivileged connection only as many as the pool has room for
  * (user_fd_room()), and the kernel drops the rest.
  */
@@ -82,14 +83,39 @@ int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uin
         return -EDQUOT;
 }
 
-int user_check_output(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+/* Whether the pool's count used may grow by n within max; else the refusal, named by limit. */
+static int pool_check(struct server *srv, struct user *u, const struct conn *c, uint64_t used,
+                      uint64_t n, uint64_t max, const char *limit)
 {
-        if (!u->pool || srv->restoring ||
-            u->pool->output + n <= srv->limits.max_output_unprivileged)
+        if (!u->pool || srv->restoring || used + n <= max)
                 return 0;
         u->refused++;
-        server_log_refusal(srv, c, u->uid, "max-output-unprivileged");
+        server_log_refusal(srv, c, u->uid, limit);
         return -EDQUOT;
+}
+
+int user_check_output(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+{
+        return pool_check(srv, u, c, u->pool ? u->pool->output : 0, n,
+                          srv->limits.max_output_unprivileged, "max-output-unprivileged");
+}
+
+int user_check_waits(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+{
+        return pool_check(srv, u, c, u->pool ? u->pool->waits : 0, n,
+                          srv->limits.max_waits_unprivileged, "max-waits-unprivileged");
+}
+
+int user_check_posted(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+{
+        return pool_check(srv, u, c, u->pool ? u->pool->posted : 0, n,
+                          srv->limits.max_posted_unprivileged, "max-posted-unprivileged");
+}
+
+int user_check_staged(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+{
+        return pool_check(srv, u, c, u->pool ? u->pool->staged : 0, n,
+                          srv->limits.max_staged_unprivileged, "max-staged-unprivileged");
 }
 
 uint32_t user_fd_room(const struct server *srv, const struct user *u)
@@ -297,7 +323,7 @@ static void stage_reset(struct conn *c)
 
         live_conn_stage(c, 0, false);
         user_charge_sockets(c->user, -(int64_t)st->held);
-        c->user->nstaged -= st->nitems;
+        user_charge_staged(c->user, -(int64_t)st->nitems);
         closer_close_all(st->fds, st->nfds);
         if (st->cap)
                 server_note_freed(c->srv, (size_t)st->cap * SN_WIRE_SIZE_registration);
@@ -914,6 +940,10 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 server_log_refusal(srv, c, c->uid, "max-staged-per-user");
                 return EDQUOT;
         }
+        if (user_check_staged(srv, c->user, c, n) < 0) {
+                closer_close_all(fds, nfds);
+                return EDQUOT;
+        }
         /* Held until the last part: a client's own connection to the daemon (rejected by
          * reg_create) must not be held here either, or its end never sees EOF. */
         for (uint32_t i = 0; i < nfds; i++) {
@@ -974,7 +1004,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         st->nitems += n;
         st->nfds += nfds;
         st->held += nfds;
-        c->user->nstaged += n;
+        user_charge_staged(c->user, n);
         user_charge_sockets(c->user, nfds);
         return 0;
 }

@@ -298,8 +298,8 @@ void runner_release(struct conn *conn, uint32_t thread, struct port *no_dispatch
 void runner_free(struct runner *r);
 /* Queues a packet of registration reg (OR-ing into one already queued). */
 void port_queue_reg(struct port *port, struct reg *reg, uint32_t events);
-/* Posts n packets for conn; all or none.  Returns 0 or -EDQUOT (a limit on the port or on the
- * port's user) or -ENOMEM. */
+/* Posts n packets for conn; all or none.  Returns 0 or -EDQUOT (a limit on the port, on the
+ * port's user or on the unprivileged users' pool) or -ENOMEM. */
 int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32_t n);
 /* Harvests readiness for up to want new packets. */
 void port_harvest(struct port *port, uint32_t want);
@@ -310,7 +310,8 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max);
 /* Hands queued entries to parked waiters, most recent first. */
 void port_dispatch(struct port *port);
 /* Whether conn may park one more call with n results: 0, or -EDQUOT (logged) when a limit on
- * the connection's waits or its user's waits or output budget would be exceeded. */
+ * the connection's waits or its user's (or the unprivileged pool's) waits or output budget
+ * would be exceeded. */
 int port_wait_check(struct conn *conn, uint32_t n);
 /* Parks a PROCESS request.  results (n) are copied.  Returns 0, -EDQUOT (max-waits, or the
  * user's waits or output budget) or -ENOMEM. */
@@ -352,18 +353,22 @@ struct stage {
 /*
  * What all unprivileged users together make the daemon hold: users other than root and the
  * daemon's own (privileged: they may use the reserve).  Bounded by the pools of struct limits:
- * limits_fd_pool(), limits_conn_pool() and max_output_unprivileged.
+ * limits_fd_pool(), limits_conn_pool() and the max_*_unprivileged limits.
  */
 struct pool {
         uint64_t fds;    /* connections, ports' epoll instances, held sockets and duplicates */
         uint32_t conns;
         uint64_t output; /* bytes, as struct user's */
+        uint64_t posted; /* the counts of struct user's nposted, nstaged and nwaits */
+        uint64_t staged;
+        uint64_t waits;
 };
 
 /*
  * Per-uid accounting: one user can never take the descriptors or memory other users need.  The
  * record lives while any of its counts is not zero (user_release() frees it then).  Connections,
- * ports, sockets and output change only through the user_charge_*() functions below, which keep
+ * ports, sockets, waits, posted packets, staged items and output change only through the
+ * user_charge_*() functions below, which keep
  * the unprivileged pool in step: every path, a re-exec's and a restore's included, goes through
  * them, so the pool never needs rebuilding.
  */
@@ -421,6 +426,30 @@ static inline void user_charge_output(struct user *u, int64_t delta)
                 u->pool->output += (uint64_t)delta;
 }
 
+/* Parked calls of u change by delta. */
+static inline void user_charge_waits(struct user *u, int32_t delta)
+{
+        u->nwaits += (uint32_t)delta;
+        if (u->pool)
+                u->pool->waits += (uint64_t)(int64_t)delta;
+}
+
+/* Posted packets queued on the ports of u change by delta. */
+static inline void user_charge_posted(struct user *u, int64_t delta)
+{
+        u->nposted += (uint32_t)delta;
+        if (u->pool)
+                u->pool->posted += (uint64_t)delta;
+}
+
+/* Registration items of u's unfinished multi-part calls change by delta. */
+static inline void user_charge_staged(struct user *u, int64_t delta)
+{
+        u->nstaged += (uint32_t)delta;
+        if (u->pool)
+                u->pool->staged += (uint64_t)delta;
+}
+
 /* Whether u may make the daemon hold n more descriptors, for conn c (NULL: none yet): 0, or
  * -EDQUOT when u is unprivileged and all unprivileged users together, with the descriptors the
  * closer thread has still to close, would exceed the pool (logged as a refusal by
@@ -428,6 +457,11 @@ static inline void user_charge_output(struct user *u, int64_t delta)
 int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uint64_t n);
 /* The same for n more bytes of output: -EDQUOT past --max-output-unprivileged. */
 int user_check_output(struct server *srv, struct user *u, const struct conn *c, uint64_t n);
+/* The same for n more parked calls (--max-waits-unprivileged), posted packets
+ * (--max-posted-unprivileged) and staged items (--max-staged-unprivileged). */
+int user_check_waits(struct server *srv, struct user *u, const struct conn *c, uint64_t n);
+int user_check_posted(struct server *srv, struct user *u, const struct conn *c, uint64_t n);
+int user_check_staged(struct server *srv, struct user *u, const struct conn *c, uint64_t n);
 /* How many descriptors one more message of u may carry before the pool is full, counting
  * those the closer thread has still to close (at most max_fds; privileged: max_fds). */
 uint32_t user_fd_room(const struct server *srv, const struct user *u);

@@ -367,7 +367,7 @@ int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint
         pkt->epoch = epoch;
         sn_list_add_tail(&port->queue, &pkt->link);
         port->nposted++;
-        port->user->nposted++;
+        user_charge_posted(port->user, 1);
         port->nqueued++;
         port->srv->nqueued++;
         return 0;
@@ -428,7 +428,7 @@ void port_free(struct port *p, uint32_t status)
                         free(pkt);
                 }
         }
-        p->user->nposted -= p->nposted;
+        user_charge_posted(p->user, -(int64_t)p->nposted);
         server_note_freed(srv, (size_t)p->nposted * sizeof(struct posted));
         p->nposted = 0;
         while (!sn_list_empty(&p->regs))
@@ -611,6 +611,8 @@ int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32
                 server_log_refusal(srv, conn, conn->uid, "max-posted-per-user");
                 return -EDQUOT;
         }
+        if (user_check_posted(srv, u, conn, n) < 0)
+                return -EDQUOT;
         for (uint32_t i = 0; i < n; i++) {
                 struct snw_packet in;
                 struct packet *pkt = malloc(sizeof(struct posted));
@@ -639,7 +641,7 @@ int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32
                 live_posted(port, sn_list_entry(l, struct packet, link));
         }
         port->nposted += n;
-        u->nposted += n;
+        user_charge_posted(u, n);
         port->nqueued += n;
         srv->nqueued += n;
         return 0;
@@ -736,7 +738,7 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
                         out = put_entry(out, pkt->key, pkt->overlapped, pkt->events,
                                         SN_PROTO_KIND_POSTED);
                         port->nposted--;
-                        port->user->nposted--;
+                        user_charge_posted(port->user, -1);
                         srv->counters.posted_delivered++;
                         live_posted_gone(srv, pkt);
                         free(pkt);
@@ -818,6 +820,8 @@ int port_wait_check(struct conn *conn, uint32_t n)
                 limit = "max-waits-per-user";
         else if (u->output + size > srv->limits.max_output_per_user)
                 limit = "max-output-per-user";
+        else if (user_check_waits(srv, u, conn, 1) < 0)
+                return -EDQUOT;
         else
                 return user_check_output(srv, u, conn, size);
         if (strstr(limit, "per-user"))
@@ -870,7 +874,7 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         sn_list_add_tail(&conn->waits, &w->conn_link);
         conn->nwaits++;
         conn->srv->nwaits++;
-        conn->user->nwaits++;
+        user_charge_waits(conn->user, 1);
         user_charge_output(conn->user, (int64_t)w->charge);
         live_wait(w);
         return 0;
@@ -900,7 +904,7 @@ void wait_free(struct wait *w)
         sn_list_del(&w->conn_link);
         c->nwaits--;
         c->srv->nwaits--;
-        c->user->nwaits--;
+        user_charge_waits(c->user, -1);
         user_charge_output(c->user, -(int64_t)w->charge);
         free(w);
 }

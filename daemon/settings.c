@@ -54,6 +54,10 @@ const struct limits settings_default_limits = {
         .reserve_fds = 0,         /* 0: a sixteenth of the descriptor capacity, at least 64 */
         .reserve_connections = 0, /* 0: a sixteenth of max_connections, 4 to half of it */
         .max_output_unprivileged = 256u << 20,
+        /* Four users at their per-user defaults: socknotifyd(8), "The reserve", has the bytes. */
+        .max_posted_unprivileged = 4 * 262144,
+        .max_staged_unprivileged = 4 * 131072,
+        .max_waits_unprivileged = 4 * 4096,
 };
 
 #define LIMIT(n, field, lo, hi, h) { n, offsetof(struct limits, field), lo, hi, h, NULL }
@@ -94,6 +98,12 @@ const struct limit_option settings_limit_options[] = {
                        "max-connections/16, 4 to half"),
         LIMIT("max-output-unprivileged", max_output_unprivileged, 65536, 1u << 31,
               "bytes of replies and waiting calls of all other users together"),
+        LIMIT("max-posted-unprivileged", max_posted_unprivileged, 1, 1u << 28,
+              "queued posted packets of all other users together"),
+        LIMIT("max-staged-unprivileged", max_staged_unprivileged, 1, 1u << 28,
+              "items of unfinished multi-part calls of all other users together"),
+        LIMIT("max-waits-unprivileged", max_waits_unprivileged, 1, 1u << 26,
+              "waiting calls of all other users together"),
 };
 #undef LIMIT_COMPUTED
 #undef LIMIT

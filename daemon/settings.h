@@ -38,6 +38,9 @@ struct limits {
         uint32_t reserve_fds;              /* descriptors, the daemon's own among them */
         uint32_t reserve_connections;      /* of max_connections */
         uint32_t max_output_unprivileged;  /* bytes: output of all unprivileged users */
+        uint32_t max_posted_unprivileged;  /* posted packets of all unprivileged users */
+        uint32_t max_staged_unprivileged;  /* staged items of all unprivileged users */
+        uint32_t max_waits_unprivileged;   /* parked calls of all unprivileged users */
 };
 
 /* The most registration items one PROCESS call may carry, all parts together: its reply (header,

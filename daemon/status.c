@@ -34,7 +34,7 @@ static json_t *errors_object(const uint64_t *counts)
 static json_t *limits_object(const struct limits *l)
 {
         return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i,"
-                         " s:i, s:i, s:i, s:i, s:i, s:i, s:I}",
+                         " s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}",
                          "max_message", (int)l->max_message,
                          "max_fds", (int)l->max_fds,
                          "max_call_items", (int)limits_call_items(l),
@@ -55,7 +55,10 @@ static json_t *limits_object(const struct limits *l)
                          "max_linger_ms", (int)l->max_linger_ms,
                          "reserve_fds", (int)l->reserve_fds,
                          "reserve_connections", (int)l->reserve_connections,
-                         "max_output_unprivileged", (json_int_t)l->max_output_unprivileged);
+                         "max_output_unprivileged", (json_int_t)l->max_output_unprivileged,
+                         "max_posted_unprivileged", (json_int_t)l->max_posted_unprivileged,
+                         "max_staged_unprivileged", (json_int_t)l->max_staged_unprivileged,
+                         "max_waits_unprivileged", (json_int_t)l->max_waits_unprivileged);
 }
 
 /* The reserve and the pool of users other than root and the daemon's own; with used, how much
@@ -63,7 +66,7 @@ static json_t *limits_object(const struct limits *l)
 static json_t *reserve_object(const struct server *srv, bool used)
 {
         const struct limits *l = &srv->limits;
-        json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I}}",
+        json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
                               "uid", (json_int_t)geteuid(),
                               "fds", (json_int_t)l->reserve_fds,
                               "own_fds", (json_int_t)srv->fd_own,
@@ -71,16 +74,22 @@ static json_t *reserve_object(const struct server *srv, bool used)
                               "pool",
                               "fds", (json_int_t)limits_fd_pool(l, srv->fd_capacity),
                               "connections", (json_int_t)limits_conn_pool(l),
-                              "output_bytes", (json_int_t)l->max_output_unprivileged);
+                              "output_bytes", (json_int_t)l->max_output_unprivileged,
+                              "posted", (json_int_t)l->max_posted_unprivileged,
+                              "staged", (json_int_t)l->max_staged_unprivileged,
+                              "waits", (json_int_t)l->max_waits_unprivileged);
 
         if (o && used)
                 json_object_set_new(o, "unprivileged",
-                                    json_pack("{s:I, s:I, s:I, s:I}",
+                                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                                               "fds", (json_int_t)srv->unprivileged.fds,
                                               "connections",
                                               (json_int_t)srv->unprivileged.conns,
                                               "output_bytes",
                                               (json_int_t)srv->unprivileged.output,
+                                              "posted", (json_int_t)srv->unprivileged.posted,
+                                              "staged", (json_int_t)srv->unprivileged.staged,
+                                              "waits", (json_int_t)srv->unprivileged.waits,
                                               "closing", (json_int_t)closer_pending()));
         return o;
 }
