@@ -436,6 +436,12 @@ static void print_reserve(json_t *r)
                        "%s of output\n",
                        (long long)json_integer_value(json_object_get(pool, "fds")),
                        (long long)json_integer_value(json_object_get(pool, "connections")), out);
+                if (json_object_get(pool, "posted"))
+                        printf("other users together: at most %lld posted packet(s), %lld staged "
+                               "item(s), %lld waiting call(s)\n",
+                               (long long)json_integer_value(json_object_get(pool, "posted")),
+                               (long long)json_integer_value(json_object_get(pool, "staged")),
+                               (long long)json_integer_value(json_object_get(pool, "waits")));
                 return;
         }
         human_size((double)json_integer_value(json_object_get(used, "output_bytes")), used_out,
@@ -447,6 +453,15 @@ static void print_reserve(json_t *r)
                (long long)json_integer_value(json_object_get(used, "connections")),
                (long long)json_integer_value(json_object_get(pool, "connections")), used_out,
                out);
+        if (json_object_get(pool, "posted"))
+                printf("other users together hold %lld of %lld posted packet(s), %lld of %lld "
+                       "staged item(s), %lld of %lld waiting call(s)\n",
+                       (long long)json_integer_value(json_object_get(used, "posted")),
+                       (long long)json_integer_value(json_object_get(pool, "posted")),
+                       (long long)json_integer_value(json_object_get(used, "staged")),
+                       (long long)json_integer_value(json_object_get(pool, "staged")),
+                       (long long)json_integer_value(json_object_get(used, "waits")),
+                       (long long)json_integer_value(json_object_get(pool, "waits")));
 }
 
 static int verb_status(sn_conn_t *c)
