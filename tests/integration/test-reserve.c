@@ -15,6 +15,10 @@
  * defaults were fractions of the raw capacity: the two users took it all and root's connection
  * was refused with EMFILE.
  *
+ * Posted packets and parked calls are pooled the same way (--max-posted-unprivileged,
+ * --max-waits-unprivileged): two users each take what they can, the second is refused at the
+ * pool, root is not, a re-exec counts the same again, and the pool is empty once they are gone.
+ *
  * The arithmetic of the defaults (settings_resolve) is checked too, without a daemon.
  */
 #define _GNU_SOURCE
@@ -34,6 +38,7 @@
 #include <jansson.h>
 
 #include "daemon/settings.h"
+#include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
 #include "tests/helpers/raw.h"
@@ -586,6 +591,212 @@ START_TEST(test_full_table_answers_emfile)
 }
 END_TEST
 
+/*
+ * Parks calls (PROCESS dequeuing one entry, no timeout) on port of the raw connection fd until
+ * one is refused or max are parked; returns how many were parked and the refusal's status in
+ * *ret_err (0: none).  A STATUS after each call tells a parked one (no reply before STATUS's)
+ * from a refused one (its reply comes first).
+ */
+static int park_until_refused(int fd, uint32_t port, int max, uint32_t *ret_err)
+{
+        static uint8_t buf[1 << 18];
+        int n = 0;
+
+        *ret_err = 0;
+        while (n < max) {
+                uint32_t id = 1000 + 2 * (uint32_t)n;
+                struct snw_process body = { .port = port, .timeout_ms = SN_PROTO_INFINITE,
+                                            .max_entries = 1, .thread = (uint32_t)n + 1 };
+                uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, 0, 0, 0),
+                                                &body);
+                const struct sn_msg_desc *d;
+                struct snw_header hd;
+                ssize_t len;
+
+                raw_send(fd, buf, (size_t)(p - buf), NULL, 0);
+                sn_msg_begin(buf, SN_MSG_STATUS, id + 1, 0, 0, 0, 0);
+                raw_send(fd, buf, SN_HEADER_SIZE, NULL, 0);
+                len = raw_recv(fd, buf, sizeof(buf));
+                if (len <= 0 || sn_msg_check(buf, (size_t)len, &hd, &d) < 0)
+                        _exit(5);
+                if (hd.type == SN_MSG_PROCESS_REPLY && hd.id == id) {
+                        *ret_err = hd.status;
+                        len = raw_recv(fd, buf, sizeof(buf)); /* STATUS's reply */
+                        if (len <= 0 || sn_msg_check(buf, (size_t)len, &hd, &d) < 0)
+                                _exit(5);
+                        break;
+                }
+                if (hd.type != SN_MSG_STATUS_REPLY || hd.id != id + 1)
+                        _exit(6);
+                n++;
+        }
+        return n;
+}
+
+/* What one user queued: posted packets and parked calls, each until refused (errno). */
+struct load {
+        int posted, waits;
+        int post_err;
+        uint32_t wait_err;
+};
+
+/* In a child: becomes uid, posts packets to a port of its own until refused, parks calls on
+ * another port until refused, reports on report and holds it all until go is readable. */
+static void loader(uid_t uid, int report, int go)
+{
+        struct load l = { 0 };
+        sn_conn_t *c;
+        sn_port_t *p;
+        int fd, r;
+        char ch;
+
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+            setresuid(uid, uid, uid) < 0)
+                _exit(3);
+        if (sn_conn_open(D.path, &c) < 0 || sn_port_create(c, 0, &p) < 0)
+                _exit(4);
+        while (l.posted < 1000) {
+                r = sn_port_post(p, (uint64_t)l.posted, 0, 0);
+                if (r < 0) {
+                        l.post_err = -r;
+                        break;
+                }
+                l.posted++;
+        }
+        fd = raw_hello(D.path);
+        l.waits = park_until_refused(fd, raw_port_create(fd, 2, NULL), 1000, &l.wait_err);
+        if (write(report, &l, sizeof(l)) != (ssize_t)sizeof(l) || read(go, &ch, 1) != 1)
+                _exit(4);
+        _exit(0);
+}
+
+/* Starts a loader as uid and waits for its report. */
+static pid_t start_loader(uid_t uid, int go, struct load *ret)
+{
+        int report[2];
+        pid_t pid;
+
+        ck_assert_int_eq(pipe(report), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(report[0]);
+                loader(uid, report[1], go);
+        }
+        close(report[1]);
+        ck_assert_int_eq(read(report[0], ret, sizeof(*ret)), (ssize_t)sizeof(*ret));
+        close(report[0]);
+        printf("uid %u: %d posted packet(s) (then %s), %d parked call(s) (then %s)\n",
+               (unsigned)uid, ret->posted, strerrorname_np(ret->post_err), ret->waits,
+               strerrorname_np((int)ret->wait_err));
+        fflush(stdout);
+        return pid;
+}
+
+/* The pool's counts of posted packets and parked calls in `socknotifyctl --json status`. */
+static void pool_counts(json_int_t *ret_posted, json_int_t *ret_waits, json_int_t *ret_staged)
+{
+        static char out[1 << 16];
+        json_t *doc;
+
+        ck_assert_int_eq(ctl("--json status", out, sizeof(out)), 0);
+        doc = json_loads(out, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        ck_assert_int_eq(get(doc, "reserve", "pool", "posted"), 100);
+        ck_assert_int_eq(get(doc, "reserve", "pool", "waits"), 6);
+        *ret_posted = get(doc, "reserve", "unprivileged", "posted");
+        *ret_waits = get(doc, "reserve", "unprivileged", "waits");
+        *ret_staged = get(doc, "reserve", "unprivileged", "staged");
+        json_decref(doc);
+}
+
+/*
+ * Two users post packets and park calls until refused: the first stops at its own limits (80
+ * packets, 4 calls), the second at what the pool has left (20, 2), with the same EDQUOT.  Root
+ * still posts and parks.  A re-exec counts the same again; once the users are gone the pool is
+ * empty.  Before the pool, the second user got 80 packets and 4 calls as well.
+ */
+START_TEST(test_posted_and_waits_are_pooled)
+{
+        static char out[1 << 16];
+        struct load a, b;
+        json_int_t posted, waits, staged;
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_entry_t e;
+        pid_t pa, pb;
+        uint32_t err;
+        int go[2], st, baseline, fd;
+
+        if (geteuid() != 0) {
+                printf("SKIP: test_posted_and_waits_are_pooled needs root\n");
+                return;
+        }
+        test_daemon_start(&D, (const char *const[]){ "--socket-mode=0666",
+                                                    "--max-posted-per-user=80",
+                                                    "--max-posted-unprivileged=100",
+                                                    "--max-waits-per-user=4",
+                                                    "--max-waits-unprivileged=6", NULL });
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(chmod(D.dir, 0711), 0);
+        ck_assert_int_eq(pipe(go), 0);
+        pa = start_loader(USER_A, go[0], &a);
+        pb = start_loader(USER_B, go[0], &b);
+        ck_assert_int_eq(a.posted, 80);
+        ck_assert_int_eq(a.post_err, EDQUOT);
+        ck_assert_int_eq(a.waits, 4);
+        ck_assert_uint_eq(a.wait_err, EDQUOT);
+        ck_assert_int_eq(b.posted, 20);
+        ck_assert_int_eq(b.post_err, EDQUOT);
+        ck_assert_int_eq(b.waits, 2);
+        ck_assert_uint_eq(b.wait_err, EDQUOT);
+
+        /* Root is not counted in the pool: it posts and parks as its own limits allow. */
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < 10; i++)
+                ck_assert_int_eq(sn_port_post(p, 7, 0, 0), 0);
+        fd = raw_hello(D.path);
+        ck_assert_int_eq(park_until_refused(fd, raw_port_create(fd, 2, NULL), 3, &err), 3);
+        ck_assert_uint_eq(err, 0);
+
+        ck_assert_int_eq(ctl("status", out, sizeof(out)), 0);
+        printf("%s", out);
+        ck_assert_ptr_nonnull(strstr(out, "100 of 100 posted packet(s)"));
+        ck_assert_ptr_nonnull(strstr(out, "6 of 6 waiting call(s)"));
+        pool_counts(&posted, &waits, &staged);
+        ck_assert_int_eq(posted, 100);
+        ck_assert_int_eq(waits, 6);
+        ck_assert_int_eq(staged, 0);
+
+        /* A re-exec rebuilds the pool from what it restores, through the same charges. */
+        ck_assert_int_eq(ctl("reexec", out, sizeof(out)), 0);
+        pool_counts(&posted, &waits, &staged);
+        ck_assert_int_eq(posted, 100);
+        ck_assert_int_eq(waits, 6);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, (uint32_t)scaled(5000)), 1);
+        ck_assert_uint_eq(e.key, 7);
+
+        /* The users go: the pool is empty again. */
+        ck_assert_int_eq(write(go[1], "gg", 2), 2);
+        ck_assert_int_eq(waitpid(pa, &st, 0), pa);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        ck_assert_int_eq(waitpid(pb, &st, 0), pb);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        close(fd);
+        sn_port_close(p);
+        sn_conn_close(c);
+        close(go[0]);
+        close(go[1]);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, scaled(5000)), baseline);
+        pool_counts(&posted, &waits, &staged);
+        ck_assert_int_eq(posted, 0);
+        ck_assert_int_eq(waits, 0);
+        ck_assert_int_eq(staged, 0);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 /* Capacity C, reserve R = max(64, C/16), pool P = C - R; per user: sockets P/2, connections and
  * ports P/8 (at most 1024). */
 START_TEST(test_defaults_are_fractions_of_the_pool)
@@ -643,6 +854,7 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_two_users_leave_roots_reserve);
         tcase_add_test(tc, test_connections_are_reserved_too);
+        tcase_add_test(tc, test_posted_and_waits_are_pooled);
         tcase_add_test(tc, test_full_table_answers_emfile);
         tcase_add_test(tc, test_closer_backlog_leaves_roots_reserve);
         tcase_add_test(unit, test_defaults_are_fractions_of_the_pool);
