@@ -46,6 +46,7 @@ static void conn_io_cb(evutil_socket_t fd, short what, void *arg);
 static void violation(struct conn *c, uint32_t id, uint32_t status, const char *what);
 static size_t outmsg_cost(size_t len);
 static void conn_set_writing(struct conn *c, bool on);
+static void take_charge(struct conn *c, int64_t delta);
 static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, int *fds,
                              uint32_t nfds);
 
@@ -374,7 +375,7 @@ void conn_free(struct conn *c, uint32_t status)
         }
         user_charge_output(c->user, -(int64_t)c->outq_bytes);
         server_note_freed(c->srv, c->outq_bytes);
-        c->srv->take_inflight -= c->take_unread;
+        take_charge(c, -(int64_t)c->take_unread);
         sn_list_del(&c->take_link);
         if (event_initialized(&c->ev))
                 event_del(&c->ev);
@@ -744,6 +745,15 @@ static void handle_port_linger(struct conn *c, const struct snw_header *h, const
         conn_send(c, c->srv->wbuf, sn_msg_size(SN_MSG_PORT_LINGER_REPLY, 0, 0));
 }
 
+/* Descriptors in c's unread PORT_TAKE replies change by delta: the daemon's count and, for an
+ * unprivileged user, the pool's. */
+static void take_charge(struct conn *c, int64_t delta)
+{
+        c->srv->take_inflight += (uint64_t)delta;
+        if (c->user->pool)
+                c->user->pool->take += (uint64_t)delta;
+}
+
 /* Whether c has read its last PORT_TAKE reply: its socket holds nothing unread any more. */
 static void take_refresh(struct conn *c)
 {
@@ -751,7 +761,7 @@ static void take_refresh(struct conn *c)
 
         if (!c->take_unread || ioctl(c->fd, SIOCOUTQ, &q) < 0 || q > 0)
                 return;
-        c->srv->take_inflight -= c->take_unread;
+        take_charge(c, -(int64_t)c->take_unread);
         c->take_unread = 0;
         sn_list_del(&c->take_link);
 }
@@ -763,6 +773,22 @@ static void take_refresh(struct conn *c)
 static uint64_t take_budget(const struct server *srv)
 {
         return SN_MAX(srv->fd_capacity / 4, (uint64_t)SN_PROTO_MAX_FDS);
+}
+
+/* How many more descriptors a PORT_TAKE reply of c may carry now: what the budget leaves, and
+ * for an unprivileged user what three quarters of it leave to all unprivileged users together
+ * (the last quarter is kept for root and the daemon's user, as the reserve is). */
+static uint64_t take_room(const struct server *srv, const struct conn *c)
+{
+        uint64_t budget = take_budget(srv), room;
+
+        room = srv->take_inflight >= budget ? 0 : budget - srv->take_inflight;
+        if (c->user->pool) {
+                uint64_t pool = budget - budget / 4, used = c->user->pool->take;
+
+                room = SN_MIN(room, used >= pool ? 0 : pool - used);
+        }
+        return room;
 }
 
 /* Answers a PORT_TAKE with status err and nothing taken; why, when set, is logged (limited). */
@@ -786,7 +812,8 @@ static void take_refuse(struct conn *c, uint32_t id, uint32_t err, const char *w
  * nothing changes hands.  The registrations become the caller's only once the kernel has taken
  * the message, so a failed send loses nothing.  Descriptors sent and not yet received count
  * against the daemon's RLIMIT_NOFILE, so a client that never reads cannot pile them up: one
- * such reply unread per connection, and take_budget() for all of them.
+ * such reply unread per connection, take_budget() for all of them, and three quarters of it
+ * for all unprivileged users (take_room()).
  */
 static void handle_port_take(struct conn *c, const struct snw_header *h, const uint8_t *buf)
 {
@@ -818,17 +845,17 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         max = SN_MIN(max, (uint32_t)((srv->limits.max_message - SN_HEADER_SIZE -
                                       SN_WIRE_SIZE_port_take_reply) /
                                      SN_WIRE_SIZE_registration));
-        if (max && port->norphans && srv->take_inflight + max > take_budget(srv)) {
+        if (max && port->norphans && max > take_room(srv, c)) {
                 struct sn_list *pos, *tmp;
 
                 sn_list_foreach_safe(pos, tmp, &srv->take_unread)
                         take_refresh(sn_list_entry(pos, struct conn, take_link));
-                if (srv->take_inflight >= take_budget(srv)) {
+                if (!take_room(srv, c)) {
                         take_refuse(c, h->id, EAGAIN, "too many descriptors in replies not yet "
                                                       "read");
                         return;
                 }
-                max = (uint32_t)SN_MIN((uint64_t)max, take_budget(srv) - srv->take_inflight);
+                max = (uint32_t)SN_MIN((uint64_t)max, take_room(srv, c));
         }
         n = port_take_prepare(port, body + SN_WIRE_SIZE_port_take_reply, fds, max);
         out.remaining = port->norphans - n;
@@ -857,7 +884,7 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         port_take_commit(port, c, n);
         if (n) {
                 c->take_unread = n;
-                srv->take_inflight += n;
+                take_charge(c, n);
                 sn_list_add_tail(&srv->take_unread, &c->take_link);
                 log_debug("connection %llu (pid %d) took %u registration(s) of port %u",
                           (unsigned long long)c->serial, (int)c->pid, n, port->id);

@@ -362,6 +362,7 @@ struct pool {
         uint64_t posted; /* the counts of struct user's nposted, nstaged and nwaits */
         uint64_t staged;
         uint64_t waits;
+        uint64_t take;   /* descriptors in unread PORT_TAKE replies (conn.c, take_room()) */
 };
 
 /*

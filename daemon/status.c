@@ -81,7 +81,7 @@ static json_t *reserve_object(const struct server *srv, bool used)
 
         if (o && used)
                 json_object_set_new(o, "unprivileged",
-                                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                                               "fds", (json_int_t)srv->unprivileged.fds,
                                               "connections",
                                               (json_int_t)srv->unprivileged.conns,
@@ -90,6 +90,7 @@ static json_t *reserve_object(const struct server *srv, bool used)
                                               "posted", (json_int_t)srv->unprivileged.posted,
                                               "staged", (json_int_t)srv->unprivileged.staged,
                                               "waits", (json_int_t)srv->unprivileged.waits,
+                                              "take_fds", (json_int_t)srv->unprivileged.take,
                                               "closing", (json_int_t)closer_pending()));
         return o;
 }
