@@ -18,6 +18,7 @@
  * Posted packets and parked calls are pooled the same way (--max-posted-unprivileged,
  * --max-waits-unprivileged): two users each take what they can, the second is refused at the
  * pool, root is not, a re-exec counts the same again, and the pool is empty once they are gone.
+ * Of PORT_TAKE's budget of descriptors in unread replies, a quarter stays for root.
  *
  * The arithmetic of the defaults (settings_resolve) is checked too, without a daemon.
  */
@@ -797,6 +798,172 @@ START_TEST(test_posted_and_waits_are_pooled)
 }
 END_TEST
 
+/* Registers n socket pairs' ends on port p (the local copies closed: the daemon holds its own). */
+static int register_n(sn_port_t *p, int n)
+{
+        for (int i = 0; i < n; i++) {
+                int sp[2];
+                sn_registration_t r = { .key = (uint64_t)i, .op = SN_OP_ENABLE,
+                                        .filter = SN_REGISTER_EVENT_IN,
+                                        .trigger = SN_TRIGGER_LEVEL };
+
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+                        return -errno;
+                r.fd = sp[0];
+                if (sn_port_process(p, &r, 1, NULL, 0, 0) < 0 || r.result < 0)
+                        return -EIO;
+                close(sp[0]);
+                close(sp[1]);
+        }
+        return 0;
+}
+
+/* Sends PORT_TAKE for up to max registrations of port on the raw connection fd. */
+static void send_take(int fd, uint32_t id, uint32_t port, uint32_t max)
+{
+        uint8_t buf[64];
+        struct snw_port_take tk = { .port = port, .max = max };
+
+        snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, id, 0, 0, 0, 0), &tk);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_TAKE, 0, 0), NULL, 0);
+}
+
+/* Sends PORT_TAKE for every registration it may of the port named "take" on a new raw
+ * connection, never to read the reply, and waits until the daemon handled it: then the port
+ * named mark, asked for after it on the same connection, exists for m.  Returns the connection. */
+static int take_unread(sn_conn_t *m, const char *mark)
+{
+        static uint8_t buf[512];
+        struct snw_port_create body = { 0 };
+        long long deadline = now_ms() + test_timeout_ms(5000);
+        size_t len = strlen(mark);
+        int fd = raw_hello2(D.path);
+        sn_port_t *p;
+        uint8_t *q;
+
+        send_take(fd, 3, raw_port_open(fd, 2, "take"), SN_PROTO_MAX_FDS);
+        q = snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, 4, 0, 0, (uint32_t)len,
+                                                0), &body);
+        memcpy(q, mark, len);
+        raw_send(fd, buf, (size_t)(q - buf) + len, NULL, 0);
+        while (sn_port_open(m, mark, &p) < 0) {
+                if (now_ms() > deadline)
+                        _exit(5);
+                usleep(5 * 1000);
+        }
+        sn_port_close(p);
+        return fd;
+}
+
+/*
+ * In a child: becomes uid, leaves TAKE_REGS registrations ownerless on a lingering port, takes
+ * them on two connections that never read the replies, reports on report, holds everything
+ * until go is readable, and lets the port go.
+ */
+enum { TAKE_REGS = 300 };
+static void taker(uid_t uid, int report, int go)
+{
+        sn_port_options_t o = { .linger_ms = 60000 };
+        sn_conn_t *c, *m;
+        sn_port_t *p;
+        int fd1, fd2;
+        char ch;
+
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+            setresuid(uid, uid, uid) < 0)
+                _exit(3);
+        if (sn_conn_open(D.path, &c) < 0 || sn_port_create_named_ex(c, "take", &o, &p) < 0 ||
+            register_n(p, TAKE_REGS) < 0)
+                _exit(4);
+        sn_port_close(p);
+        sn_conn_close(c); /* ownerless now */
+        if (sn_conn_open(D.path, &m) < 0)
+                _exit(4);
+        fd1 = take_unread(m, "mark1");
+        fd2 = take_unread(m, "mark2");
+        if (write(report, "r", 1) != 1 || read(go, &ch, 1) != 1)
+                _exit(4);
+        if (sn_port_open(m, "take", &p) < 0 || sn_port_set_linger(p, 0) < 0)
+                _exit(7);
+        close(fd1);
+        close(fd2);
+        sn_port_close(p);
+        sn_conn_close(m);
+        _exit(0);
+}
+
+/*
+ * The daemon lets a quarter of its descriptor capacity wait in PORT_TAKE replies not yet read
+ * (here 1024 / 4 = 256): another user's unread replies carry at most three quarters of it (192,
+ * then none), and root still takes the registrations of its own lingering port.  Before, the
+ * other user's replies took the whole budget (253, then 3) and root got EAGAIN until that user
+ * read them.
+ */
+START_TEST(test_take_budget_keeps_roots_part)
+{
+        enum { ROOT_REGS = 10 };
+        sn_port_options_t o = { .linger_ms = 60000 };
+        sn_taken_socket_t t[ROOT_REGS];
+        static char out[1 << 16];
+        int go[2], report[2], st, baseline;
+        sn_conn_t *c;
+        sn_port_t *p;
+        json_t *doc;
+        pid_t pid;
+        char ch;
+
+        if (geteuid() != 0) {
+                printf("SKIP: test_take_budget_keeps_roots_part needs root\n");
+                return;
+        }
+        test_daemon_start_nofile(&D, (const char *const[]){ "--socket-mode=0666", NULL }, 1024);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(chmod(D.dir, 0711), 0);
+        ck_assert_int_eq(pipe(go), 0);
+        ck_assert_int_eq(pipe(report), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(report[0]);
+                taker(USER_A, report[1], go[0]);
+        }
+        close(report[1]);
+        ck_assert_int_eq(read(report[0], &ch, 1), 1);
+        close(report[0]);
+        ck_assert_int_eq(ctl("--json status", out, sizeof(out)), 0);
+        doc = json_loads(out, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        printf("uid %u: %lld descriptor(s) in unread PORT_TAKE replies\n", (unsigned)USER_A,
+               (long long)get(doc, "reserve", "unprivileged", "take_fds"));
+        fflush(stdout);
+        ck_assert_int_eq(get(doc, "reserve", "unprivileged", "take_fds"), 192);
+        json_decref(doc);
+
+        /* Root's own lingering port, left ownerless and taken over. */
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named_ex(c, "root-take", &o, &p), 0);
+        ck_assert_int_eq(register_n(p, ROOT_REGS), 0);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_open(c, "root-take", &p), 0);
+        ck_assert_int_eq(sn_port_take_sockets(p, t, ROOT_REGS, NULL), ROOT_REGS);
+        for (int i = 0; i < ROOT_REGS; i++)
+                close(t[i].fd);
+
+        ck_assert_int_eq(sn_port_set_linger(p, 0), 0);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(write(go[1], "g", 1), 1);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        close(go[0]);
+        close(go[1]);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, scaled(5000)), baseline);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 /* Capacity C, reserve R = max(64, C/16), pool P = C - R; per user: sockets P/2, connections and
  * ports P/8 (at most 1024). */
 START_TEST(test_defaults_are_fractions_of_the_pool)
@@ -855,6 +1022,7 @@ int main(void)
         tcase_add_test(tc, test_two_users_leave_roots_reserve);
         tcase_add_test(tc, test_connections_are_reserved_too);
         tcase_add_test(tc, test_posted_and_waits_are_pooled);
+        tcase_add_test(tc, test_take_budget_keeps_roots_part);
         tcase_add_test(tc, test_full_table_answers_emfile);
         tcase_add_test(tc, test_closer_backlog_leaves_roots_reserve);
         tcase_add_test(unit, test_defaults_are_fractions_of_the_pool);
