@@ -564,6 +564,17 @@ START_TEST(test_full_table_answers_emfile)
         /* Descriptors free again: the same connection registers once more. */
         for (int i = 0; i < BATCH; i++)
                 ck_assert_int_eq(sn_socket_close(conn, fds[n - 1 - i][0]), 0);
+        /* The daemon closes its copies in its closer thread: wait until they are gone (and the
+         * refused batch's, which the kernel had partly installed). */
+        {
+                long long deadline = now_ms() + test_timeout_ms(10000);
+
+                while (test_daemon_fds(&D) > 128 - BATCH) {
+                        ck_assert_msg(now_ms() < deadline, "the daemon still holds %d descriptors",
+                                      test_daemon_fds(&D));
+                        usleep(5000);
+                }
+        }
         {
                 int sp[2];
                 sn_registration_t reg = { .key = 9999, .op = SN_OP_ENABLE,
