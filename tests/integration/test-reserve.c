@@ -144,8 +144,9 @@ static void hog(uid_t uid, int report, int go)
         hog_done();
 }
 
-/* Starts a hog as uid and waits for its haul. */
-static pid_t start_hog(uid_t uid, int go, struct haul *ret)
+/* Forks child(uid, report, go) and waits for the size bytes it reports into ret. */
+static pid_t start_child(void (*child)(uid_t, int, int), uid_t uid, int go, void *ret,
+                         size_t size)
 {
         int report[2];
         pid_t pid;
@@ -155,11 +156,19 @@ static pid_t start_hog(uid_t uid, int go, struct haul *ret)
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
                 close(report[0]);
-                hog(uid, report[1], go);
+                child(uid, report[1], go);
         }
         close(report[1]);
-        ck_assert_int_eq(read(report[0], ret, sizeof(*ret)), (ssize_t)sizeof(*ret));
+        ck_assert_int_eq(read(report[0], ret, size), (ssize_t)size);
         close(report[0]);
+        return pid;
+}
+
+/* Starts a hog as uid and waits for its haul. */
+static pid_t start_hog(uid_t uid, int go, struct haul *ret)
+{
+        pid_t pid = start_child(hog, uid, go, ret, sizeof(*ret));
+
         printf("uid %u: %d connection(s) (then %s), %d port(s) (then %s), %d socket(s) (then "
                "%s)\n",
                (unsigned)uid, ret->conns, strerrorname_np(ret->conn_err),
@@ -685,19 +694,8 @@ static void loader(uid_t uid, int report, int go)
 /* Starts a loader as uid and waits for its report. */
 static pid_t start_loader(uid_t uid, int go, struct load *ret)
 {
-        int report[2];
-        pid_t pid;
+        pid_t pid = start_child(loader, uid, go, ret, sizeof(*ret));
 
-        ck_assert_int_eq(pipe(report), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                close(report[0]);
-                loader(uid, report[1], go);
-        }
-        close(report[1]);
-        ck_assert_int_eq(read(report[0], ret, sizeof(*ret)), (ssize_t)sizeof(*ret));
-        close(report[0]);
         printf("uid %u: %d posted packet(s) (then %s), %d parked call(s) (then %s)\n",
                (unsigned)uid, ret->posted, strerrorname_np(ret->post_err), ret->waits,
                strerrorname_np((int)ret->wait_err));
