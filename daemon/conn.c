@@ -47,6 +47,7 @@ static void violation(struct conn *c, uint32_t id, uint32_t status, const char *
 static size_t outmsg_cost(size_t len);
 static void conn_set_writing(struct conn *c, bool on);
 static void take_charge(struct conn *c, int64_t delta);
+static void stage_reset(struct conn *c);
 static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, int *fds,
                              uint32_t nfds);
 
@@ -226,6 +227,7 @@ int conn_adopt_output(struct conn *c, const uint8_t *buf, size_t len)
 
 void conn_defer_cancel(struct conn *c, struct outmsg *m)
 {
+        live_out_gone(c, m);
         sn_list_del(&m->link);
         c->outq_bytes -= m->cost;
         user_charge_output(c->user, -(int64_t)m->cost);
@@ -239,12 +241,14 @@ struct outmsg *conn_defer(struct conn *c, const uint8_t *buf, size_t len)
         if (!m)
                 return NULL;
         m->len = len;
+        m->jr = 0;
         m->cost = outmsg_cost(len);
         memcpy(m->data, buf, len);
         sn_list_add_tail(&c->outq, &m->link);
         c->outq_bytes += m->cost;
         user_charge_output(c->user, (int64_t)m->cost);
         conn_set_writing(c, true);
+        live_out(c, m);
         return m;
 }
 
@@ -259,7 +263,11 @@ int conn_adopt_stage(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
         st->error = error;
         if (!nitems && !nfds)
                 return 0;
-        return stage_append(c, items, nitems, fds, nfds) ? -EINVAL : 0;
+        if (stage_append(c, items, nitems, fds, nfds)) {
+                stage_reset(c);
+                return -EINVAL;
+        }
+        return 0;
 }
 
 void conn_accept(struct server *srv, int fd)
@@ -314,6 +322,7 @@ void conn_accept(struct server *srv, int fd)
                 return;
         }
         srv->counters.connections_total++;
+        live_conn(c);
         log_debug("connection %llu: pid %d uid %u", (unsigned long long)c->serial, (int)c->pid,
                   (unsigned)c->uid);
 }
@@ -322,7 +331,7 @@ static void stage_reset(struct conn *c)
 {
         struct stage *st = &c->stage;
 
-        live_conn_stage(c, 0, false);
+        live_stage_gone(c);
         user_charge_sockets(c->user, -(int64_t)st->held);
         user_charge_staged(c->user, -(int64_t)st->nitems);
         closer_close_all(st->fds, st->nfds);
@@ -330,7 +339,11 @@ static void stage_reset(struct conn *c)
                 server_note_freed(c->srv, (size_t)st->cap * SN_WIRE_SIZE_registration);
         free(st->items);
         free(st->fds);
+        for (uint32_t i = 0; st->keep && i < st->fdcap; i++)
+                free(st->keep[i]);
+        free(st->keep);
         memset(st, 0, sizeof(*st));
+        live_conn_update(c);
 }
 
 void conn_free(struct conn *c, uint32_t status)
@@ -370,6 +383,8 @@ void conn_free(struct conn *c, uint32_t status)
         stage_reset(c);
         while (!sn_list_empty(&c->outq)) {
                 struct outmsg *m = sn_list_first(&c->outq, struct outmsg, link);
+
+                live_out_gone(c, m);
                 sn_list_del(&m->link);
                 free(m);
         }
@@ -441,8 +456,8 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
         if (c->dead)
                 return;
         /* What the reply reports must be in the descriptor store before the client learns it. */
-        if (srv->live)
-                live_flush(srv);
+        live_flush(srv);
+        live_answered(c, buf, len);
         srv->counters.messages_out++;
         if (srv->trace)
                 trace(c, "->", buf, len);
@@ -477,12 +492,15 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
                 return;
         }
         m->len = len;
+        m->jr = 0;
         m->cost = cost;
         memcpy(m->data, buf, len);
         sn_list_add_tail(&c->outq, &m->link);
         c->outq_bytes += cost;
         user_charge_output(c->user, (int64_t)cost);
         conn_set_writing(c, true);
+        /* Not taken by the kernel yet: owed to the client across a re-exec or a crash. */
+        live_out(c, m);
 }
 
 static void conn_flush(struct conn *c)
@@ -497,6 +515,7 @@ static void conn_flush(struct conn *c)
                         conn_kill(c, "sending failed");
                         return;
                 }
+                live_out_gone(c, m);
                 sn_list_del(&m->link);
                 c->outq_bytes -= m->cost;
                 user_charge_output(c->user, -(int64_t)m->cost);
@@ -601,6 +620,7 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
         out.version = c->version;
         evtimer_del(&c->hello_timer);
         live_conn(c);
+        live_conn_update(c);
         p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, h->id, 0, 0, 0, 0);
         snw_hello_reply_encode(p, &out);
         conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
@@ -863,7 +883,7 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         snw_port_take_reply_encode(body, &out);
         len = sn_msg_size(SN_MSG_PORT_TAKE_REPLY, n, 0);
         sn_msg_begin(srv->wbuf, SN_MSG_PORT_TAKE_REPLY, h->id, 0, (uint16_t)n, n, 0);
-        if (srv->live)
+        if (srv->journal)
                 live_flush(srv);
         r = sn__fdmsg_send(c->fd, srv->wbuf, len, fds, n, MSG_DONTWAIT);
         if (r == -EAGAIN || r == -EWOULDBLOCK || r == -ETOOMANYREFS) {
@@ -1015,6 +1035,14 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                         return ENOMEM;
                 }
                 st->fds = nf;
+                struct stage_keep **nk = realloc(st->keep, (size_t)cap * sizeof(*nk));
+
+                if (!nk) {
+                        closer_close_all(fds, nfds);
+                        return ENOMEM;
+                }
+                memset(nk + st->fdcap, 0, (size_t)(cap - st->fdcap) * sizeof(*nk));
+                st->keep = nk;
                 st->fdcap = cap;
         }
         for (uint32_t i = 0; i < n; i++) {
@@ -1033,6 +1061,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         st->held += nfds;
         user_charge_staged(c->user, n);
         user_charge_sockets(c->user, nfds);
+        live_stage_part(c, st->items + (size_t)(st->nitems - n) * isz, n, nfds);
         return 0;
 }
 
@@ -1043,6 +1072,7 @@ static void discard_rest(struct conn *c, uint32_t id, uint32_t flags)
         if (flags & SN_PROTO_PROCESS_PART) {
                 c->discarding = true;
                 c->discard_id = id;
+                live_conn_update(c);
         }
 }
 
@@ -1064,8 +1094,10 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                 /* The rest of a call already answered with its failure: read, its descriptors
                  * closed, never applied nor answered again. */
                 closer_close_all(fds, nfds);
-                if (!(in.flags & SN_PROTO_PROCESS_PART))
+                if (!(in.flags & SN_PROTO_PROCESS_PART)) {
                         c->discarding = false;
+                        live_conn_update(c);
+                }
                 return;
         }
         if (!fds_consistent(items, nitems, nfds)) {
@@ -1096,7 +1128,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
                         st->active = true;
                         st->id = h->id;
                         st->port = in.port;
-                        live_conn_stage(c, h->id, true);
+                        live_conn_update(c);
                 }
                 /* After a failure the rest of the call is only read, never held. */
                 if (st->error) {
@@ -1214,8 +1246,10 @@ static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t
 
         snw_process_decode(sn_msg_body(buf), &in);
         if (c->discarding && h->id == c->discard_id) {
-                if (!(in.flags & SN_PROTO_PROCESS_PART))
+                if (!(in.flags & SN_PROTO_PROCESS_PART)) {
                         c->discarding = false;
+                        live_conn_update(c);
+                }
                 return;
         }
         if (st->active && st->id == h->id)
@@ -1251,8 +1285,10 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
                           r == -EOPNOTSUPP ? "unknown message type" : "malformed message");
                 return;
         }
-        if (nfds || fds_cut)
+        if ((nfds || fds_cut) && !c->passed_fds) {
                 c->passed_fds = true;
+                live_conn_update(c);
+        }
         if (fds_cut && h.type == SN_MSG_PROCESS && c->hello && !h.status) {
                 closer_close_all(fds, nfds);
                 refuse_fds(c, &h, buf, fds_cut);

@@ -34,17 +34,13 @@
 
 #include "common/list.h"
 #include "common/log.h"
+#include "daemon/journal.h"
+#include "daemon/restore.h"
 #include "daemon/settings.h"
 #include "proto/codec.h"
 
 struct server;
 struct ucred;
-struct box;
-
-/* Which of the live store's boxes holds a descriptor (live.c); NULL: none. */
-struct box_ref {
-        struct box *box;
-};
 struct conn;
 struct port;
 struct reg;
@@ -87,6 +83,7 @@ struct packet {
         uint32_t events;
         uint32_t kind;  /* SN_PROTO_KIND_* */
         uint64_t epoch; /* port->epoch when harvested */
+        uint64_t seq;   /* its place among every port's packets (live_packet_seq()) */
 };
 
 /* A posted packet, allocated on its own (a registration's packet is part of it). */
@@ -156,6 +153,8 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
                       uint32_t slot);
 /* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
 void reg_rearm(struct reg *reg);
+/* A restored one-shot that had fired: out of epoll until its next ENABLE. */
+void reg_disarm(struct reg *reg);
 /* Forgets the EDGE events recorded at ENABLE. */
 void reg_skip_clear(struct reg *reg);
 /* Takes a free slot for g (g->slot); returns 0 or -ENOMEM. */
@@ -220,6 +219,7 @@ struct runner {
         struct conn *conn;
         struct port *port;
         uint32_t thread;
+        uint32_t jr;              /* journal record (live.c), 0 for none */
 };
 
 struct port {
@@ -333,6 +333,7 @@ void wait_detach(struct wait *w);
 
 struct outmsg {
         struct sn_list link;
+        uint32_t jr; /* the first of its journal records (live.c), 0 for none */
         size_t len;
         size_t cost; /* bytes charged to the connection and its user */
         uint8_t data[];
@@ -348,6 +349,15 @@ struct stage {
         int *fds;
         uint32_t nfds, fdcap;
         uint32_t held; /* fds counted in the user's quota */
+        /* In the journal (live.c): the items' records, chained from jr_first, and each
+         * descriptor's record and box (keep[i] for fds[i], made as they are journaled). */
+        uint32_t jr_first, jr_last;
+        struct stage_keep **keep;
+};
+
+struct stage_keep {
+        uint32_t jr;
+        struct box_ref box;
 };
 
 /*
@@ -610,7 +620,8 @@ struct server {
         char reload_note[160];  /* the outcome of the last reload or start, for STATUS= */
         struct event sig_hup, sig_usr2;
         struct event reexec_later; /* SIGUSR2's re-exec, after the signals of its loop pass */
-        bool restoring;         /* re-exec: holdings are restored past any limit */
+        bool restoring;         /* a restore: holdings are restored past any limit */
+        bool restoring_crash;   /* ... after a crash: edges that hold are reported again */
         char *exe;              /* our binary's path, executed again by a re-exec */
         char **argv;            /* our arguments, given again */
         struct timespec started;
@@ -622,7 +633,9 @@ struct server {
         uint64_t fd_capacity;
         uint64_t fd_own;         /* descriptors open before the first client: the daemon's own */
         uint32_t fdstore_max;    /* the service manager's descriptor store takes this many */
-        struct live *live;       /* what survives a crash (live.c), NULL without a store */
+        struct journal *journal; /* the state, always current (live.c), NULL without one */
+        uint32_t listen_jr;      /* the listening socket's journal record */
+        struct box_ref listen_box;
         /* PORT_TAKE replies not known to be read, and their descriptors (bounded: see
          * handle_port_take in conn.c). */
         struct sn_list take_unread;
@@ -662,84 +675,86 @@ int server_reexec(struct server *srv);
 /* A re-exec asked for by conn's CONTROL request id: answer (JSON text) is queued to go out
  * from the new image.  Returns only on failure, with the answer taken back. */
 int server_reexec_for(struct server *srv, struct conn *conn, uint32_t id, const char *answer);
-/* The re-exec state (reexec.c).  reexec_save writes srv's state to fd; reexec_load reads it
- * from fd into srv (apply) or only checks it (srv NULL): 0 or a negative errno (logged).
- * reexec_listen reads the listening socket and path recorded in the state. */
-int reexec_save(struct server *srv, int fd);
-int reexec_load(struct server *srv, int fd);
-int reexec_listen(int fd, int *ret_listen_fd, char *path, size_t pathsz, bool *ret_owns_path);
 /*
  * The service manager's descriptor store (fdstore.c).  fdstore_capacity: how many descriptors
- * it takes (FDSTORE, with NOTIFY_SOCKET set), 0 when there is none.  fdstore_handover: on a
- * stop, hands every descriptor and the state to the store; 0 when all of it was taken (the
- * caller must then exit without closing or answering anything), or a negative errno (logged,
- * the store emptied again: stop as usual).  fdstore_take: at start, takes what LISTEN_FDS
- * passes: returns 1 with *ret_state_fd a state to restore (every descriptor it names already
- * at its old number), 1 or 0 with *ret_listen_fd an activated listening socket or 0, or a
- * negative errno (logged; the store is emptied, the caller exits).  fdstore_forget: empties
- * the store of what fdstore_handover put in it (nboxes: how many boxes).
+ * it takes (FDSTORE, with NOTIFY_SOCKET set), 0 when there is none.  fdstore_take: at start,
+ * takes what LISTEN_FDS passes: returns 1 with *ret_listen_fd an activated listening socket, 0
+ * with none, or a negative errno (logged; the caller exits).  What a previous daemon left in
+ * the store (its journal and boxes, after an orderly stop or a crash) is then had from
+ * fdstore_previous(): true with *journal (size bytes) and the descriptors by record (the
+ * caller's), false when there is none.  fdstore_next_gen: the generation for our own journal;
+ * fdstore_forget_previous: removes the previous daemon's entries once ours are stored.
  */
 uint32_t fdstore_capacity(void);
-int fdstore_handover(struct server *srv, uint32_t capacity);
-int fdstore_take(int *ret_listen_fd, int *ret_state_fd);
-void fdstore_forget(uint32_t nboxes);
-/* After fdstore_take: whether the previous daemon crashed leaving a journal and descriptors
- * (then *journal and *fds are the caller's, for live_restore()); the generation for our own
- * journal; and removing the previous daemon's entries once ours are stored. */
-bool fdstore_crashed(const uint8_t **journal, size_t *size, int **fds, uint32_t *nfds);
+int fdstore_take(int *ret_listen_fd);
+bool fdstore_previous(uint8_t **journal, size_t *size, struct restore_fds *fds);
+/* A generation already used (a re-exec's predecessor): the next one is later. */
+void fdstore_note_gen(uint32_t gen);
 uint32_t fdstore_next_gen(void);
 void fdstore_forget_previous(void);
+/* Removes generation gen's journal and its nboxes boxes from the store (after a re-exec). */
+void fdstore_forget_gen(uint32_t gen, uint32_t nboxes);
 /* After fdstore_take: the previous daemon's last good settings (lastgood.c), a memfd that is
  * now the caller's, or -1 when the store held none. */
 int fdstore_take_settings(void);
 /*
- * What survives a crash (live.c): a journal of every session's objects and the descriptors in
- * "boxes", both kept in the descriptor store as the daemon runs.  live_start: begins it with
- * generation gen for everything the server holds now (0 or a negative errno, logged; then the
- * daemon runs without it).  live_stop: ends it; forget_all also takes it out of the store
- * (before a re-exec, which starts its own).  The hooks below record what they name and do
- * nothing without a live store; *_gone before the object is freed.  live_flush: sends the
- * descriptors added since the last flush and rebuilds boxes with dropped ones; runs at the end
- * of every turn of the loop that changed something, and before any reply is sent.
- * live_restore: rebuilds the sessions of a journal (size bytes) and its boxes' descriptors
- * (all taken), counting what it did in *out.
+ * The state, always current (live.c, on journal.c).  live_start: a new journal of generation
+ * gen holding everything the server holds now, in the descriptor store when there is one (0 or
+ * a negative errno, logged; then the daemon runs without it, and cannot re-exec).  live_stop:
+ * ends it; forget also takes it out of the store.  live_flush: sends the descriptors added
+ * since the last flush; runs at the end of every turn of the loop that added one, and before
+ * any reply is sent.  live_leave: before a re-exec or an orderly stop: every port harvested (so
+ * that no edge is reported twice), everything boxed, and the journal marked orderly.  The
+ * hooks below record what they name and do nothing without a journal; *_gone before the
+ * object is freed.
  */
-struct live_restored {
-        uint32_t conns, ports, regs, posted, waits;
-        uint32_t queued;      /* socket notifications that were queued, queued again */
-        uint32_t interrupted; /* calls failed with EIO: in progress at the crash */
-        uint32_t dropped;     /* registrations whose socket, port or creator was not found */
-        uint32_t unused;      /* descriptors no record named (dropped just before the crash) */
-};
 int live_start(struct server *srv, uint32_t gen);
-void live_stop(struct server *srv, bool forget_all);
+void live_stop(struct server *srv, bool forget);
 void live_flush(struct server *srv);
-/* How many entries of the store the live journal and boxes take. */
+int live_leave(struct server *srv);
+/* How many entries of the store the journal and boxes take. */
 uint32_t live_entries(const struct server *srv);
-int live_restore(struct server *srv, const uint8_t *journal, size_t size, const int *fds,
-                 uint32_t nfds, struct live_restored *out);
+void live_everything(struct server *srv);
+void live_listen(struct server *srv);
 void live_conn(struct conn *c);
+/* Its flags, protocol version or staged call changed. */
+void live_conn_update(struct conn *c);
 void live_conn_gone(struct conn *c);
+/* Request id is being handled (begin) or was answered. */
 void live_conn_request(struct conn *c, uint32_t id, bool begin);
-void live_conn_stage(struct conn *c, uint32_t id, bool active);
+/* A reply leaving for c (buf, len bytes): the request it answers is no longer in flight. */
+void live_answered(struct conn *c, const uint8_t *buf, size_t len);
+/* A reply queued (not taken by the kernel yet), and sent. */
+void live_out(struct conn *c, struct outmsg *m);
+void live_out_gone(struct conn *c, struct outmsg *m);
+/* A part appended to c's staged call: n items at items, the stage's last nfds descriptors. */
+void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t nfds);
+void live_stage_gone(struct conn *c);
 void live_port(struct port *p);
 void live_port_gone(struct port *p);
-/* Its linger time or lingering state changed. */
+/* Its linger time or lingering state changed; its epoch changed. */
 void live_port_linger(struct port *p);
+void live_port_epoch(struct port *p);
 void live_handle(struct handle *h);
 void live_handle_gone(struct handle *h);
+void live_runner(struct runner *r);
+void live_runner_gone(struct runner *r);
 void live_reg(struct reg *g);
 void live_reg_gone(struct reg *g);
+/* A one-shot fired (or was enabled again). */
+void live_reg_fired(struct reg *g);
 /* Its packet was queued, OR-ed into or taken off the queue. */
 void live_reg_queued(struct reg *g);
+/* The order of a packet queued now, among every port's packets. */
+uint64_t live_packet_seq(struct server *srv);
 void live_posted(struct port *p, struct packet *pkt);
 void live_posted_gone(struct server *srv, struct packet *pkt);
 void live_wait(struct wait *w);
 void live_wait_gone(struct wait *w);
-/* Sends ERROR with status for request id (live.c, after a crash). */
+/* Sends ERROR with status for request id (restore.c, after a crash). */
 void conn_reply_error(struct conn *c, uint32_t id, uint32_t status);
-/* Sets or clears FD_CLOEXEC on every descriptor the state names. */
-void reexec_set_cloexec(struct server *srv, bool on);
+/* Sets or clears FD_CLOEXEC on every descriptor the journal names (live.c). */
+void live_set_cloexec(struct server *srv, bool on);
 /* Reads the configuration file again and applies it to new requests (SIGHUP, CONTROL reload,
  * systemctl reload).  Returns 0, or a negative errno when the file is bad: logged at err, err
  * holds "PATH:LINE: what, naming the key" (errsz bytes), and the running settings stay. */

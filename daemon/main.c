@@ -22,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -91,65 +94,131 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, int base, uint32
 
 /*
  * Socket activation: adopts the one listening socket passed with LISTEN_FDS/LISTEN_PID (the
- * variables are unset afterwards, so children do not see them), or, when the service manager
- * hands back what a previous daemon kept in its descriptor store, that daemon's state
- * (*ret_state_fd, every descriptor it names already in place; see fdstore.c).  Returns the
- * listening descriptor, 0 when none was passed (or a state was), or -1 (logged) when what was
- * passed is not one listening Unix SOCK_SEQPACKET socket.  Writes the socket's path (for logs
- * and the status document) to path.
+ * variables are unset afterwards, so children do not see them); what a previous daemon left in
+ * the descriptor store is set aside by fdstore_take() for later.  Returns the listening
+ * descriptor, 0 when none was passed, or -1 (logged) when what was passed is not one listening
+ * Unix SOCK_SEQPACKET socket.
  */
-static int adopt_listen_fd(char *path, size_t size, int *ret_state_fd)
+static int adopt_listen_fd(void)
 {
-        struct sockaddr_un sa;
-        socklen_t len = sizeof(sa);
-        int fd, n = fdstore_take(&fd, ret_state_fd);
+        int fd, n = fdstore_take(&fd);
 
         if (n < 0)
                 return -1;
-        if (*ret_state_fd >= 0 || n == 0)
+        if (n == 0)
                 return 0;
         if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
                 log_error("the activated socket is not a listening Unix SOCK_SEQPACKET socket");
                 return -1;
         }
+        return fd;
+}
+
+/* The path a listening socket is bound to, for logs and the status document. */
+static void socket_path_of(int fd, char *path, size_t size)
+{
+        struct sockaddr_un sa;
+        socklen_t len = sizeof(sa);
+
         memset(&sa, 0, sizeof(sa));
         if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_path[0])
                 snprintf(path, size, "%.*s", (int)sizeof(sa.sun_path), sa.sun_path);
         else
                 snprintf(path, size, "(activated socket)");
-        return fd;
 }
 
-/* The sessions of a daemon that died without handing anything over, from what it kept in the
- * descriptor store as it ran (live.c). */
-static void restore_after_crash(struct server *srv)
-{
-        const uint8_t *journal;
+/* A previous state to restore: the journal of the image before a re-exec (from its memfd), or
+ * what the descriptor store kept of the daemon before (an orderly stop or a crash). */
+struct previous {
+        uint8_t *journal;
         size_t size;
-        int *fds;
-        uint32_t nfds;
-        struct live_restored out;
+        bool mapped;   /* journal is a mapping of restore_fd (a re-exec) */
+        struct restore_fds fds;
+        uint32_t gen, boxes;
+};
+
+static int map_journal(int fd, struct previous *pv)
+{
+        struct stat st;
+        void *m;
+
+        if (fstat(fd, &st) < 0 || st.st_size < JR_RECORD || st.st_size > (1ll << 36))
+                return -EBADMSG;
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        pv->journal = m;
+        pv->size = (size_t)st.st_size;
+        pv->mapped = true;
+        if (restore_check(pv->journal, pv->size) < 0)
+                return -EBADMSG;
+        pv->gen = ((const struct jr_header *)m)->gen;
+        pv->boxes = ((const struct jr_header *)m)->boxes;
+        return 0;
+}
+
+static void previous_free(struct previous *pv, uint32_t *ret_unused)
+{
+        restore_fds_done(&pv->fds, ret_unused);
+        if (pv->mapped && pv->journal)
+                munmap(pv->journal, pv->size);
+        else
+                free(pv->journal);
+        pv->journal = NULL;
+}
+
+/* Rebuilds every session from the previous state (restore.c), and says what came back. */
+static void restore_previous(struct server *srv, struct previous *pv, bool reexec)
+{
+        struct restore_counts out;
         struct timespec t0, t1;
         int r;
 
-        if (!fdstore_crashed(&journal, &size, &fds, &nfds))
-                return;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        r = live_restore(srv, journal, size, fds, nfds, &out);
-        free(fds);
+        r = restore_state(srv, pv->journal, pv->size, &pv->fds, &out);
+        if (reexec)
+                restore_sweep(pv->journal, pv->size, &pv->fds, &out.unused);
+        previous_free(pv, &out.unused);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        if (r < 0) {
-                log_error("fd store: the previous daemon's journal is not usable (%s); its "
-                          "clients lose their sessions", strerror(-r));
-                return;
-        }
-        log_info("fd store: after a crash, restored %u connection(s), %u port(s), %u "
-                 "registration(s), %u posted packet(s), %u parked call(s), %u queued "
-                 "notification(s) in %ld us; %u call(s) in progress failed with EIO, %u "
+        if (r < 0)
+                log_error("%s: the state was not wholly restored (%s); what could be is served",
+                          reexec ? "re-exec" : "fd store", strerror(-r));
+        log_info("%s: restored %u connection(s), %u port(s), %u registration(s), %u posted "
+                 "packet(s), %u parked call(s), %u queued notification(s), %u queued reply(ies), "
+                 "%u multi-part call(s) in %ld us; %u call(s) in progress failed with EIO, %u "
                  "registration(s) and %u descriptor(s) dropped",
-                 out.conns, out.ports, out.regs, out.posted, out.waits, out.queued,
+                 reexec ? "re-exec" : out.orderly ? "fd store, after an orderly stop"
+                                                  : "fd store, after a crash",
+                 out.conns, out.ports, out.regs, out.posted, out.waits, out.queued, out.replies,
+                 out.staged,
                  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000),
                  out.interrupted, out.dropped, out.unused);
+}
+
+/* --check-state: run by a daemon about to re-execute this binary: can it read the journal? */
+static int check_state(int fd)
+{
+        struct previous pv = { .fds = { .keep_fd = -1 } };
+        int r = map_journal(fd, &pv);
+        uint32_t n;
+
+        if (r < 0) {
+                log_error("re-exec check: the journal on descriptor %d is not one this binary "
+                          "reads (%s)", fd, strerror(-r));
+                previous_free(&pv, NULL);
+                return 1;
+        }
+        n = (uint32_t)SN_MIN(pv.size / JR_RECORD,
+                             (size_t)((const struct jr_header *)pv.journal)->capacity);
+        for (uint32_t i = 1; i < n; i++)
+                if (((const struct jr_record *)pv.journal)[i].type >= JR_TYPES) {
+                        log_error("re-exec check: record %u has a type (%u) this binary does "
+                                  "not know", i, ((const struct jr_record *)pv.journal)[i].type);
+                        previous_free(&pv, NULL);
+                        return 1;
+                }
+        previous_free(&pv, NULL);
+        return 0;
 }
 
 /* --check-config: reads the file as a start would and says what it found; starts nothing. */
@@ -389,39 +458,66 @@ int main(int argc, char **argv)
                         log_error("re-exec check: %s", err);
                         return 1;
                 }
-                return reexec_load(NULL, check_fd) < 0 ? 1 : 0;
+                return check_state(check_fd);
         }
         if (check_only)
                 return check_config(opt.config_path, opt.config_named);
         uint64_t cap = raise_nofile();
         /* Until the file is read: the command line's level, else the default. */
         sn_log_init(opt.cmdline.log_level >= 0 ? opt.cmdline.log_level : LOG_INFO);
-        int state_fd = -1;
+        struct previous pv = { .fds = { .keep_fd = -1 } };
+        bool have_prev = false;
 
-        r = restore_fd >= 0 ? 0 : adopt_listen_fd(path, sizeof(path), &state_fd);
-        if (r < 0)
-                return 1;
+        if (restore_fd >= 0) {
+                /* A re-exec: the journal, the listening socket and every client are ours. */
+                r = map_journal(restore_fd, &pv);
+                if (r < 0) {
+                        log_error("re-exec: no usable state on descriptor %d: %s; not serving",
+                                  restore_fd, strerror(-r));
+                        return 1;
+                }
+                pv.fds.keep_fd = restore_fd;
+                fdstore_note_gen(pv.gen);
+                have_prev = true;
+        } else {
+                r = adopt_listen_fd();
+                if (r < 0)
+                        return 1;
+                if (r > 0) {
+                        opt.listen_fd = r;
+                        socket_path_of(r, path, sizeof(path));
+                        if (path_arg)
+                                log_warning("--socket ignored: using the socket passed by the "
+                                            "service manager");
+                }
+                have_prev = fdstore_previous(&pv.journal, &pv.size, &pv.fds);
+                if (have_prev) {
+                        pv.gen = ((const struct jr_header *)pv.journal)->gen;
+                        pv.boxes = ((const struct jr_header *)pv.journal)->boxes;
+                }
+        }
         if (settings_fd < 0)
                 settings_fd = fdstore_take_settings();
         start_settings(opt.config_path, opt.config_named, settings_fd, &file, note, sizeof(note));
         settings_resolve(&opt.cmdline, &file, cap, &opt.limits, &level);
         sn_log_set_level(level);
-        if (state_fd >= 0)
-                restore_fd = state_fd; /* a restart: the previous daemon's state, as a re-exec */
-        if (restore_fd >= 0) {
-                /* A re-exec: the listening socket and every client are already ours. */
-                r = reexec_listen(restore_fd, &opt.listen_fd, path, sizeof(path), &owns_path);
-                if (r < 0) {
-                        log_error("re-exec: no usable state on descriptor %d; not serving",
-                                  restore_fd);
+        if (have_prev) {
+                /* The listening socket the previous daemon kept, unless one was activated. */
+                int fd = restore_listen(pv.journal, pv.size, &pv.fds, &owns_path);
+
+                if (fd >= 0 && opt.listen_fd < 0) {
+                        opt.listen_fd = fd;
+                        socket_path_of(fd, path, sizeof(path));
+                } else {
+                        sn_close(fd);
+                        owns_path = false;
+                }
+                if (restore_fd >= 0 && opt.listen_fd < 0) {
+                        log_error("re-exec: the state names no listening socket; not serving");
                         return 1;
                 }
-        } else if (r > 0) {
-                opt.listen_fd = r;
-                if (path_arg)
-                        log_warning("--socket ignored: using the socket passed by the service "
-                                    "manager");
-        } else if (sn__socket_path(path_arg, path, sizeof(path)) < 0) {
+        }
+        if (opt.listen_fd < 0 && sn__socket_path(path_arg, path, sizeof(path)) < 0) {
                 log_error("socket path too long");
                 return 1;
         }
@@ -443,30 +539,12 @@ int main(int argc, char **argv)
                 log_warning("fd store: the last good settings are not kept: %s", strerror(-r));
         if (note[0])
                 server_set_note(srv, note, "");
-        if (restore_fd >= 0) {
-                struct timespec t0, t1;
-
-                clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (have_prev) {
                 srv->owns_path = owns_path;
-                r = reexec_load(srv, restore_fd);
-                close(restore_fd);
-                reexec_set_cloexec(srv, true);
-                if (r < 0) {
-                        /* Refuse to serve rather than lose the clients' state silently. */
-                        log_error("re-exec: the state could not be restored; not serving");
-                        srv->owns_path = false;
-                        server_free(srv);
-                        return 1;
-                }
-                clock_gettime(CLOCK_MONOTONIC, &t1);
-                log_info("%s: restored %u connection(s), %u port(s), %llu registration(s) "
-                         "in %ld us", state_fd >= 0 ? "fd store" : "re-exec",
-                         srv->nconns, srv->nports, (unsigned long long)srv->nregs,
-                         (long)((t1.tv_sec - t0.tv_sec) * 1000000 +
-                                (t1.tv_nsec - t0.tv_nsec) / 1000));
+                restore_previous(srv, &pv, restore_fd >= 0);
         }
-        if (restore_fd < 0)
-                restore_after_crash(srv);
+        if (restore_fd >= 0)
+                close(restore_fd);
         /* What the daemon holds for itself, out of the reserve: all that is open but what
          * restored clients hold. */
         {
@@ -480,9 +558,11 @@ int main(int argc, char **argv)
                 }
                 srv->fd_own = open_now > held ? open_now - held : 0;
         }
-        if (srv->fdstore_max)
-                live_start(srv, fdstore_next_gen());
+        /* Always: the state a re-exec, an orderly stop and a crash restore from. */
+        live_start(srv, fdstore_next_gen());
         /* Ours are stored (or there is no store): the previous daemon's entries can go. */
+        if (restore_fd >= 0 && srv->fdstore_max)
+                fdstore_forget_gen(pv.gen, pv.boxes);
         fdstore_forget_previous();
         log_info("socknotifyd %s listening on %s (mode %04o), fd capacity %llu", PACKAGE_VERSION,
                  path, (unsigned)opt.mode, (unsigned long long)cap);

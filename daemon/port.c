@@ -308,7 +308,7 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         user_charge_ports(p->user, 1);
         live_port(p);
         /* The handle was journaled before the port had its id. */
-        if (srv->live) {
+        if (srv->journal) {
                 struct handle *h = sn_list_first(&p->handles, struct handle, port_link);
 
                 live_handle_gone(h);
@@ -360,6 +360,7 @@ int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint
         if (!pkt)
                 return -ENOMEM;
         posted_of(pkt)->jr = 0;
+        pkt->seq = 0;
         pkt->key = key;
         pkt->overlapped = overlapped;
         pkt->events = bytes;
@@ -551,12 +552,14 @@ void port_mark_running(struct port *port, struct conn *conn, uint32_t thread)
         sn_list_add_tail(&conn->runners, &r->conn_link);
         conn->nrunners++;
         port->nrunning++;
+        live_runner(r);
 }
 
 void runner_free(struct runner *r)
 {
         sn_list_del(&r->port_link);
         sn_list_del(&r->conn_link);
+        live_runner_gone(r);
         r->conn->nrunners--;
         r->port->nrunning--;
         free(r);
@@ -589,6 +592,7 @@ void port_queue_reg(struct port *port, struct reg *g, uint32_t events)
         g->pkt.overlapped = 0;
         g->pkt.events = events;
         g->pkt.epoch = port->epoch;
+        g->pkt.seq = live_packet_seq(port->srv);
         sn_list_add_tail(&port->queue, &g->pkt.link);
         g->queued = true;
         port->nqueued++;
@@ -631,6 +635,7 @@ int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32
                 pkt->events = in.bytes;
                 pkt->kind = SN_PROTO_KIND_POSTED;
                 pkt->epoch = port->epoch;
+                pkt->seq = 0;
                 posted_of(pkt)->jr = 0;
                 sn_list_add_tail(&batch, &pkt->link);
         }
@@ -638,6 +643,7 @@ int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32
                 struct sn_list *l = batch.next;
                 sn_list_del(l);
                 sn_list_add_tail(&port->queue, l);
+                sn_list_entry(l, struct packet, link)->seq = live_packet_seq(srv);
                 live_posted(port, sn_list_entry(l, struct packet, link));
         }
         port->nposted += n;
@@ -726,6 +732,7 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
         uint32_t n = 0;
 
         port->epoch++; /* packets harvested before this call are re-checked */
+        live_port_epoch(port);
         if (max > port->nqueued)
                 port_harvest(port, max - port->nqueued);
         while (n < max && !sn_list_empty(&port->queue)) {
@@ -770,8 +777,10 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
                 }
                 out = put_entry(out, pkt->key, 0, events, SN_PROTO_KIND_SOCKET);
                 /* A one-shot is disarmed from now until its next ENABLE (told by PORT_TAKE). */
-                if (g->trigger & SN_TRIGGER_ONESHOT)
+                if (g->trigger & SN_TRIGGER_ONESHOT) {
                         g->fired = true;
+                        live_reg_fired(g);
+                }
                 srv->counters.notifications++;
                 n++;
         }

@@ -191,6 +191,13 @@ static void reg_epoll_remove(struct reg *g)
                 log_warning("epoll_ctl(DEL) of a registered socket failed: %m");
 }
 
+void reg_disarm(struct reg *g)
+{
+        reg_epoll_remove(g);
+        g->fired = true;
+        live_reg_fired(g);
+}
+
 void reg_rearm(struct reg *g)
 {
         if (reg_epoll_update(g) < 0)
@@ -327,8 +334,9 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
                 g->state = REG_DISABLED;
                 return (uint32_t)-r;
         }
-        /* A restore after a crash reports what holds: at least once, never lost. */
-        if (holding && !g->port->srv->restoring) {
+        /* A restore after a crash reports what holds: at least once, never lost.  After a
+         * re-exec or an orderly stop what held was harvested into the queue before. */
+        if (holding && !g->port->srv->restoring_crash) {
                 g->edge_skip = (uint8_t)holding;
                 sn_list_add_tail(&g->port->skips, &g->skip_link);
         }

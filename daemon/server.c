@@ -307,33 +307,78 @@ static int run_check(const char *exe, int fd)
         return -1;
 }
 
+/* A re-exec that did not happen: everything as it was, still served. */
+static void reexec_undo(struct server *srv, int settings_fd)
+{
+        struct sn_list *pos;
+
+        live_set_cloexec(srv, true);
+        unsetenv("SOCKNOTIFY_SETTINGS_FD");
+        sn_close(settings_fd);
+        if (srv->journal)
+                journal_header(srv->journal)->orderly = 0;
+        /* What live_leave() harvested goes to those who wait for it. */
+        for (pos = srv->ports.next; pos != &srv->ports; pos = pos->next) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                if (p->nwaiters && p->nqueued)
+                        port_dispatch(p);
+        }
+}
+
+/* The command line of the new image: ours, with --restore-fd=fd in place of any earlier one. */
+static char **reexec_argv(struct server *srv, char *fdarg)
+{
+        size_t n = 0;
+        char **argv;
+
+        while (srv->argv[n])
+                n++;
+        argv = calloc(n + 2, sizeof(*argv));
+        if (!argv)
+                return NULL;
+        n = 0;
+        argv[n++] = srv->exe;
+        for (size_t i = 1; srv->argv[i]; i++)
+                if (strncmp(srv->argv[i], "--restore-fd=", 13))
+                        argv[n++] = srv->argv[i];
+        argv[n++] = fdarg;
+        argv[n] = NULL;
+        return argv;
+}
+
+/*
+ * The journal is the state: nothing is written for a re-exec.  Every port is harvested and
+ * every descriptor boxed (live_leave()), the journal's memfd and every descriptor it names are
+ * kept across execve(), and the new image restores from them as it would after a crash
+ * (restore.c).  The binary is asked first whether it reads this journal (--check-state).
+ */
 static int reexec_in_place(struct server *srv)
 {
         struct timespec t0, t1;
         char fdarg[48], setarg[48];
         char **argv;
-        size_t n = 0;
         int fd, settings_fd, r;
 
         if (!srv->exe || !srv->argv) {
                 log_error("re-exec: the daemon's own path is unknown; still serving");
                 return -ENOTSUP;
         }
+        if (!srv->journal) {
+                log_error("re-exec: the daemon has no journal to restore from; still serving");
+                return -ENOTSUP;
+        }
         clock_gettime(CLOCK_MONOTONIC, &t0);
         /* Dead connections go first: nothing of them is carried over. */
         reaper_cb(-1, 0, srv);
-        fd = memfd_create("socknotifyd-state", 0);
-        if (fd < 0) {
-                r = -errno;
-                log_error("re-exec: memfd_create: %s", strerror(-r));
-                return r;
-        }
-        r = reexec_save(srv, fd);
+        r = live_leave(srv);
         if (r < 0) {
-                log_error("re-exec: writing the state: %s", strerror(-r));
-                close(fd);
+                log_error("re-exec: the journal is not complete (%s); still serving",
+                          strerror(-r));
+                reexec_undo(srv, -1);
                 return r;
         }
+        fd = journal_fd(srv->journal);
         /* The settings in force go along: the new image runs on them if the file is bad. */
         settings_fd = lastgood_memfd(&srv->file_settings, false);
         if (settings_fd < 0)
@@ -343,56 +388,34 @@ static int reexec_in_place(struct server *srv)
         snprintf(setarg, sizeof(setarg), "%d", settings_fd);
         if (settings_fd >= 0)
                 setenv("SOCKNOTIFY_SETTINGS_FD", setarg, 1);
-        reexec_set_cloexec(srv, false);
-        /* The new binary reads the state (and the settings) first: if it cannot, we go on
+        live_set_cloexec(srv, false);
+        /* The new binary reads the journal (and the settings) first: if it cannot, we go on
          * serving. */
         r = run_check(srv->exe, fd);
         if (r != 0) {
                 log_error("re-exec: %s cannot take over the state (check exited %d); "
                           "still serving", srv->exe, r);
-                reexec_set_cloexec(srv, true);
-                unsetenv("SOCKNOTIFY_SETTINGS_FD");
-                sn_close(settings_fd);
-                close(fd);
+                reexec_undo(srv, settings_fd);
                 return -EPROTO;
         }
-        while (srv->argv[n])
-                n++;
-        argv = calloc(n + 2, sizeof(*argv));
+        snprintf(fdarg, sizeof(fdarg), "--restore-fd=%d", fd);
+        argv = reexec_argv(srv, fdarg);
         if (!argv) {
-                reexec_set_cloexec(srv, true);
-                unsetenv("SOCKNOTIFY_SETTINGS_FD");
-                sn_close(settings_fd);
-                close(fd);
+                reexec_undo(srv, settings_fd);
                 return -ENOMEM;
         }
-        snprintf(fdarg, sizeof(fdarg), "--restore-fd=%d", fd);
-        n = 0;
-        argv[n++] = srv->exe;
-        for (size_t i = 1; srv->argv[i]; i++)
-                if (strncmp(srv->argv[i], "--restore-fd=", 13))
-                        argv[n++] = srv->argv[i];
-        argv[n++] = fdarg;
-        argv[n] = NULL;
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        log_info("re-exec: %s with %u connection(s), %u port(s), %llu registration(s); state "
-                 "written and checked in %ld us",
+        log_info("re-exec: %s with %u connection(s), %u port(s), %llu registration(s); "
+                 "journal checked in %ld us",
                  srv->exe, srv->nconns, srv->nports, (unsigned long long)srv->nregs,
                  (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
-        /* The new image keeps its own journal and boxes from the state. */
-        live_stop(srv, true);
         if (event_initialized(&srv->watchdog))
                 sd_notify(0, "WATCHDOG=1"); /* the new image's start counts from here */
         execv(srv->exe, argv);
         r = -errno;
-        if (srv->fdstore_max)
-                live_start(srv, fdstore_next_gen());
         log_error("re-exec: execv %s: %s; still serving", srv->exe, strerror(-r));
-        unsetenv("SOCKNOTIFY_SETTINGS_FD");
-        sn_close(settings_fd);
         free(argv);
-        reexec_set_cloexec(srv, true);
-        close(fd);
+        reexec_undo(srv, settings_fd);
         return r;
 }
 
@@ -544,29 +567,19 @@ static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
         srv->stopping = true;
         server_hold_signals();
         sd_notify(0, "STOPPING=1");
-        if (srv->fdstore_max) {
-                /* Everything stays open in the service manager for the next start. */
+        if (srv->fdstore_max && srv->journal && live_entries(srv)) {
+                /* Everything stays in the service manager's store, as it is at every moment:
+                 * the journal is marked as left in order, and the next start restores it. */
                 reaper_cb(-1, 0, srv);
-                if (fdstore_handover(srv, srv->fdstore_max) == 0) {
-                        log_info("stopped (signal %d): %u connection(s) left in the descriptor "
+                if (live_leave(srv) == 0) {
+                        log_info("stopped (signal %d): %u connection(s) kept in the descriptor "
                                  "store", (int)sig, srv->nconns);
                         closer_stop();
                         server_note_held_signals();
                         _exit(0);
                 }
-                /* The handover failed (logged): the kernel refuses descriptors in flight past
-                 * RLIMIT_NOFILE (ETOOMANYREFS), and the live store already holds every one of
-                 * them once.  That store is complete: leave it for the next start, which
-                 * restores from it as after a crash, rather than end every session. */
-                if (srv->live) {
-                        live_flush(srv);
-                        log_warning("stopped (signal %d): %u connection(s) left in the live "
-                                    "store; the next start restores them as after a crash",
-                                    (int)sig, srv->nconns);
-                        closer_stop();
-                        server_note_held_signals();
-                        _exit(0);
-                }
+                log_warning("signal %d: the descriptor store does not hold everything; the "
+                            "sessions end", (int)sig);
         }
         /* Nothing of this daemon is to survive it: clients are told it stops. */
         live_stop(srv, true);

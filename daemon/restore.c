@@ -1,0 +1,870 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * restore.c - the one reader of the daemon's state.  A re-exec, an orderly stop under a service
+ * manager and a crash all leave a journal (journal.h) and the descriptors its records name;
+ * this file rebuilds every session from them, the same way each time:
+ *
+ *   after a re-exec        the journal's memfd and every descriptor were kept across
+ *                          execve(), at the numbers the records hold;
+ *   after a stop or crash  the service manager hands back the journal and its boxes, whose
+ *                          messages say which record names each descriptor (fdstore.c).
+ *
+ * Only where the descriptors come from differs (struct restore_fds).  The records are read in
+ * one pass into per-type lists, and everything is found again through sorted indexes, so the
+ * time grows with the number of records, never with a product of two of them.
+ *
+ * What a client was told or is owed comes back: connections with their queued replies, staged
+ * multi-part calls and protocol version; ports with their linger time and what is left of it;
+ * handles, registrations in their state (disabled, removing, a one-shot's disarm), the queue in
+ * its order (socket and posted packets alike), the threads counted against concurrency, and
+ * parked calls with the time they had left.  Readiness is read again from the kernel by new
+ * epoll instances: a level condition is reported again as it would have been; an edge that
+ * held at a re-exec or an orderly stop was harvested before (its packet is in the queue) and is
+ * not reported twice, while after a crash an edge or one-shot registration may report once more
+ * than it would have, never less.  The one request being handled at a crash fails with EIO,
+ * unless its reply was already queued.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fdmsg.h"
+#include "common/log.h"
+#include "common/macro.h"
+#include "daemon/daemon.h"
+#include "daemon/journal.h"
+#include "daemon/restore.h"
+#include "socknotify.h"
+
+/* ---- where the descriptors come from --------------------------------------------------- */
+
+int restore_fds_take(struct restore_fds *s, uint32_t tag, uint32_t number)
+{
+        int fd;
+
+        if (s->by_tag) {
+                if (tag >= s->ntags || s->by_tag[tag] < 0)
+                        return -1;
+                fd = s->by_tag[tag];
+                s->by_tag[tag] = -1;
+                return fd;
+        }
+        /* Kept across execve() at its number: ours once, and never one of the daemon's own. */
+        if (number > (uint32_t)INT32_MAX || (int)number < 3 || (int)number == s->keep_fd)
+                return -1;
+        /* The old image cleared close-on-exec on what it kept; all of ours have it. */
+        fd = fcntl((int)number, F_GETFD);
+        if (fd < 0 || fd & FD_CLOEXEC)
+                return -1;
+        if (s->taken && number < s->ntaken) {
+                if (s->taken[number])
+                        return -1;
+                s->taken[number] = 1;
+        }
+        fd = (int)number;
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        return fd;
+}
+
+void restore_fds_done(struct restore_fds *s, uint32_t *ret_unused)
+{
+        uint32_t unused = 0;
+
+        for (uint32_t i = 0; s->by_tag && i < s->ntags; i++)
+                if (s->by_tag[i] >= 0) {
+                        close(s->by_tag[i]);
+                        unused++;
+                }
+        for (uint32_t i = 0; s->extra && i < s->nextra; i++) {
+                close(s->extra[i]);
+                unused++;
+        }
+        free(s->by_tag);
+        free(s->extra);
+        free(s->taken);
+        memset(s, 0, sizeof(*s));
+        s->keep_fd = -1;
+        if (ret_unused)
+                *ret_unused += unused;
+}
+
+/* ---- the records, by type ----------------------------------------------------------------- */
+
+struct reader {
+        struct server *srv;
+        const struct jr_record *recs;
+        uint32_t n; /* records, the header included */
+        struct restore_fds *fds;
+        struct restore_counts *out;
+        bool orderly;
+        uint32_t *of[JR_TYPES]; /* record numbers of each type */
+        uint32_t count[JR_TYPES];
+        struct idx *conns, *ports; /* sorted by serial, by id */
+        uint32_t nconns, nports;
+        struct timespec now;
+};
+
+struct idx {
+        uint64_t key;
+        uint64_t seq;
+        void *obj;
+        uint32_t rec;
+};
+
+static int cmp_idx(const void *a, const void *b)
+{
+        const struct idx *x = a, *y = b;
+
+        if (x->key != y->key)
+                return x->key < y->key ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void *lookup(const struct idx *v, uint32_t n, uint64_t key)
+{
+        struct idx k = { .key = key };
+        const struct idx *hit;
+        size_t lo = 0, hi = n;
+
+        /* The first element of key (several may share one: blobs of a connection). */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (cmp_idx(&v[mid], &k) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        hit = lo < n && v[lo].key == key ? &v[lo] : NULL;
+        return hit ? hit->obj : NULL;
+}
+
+static const struct jr_record *rec(const struct reader *rd, uint32_t i)
+{
+        return &rd->recs[i];
+}
+
+static int sort_records(struct reader *rd)
+{
+        for (uint32_t i = 1; i < rd->n; i++)
+                if (rd->recs[i].type < JR_TYPES)
+                        rd->count[rd->recs[i].type]++;
+        for (int t = 1; t < JR_TYPES; t++) {
+                rd->of[t] = calloc(rd->count[t] ? rd->count[t] : 1, sizeof(uint32_t));
+                if (!rd->of[t])
+                        return -ENOMEM;
+                rd->count[t] = 0;
+        }
+        for (uint32_t i = 1; i < rd->n; i++) {
+                uint8_t t = rd->recs[i].type;
+
+                if (t && t < JR_TYPES)
+                        rd->of[t][rd->count[t]++] = i;
+        }
+        return 0;
+}
+
+/* An index of what was restored: connections by serial or ports by id. */
+static struct idx *index_objects(struct server *srv, bool ports, uint32_t *ret_n)
+{
+        struct sn_list *head = ports ? &srv->ports : &srv->conns, *pos;
+        uint32_t n = 0;
+        struct idx *v;
+
+        for (pos = head->next; pos != head; pos = pos->next)
+                n++;
+        v = calloc(n ? n : 1, sizeof(*v));
+        if (!v)
+                return NULL;
+        n = 0;
+        for (pos = head->next; pos != head; pos = pos->next, n++) {
+                if (ports) {
+                        struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                        v[n] = (struct idx){ .key = p->id, .obj = p };
+                } else {
+                        struct conn *c = sn_list_entry(pos, struct conn, link);
+
+                        v[n] = (struct idx){ .key = c->serial, .obj = c };
+                }
+        }
+        qsort(v, n, sizeof(*v), cmp_idx);
+        *ret_n = n;
+        return v;
+}
+
+static struct conn *conn_of(const struct reader *rd, uint64_t serial)
+{
+        return lookup(rd->conns, rd->nconns, serial);
+}
+
+static struct port *port_of(const struct reader *rd, uint32_t id)
+{
+        return lookup(rd->ports, rd->nports, id);
+}
+
+/* ---- connections -------------------------------------------------------------------------- */
+
+static void restore_conns(struct reader *rd)
+{
+        struct server *srv = rd->srv;
+
+        for (uint32_t k = 0; k < rd->count[JR_CONN]; k++) {
+                uint32_t i = rd->of[JR_CONN][k];
+                const struct jr_record *r = rec(rd, i);
+                struct ucred cred;
+                socklen_t len = sizeof(cred);
+                struct conn *c;
+                int fd = restore_fds_take(rd->fds, i, r->u32d);
+
+                if (fd < 0)
+                        continue;
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+                    lookup(rd->conns, rd->nconns, r->serial) ||
+                    !(c = conn_adopt(srv, fd, &cred, r->serial, r->u8b & 4))) {
+                        close(fd);
+                        continue;
+                }
+                c->passed_fds = true; /* swept when its process is gone */
+                c->version = (uint16_t)SN_MIN(SN_MAX(r->u32c, 1u), (uint32_t)SN_PROTO_VERSION);
+                if (r->u8b & 2) {
+                        c->discarding = true;
+                        c->discard_id = r->u32e;
+                }
+                srv->next_conn_serial = SN_MAX(srv->next_conn_serial, r->serial + 1);
+                rd->out->conns++;
+        }
+}
+
+/* Joins a chain of blobs from head into a new buffer (*ret_len bytes); NULL when the chain is
+ * not whole (its lengths, offsets, owner or types disagree). */
+static uint8_t *join_blobs(const struct reader *rd, uint32_t head, uint8_t type, size_t *ret_len)
+{
+        const struct jr_blob *b = (const struct jr_blob *)rec(rd, head);
+        uint32_t len = b->len, off = 0, i = head;
+        uint64_t serial = b->serial;
+        uint8_t *buf;
+
+        if (len > (64u << 20) || !(buf = malloc(len ? len : 1)))
+                return NULL;
+        for (uint32_t steps = 0; i && steps <= len / JR_BLOB_DATA + 1; steps++) {
+                b = (const struct jr_blob *)rec(rd, i);
+                if (i >= rd->n || b->type != type || b->serial != serial || b->off != off ||
+                    b->n > JR_BLOB_DATA || b->n > len - off)
+                        break;
+                memcpy(buf + off, b->data, b->n);
+                off += b->n;
+                if (b->last)
+                        break;
+                i = b->next;
+                if (i >= rd->n)
+                        break;
+        }
+        if (off != len || !b->last) {
+                free(buf);
+                return NULL;
+        }
+        *ret_len = len;
+        return buf;
+}
+
+/* The heads of the chains of type (off 0, first of their message), by serial and seq. */
+static struct idx *blob_heads(struct reader *rd, uint8_t type, uint32_t *ret_n)
+{
+        struct idx *v = calloc(rd->count[type] ? rd->count[type] : 1, sizeof(*v));
+        uint32_t n = 0;
+
+        if (!v)
+                return NULL;
+        for (uint32_t k = 0; k < rd->count[type]; k++) {
+                uint32_t i = rd->of[type][k];
+                const struct jr_blob *b = (const struct jr_blob *)rec(rd, i);
+
+                if (b->off == 0)
+                        v[n++] = (struct idx){ .key = b->serial, .seq = b->seq, .rec = i };
+        }
+        qsort(v, n, sizeof(*v), cmp_idx);
+        *ret_n = n;
+        return v;
+}
+
+/* Queued replies, each connection's in their order. */
+static void restore_output(struct reader *rd)
+{
+        uint32_t n;
+        struct idx *v = blob_heads(rd, JR_OUT, &n);
+
+        for (uint32_t k = 0; v && k < n; k++) {
+                struct conn *c = conn_of(rd, v[k].key);
+                size_t len;
+                uint8_t *buf = c ? join_blobs(rd, v[k].rec, JR_OUT, &len) : NULL;
+
+                if (!buf)
+                        continue;
+                if (len >= SN_HEADER_SIZE && conn_adopt_output(c, buf, len) == 0)
+                        rd->out->replies++;
+                free(buf);
+        }
+        free(v);
+}
+
+/* Whether a reply to request id is among c's queued replies. */
+static bool answered(const struct conn *c, uint32_t id)
+{
+        const struct sn_list *pos;
+
+        for (pos = c->outq.next; pos != &c->outq; pos = pos->next) {
+                const struct outmsg *m = sn_list_entry(pos, struct outmsg, link);
+                struct snw_header h;
+
+                if (m->len < SN_HEADER_SIZE)
+                        continue;
+                snw_header_decode(m->data, &h);
+                if (h.id == id)
+                        return true;
+        }
+        return false;
+}
+
+/* A connection's multi-part call, as far as it was received. */
+static void restore_stage(struct reader *rd, struct conn *c, const struct jr_record *r,
+                          const struct idx *heads, uint32_t nheads, const struct idx *sfds,
+                          uint32_t nsfds)
+{
+        uint8_t *items = NULL;
+        size_t size = 0;
+        int *fds = NULL;
+        uint32_t nfds = 0, nitems;
+        size_t lo = 0;
+        bool whole = true;
+
+        /* Its parts' items, in the order they came. */
+        while (lo < nheads && heads[lo].key < c->serial)
+                lo++;
+        for (; lo < nheads && heads[lo].key == c->serial && whole; lo++) {
+                size_t len;
+                uint8_t *part = join_blobs(rd, heads[lo].rec, JR_STAGE, &len), *grown;
+
+                grown = part ? realloc(items, size + len + 1) : NULL;
+                if (!grown) {
+                        whole = false;
+                        free(part);
+                        break;
+                }
+                items = grown;
+                memcpy(items + size, part, len);
+                size += len;
+                free(part);
+        }
+        /* Its descriptors, by index; a missing one leaves the call incomplete. */
+        for (lo = 0; lo < nsfds && sfds[lo].key < c->serial; lo++)
+                ;
+        for (size_t k = lo; k < nsfds && sfds[k].key == c->serial; k++)
+                nfds++;
+        fds = calloc(nfds ? nfds : 1, sizeof(*fds));
+        if (!fds)
+                whole = false;
+        for (uint32_t k = 0; k < nfds && fds; k++) {
+                const struct jr_record *x = rec(rd, sfds[lo + k].rec);
+
+                fds[k] = x->u32a == k ? restore_fds_take(rd->fds, sfds[lo + k].rec, x->u32b) : -1;
+                if (fds[k] < 0)
+                        whole = false;
+        }
+        nitems = (uint32_t)(size / SN_WIRE_SIZE_registration);
+        if (!whole || size % SN_WIRE_SIZE_registration ||
+            conn_adopt_stage(c, r->u32b, (uint32_t)r->u64a, (uint32_t)(r->u64a >> 32), items,
+                             nitems, fds, nfds) < 0) {
+                /* Taken by conn_adopt_stage() on success; on failure closed here (the adopt
+                 * closes what it was given). */
+                if (!whole)
+                        for (uint32_t k = 0; fds && k < nfds; k++)
+                                sn_close(fds[k]);
+                conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
+                c->discarding = true;
+                c->discard_id = r->u32b;
+                rd->out->interrupted++;
+        } else {
+                rd->out->staged++;
+        }
+        free(items);
+        free(fds);
+}
+
+/* Multi-part calls, and the one request being handled when the daemon died. */
+static void restore_calls(struct reader *rd)
+{
+        uint32_t nheads = 0, nsfds = 0;
+        struct idx *heads = blob_heads(rd, JR_STAGE, &nheads);
+        struct idx *sfds = calloc(rd->count[JR_STAGED_FD] + 1, sizeof(*sfds));
+
+        for (uint32_t k = 0; sfds && k < rd->count[JR_STAGED_FD]; k++) {
+                uint32_t i = rd->of[JR_STAGED_FD][k];
+
+                sfds[nsfds++] = (struct idx){ .key = rec(rd, i)->serial,
+                                              .seq = rec(rd, i)->u32a, .rec = i };
+        }
+        if (sfds)
+                qsort(sfds, nsfds, sizeof(*sfds), cmp_idx);
+        for (uint32_t k = 0; k < rd->count[JR_CONN]; k++) {
+                const struct jr_record *r = rec(rd, rd->of[JR_CONN][k]);
+                struct conn *c = conn_of(rd, r->serial);
+                bool staged = r->u8b & 1;
+
+                if (!c)
+                        continue;
+                if (r->u8a && (!staged || r->u32a != r->u32b) && !answered(c, r->u32a)) {
+                        /* Its request was being handled when the daemon died: whether it
+                         * took effect is unknown, so it fails rather than hang. */
+                        conn_reply_error(c, r->u32a, EIO);
+                        rd->out->interrupted++;
+                }
+                if (!staged)
+                        continue;
+                if (r->u8a && r->u32a == r->u32b) {
+                        /* A part of it was being received: the parts were held, not applied;
+                         * the call fails once and its remaining parts are dropped. */
+                        conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
+                        c->discarding = true;
+                        c->discard_id = r->u32b;
+                        rd->out->interrupted++;
+                        continue;
+                }
+                if (heads && sfds)
+                        restore_stage(rd, c, r, heads, nheads, sfds, nsfds);
+        }
+        free(heads);
+        free(sfds);
+}
+
+/* ---- ports and handles -------------------------------------------------------------------- */
+
+static void restore_port(struct reader *rd, const struct jr_record *r, const struct idx *names,
+                         uint32_t nnames)
+{
+        struct server *srv = rd->srv;
+        char name[256];
+        size_t len = SN_MIN(r->u32d, 255u), lo = 0;
+        struct port *p;
+        int epfd;
+
+        memcpy(name, r->data, SN_MIN(len, sizeof(r->data)));
+        while (lo < nnames && names[lo].key < r->u32a)
+                lo++;
+        for (; lo < nnames && names[lo].key == r->u32a; lo++) {
+                const struct jr_record *x = rec(rd, names[lo].rec);
+
+                if (x->u32b < len && x->u32c <= sizeof(x->data) && x->u32b + x->u32c <= len)
+                        memcpy(name + x->u32b, x->data, x->u32c);
+        }
+        name[len] = 0;
+        if (len != strlen(name))
+                return; /* a name with a hole: not one the daemon could have written */
+        epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (epfd < 0 || !(p = port_adopt(srv, r->u32a, len ? name : NULL, (uid_t)r->u32b,
+                                         r->u32c, epfd, r->u64b))) {
+                sn_close(epfd);
+                return;
+        }
+        if (len) {
+                p->linger_ms = r->u32e;
+                /* Whether it lingered, and until when: a handle restored ends it, and one
+                 * without is armed again for what is left. */
+                p->lingering = r->u64a != 0;
+                p->linger_deadline.tv_sec = (time_t)(r->u64a / 1000000000u);
+                p->linger_deadline.tv_nsec = (long)(r->u64a % 1000000000u);
+        }
+        rd->out->ports++;
+}
+
+static int restore_ports(struct reader *rd)
+{
+        struct idx *names = calloc(rd->count[JR_NAME] + 1, sizeof(*names));
+        struct idx *seen = calloc(rd->count[JR_PORT] + 1, sizeof(*seen));
+        uint32_t nnames = 0;
+
+        if (!names || !seen) {
+                free(names);
+                free(seen);
+                return -ENOMEM;
+        }
+        for (uint32_t k = 0; k < rd->count[JR_NAME]; k++) {
+                uint32_t i = rd->of[JR_NAME][k];
+
+                names[nnames++] = (struct idx){ .key = rec(rd, i)->u32a, .rec = i };
+        }
+        qsort(names, nnames, sizeof(*names), cmp_idx);
+        /* Ports by id, so that a duplicate id is seen without a walk over the ports. */
+        for (uint32_t k = 0; k < rd->count[JR_PORT]; k++) {
+                uint32_t i = rd->of[JR_PORT][k];
+
+                seen[k] = (struct idx){ .key = rec(rd, i)->u32a, .seq = k, .rec = i };
+        }
+        qsort(seen, rd->count[JR_PORT], sizeof(*seen), cmp_idx);
+        for (uint32_t k = 0; k < rd->count[JR_PORT]; k++)
+                if (!k || seen[k].key != seen[k - 1].key)
+                        restore_port(rd, rec(rd, seen[k].rec), names, nnames);
+        free(names);
+        free(seen);
+        rd->ports = index_objects(rd->srv, true, &rd->nports);
+        return rd->ports ? 0 : -ENOMEM;
+}
+
+static void restore_handles(struct reader *rd)
+{
+        struct server *srv = rd->srv;
+
+        for (uint32_t k = 0; k < rd->count[JR_HANDLE]; k++) {
+                const struct jr_record *r = rec(rd, rd->of[JR_HANDLE][k]);
+                struct conn *c = conn_of(rd, r->serial);
+                struct port *p = port_of(rd, r->u32a);
+
+                if (c && p && !port_handle_of(c, p->id))
+                        port_handle_add(c, p);
+        }
+        /* A port nobody holds any more went with its last handle, unless it lingers: then
+         * it goes on for what was left of its time. */
+        for (struct sn_list *pos = srv->ports.next, *tmp = pos->next; pos != &srv->ports;
+             pos = tmp, tmp = pos->next) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                if (p->nhandles)
+                        continue;
+                if (p->lingering) {
+                        port_linger_resume(p, port_linger_left(p));
+                        continue;
+                }
+                port_free(p, ECANCELED);
+                rd->out->ports--;
+        }
+        free(rd->ports);
+        rd->ports = index_objects(srv, true, &rd->nports);
+}
+
+/* ---- registrations, the queue, runners ---------------------------------------------------- */
+
+/* One registration in its state; its queued packet and a REMOVE wait for the queue's turn. */
+static struct reg *restore_reg(struct reader *rd, uint32_t i)
+{
+        const struct jr_record *r = rec(rd, i);
+        struct snw_registration it = { 0 };
+        struct conn *c = r->serial ? conn_of(rd, r->serial) : NULL;
+        struct port *p = port_of(rd, r->u32a);
+        struct reg *g;
+        bool lingers = p && p->name && p->linger_ms;
+        int fd = restore_fds_take(rd->fds, i, r->u32e);
+        struct stat st;
+
+        /* Without an owner (serial 0): kept by its port, which must have a name.  On a port
+         * with a linger time a creator need not hold the port (it closed its handle before the
+         * port had a linger time and lives on), and one that is gone left it ownerless. */
+        if (fd < 0 || !p || (r->serial && !lingers && (!c || !port_handle_of(c, p->id))) ||
+            (!r->serial && !p->name) || fstat(fd, &st) < 0 || (uint64_t)st.st_dev != r->dev ||
+            (uint64_t)st.st_ino != r->ino) {
+                sn_close(fd);
+                rd->out->dropped++;
+                return NULL;
+        }
+        it.key = r->u64a;
+        it.dev = r->dev;
+        it.ino = r->ino;
+        it.filter = (uint16_t)r->u32c;
+        it.trigger = r->u8a;
+        it.op = SN_OP_ENABLE;
+        it.client_fd = r->u32b;
+        if (reg_apply(p, c, &it, fd)) {
+                rd->out->dropped++;
+                return NULL;
+        }
+        g = registry_find(&rd->srv->registry, r->dev, r->ino);
+        if (!g || g->port != p)
+                return NULL;
+        rd->out->regs++;
+        if (r->u8b == REG_DISABLED) {
+                it.op = SN_OP_DISABLE;
+                reg_apply(p, c, &it, -1);
+        } else if (r->u8b == REG_ENABLED && r->u8c & 1 && g->trigger & SN_TRIGGER_ONESHOT) {
+                /* A one-shot that fired stays disarmed until its next ENABLE. */
+                reg_disarm(g);
+        }
+        return g;
+}
+
+struct queued {
+        uint64_t seq;
+        uint32_t rec;
+        struct reg *reg; /* NULL: a posted packet */
+};
+
+static int cmp_queued(const void *a, const void *b)
+{
+        const struct queued *x = a, *y = b;
+
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void restore_queue(struct reader *rd, struct queued *q, uint32_t nq)
+{
+        qsort(q, nq, sizeof(*q), cmp_queued);
+        for (uint32_t k = 0; k < nq; k++) {
+                const struct jr_record *r = rec(rd, q[k].rec);
+                uint64_t epoch;
+                struct port *p;
+
+                memcpy(&epoch, r->data, sizeof(epoch));
+                if (!q[k].reg) {
+                        p = port_of(rd, r->u32a);
+                        if (p && port_adopt_posted(p, r->u64a, r->u64b, r->u32b, epoch) == 0)
+                                rd->out->posted++;
+                        continue;
+                }
+                struct reg *g = q[k].reg;
+                struct snw_registration it = { .key = g->key, .dev = g->dev, .ino = g->ino,
+                                               .op = SN_OP_REMOVE };
+                uint32_t ev = r->u32d & ~(uint32_t)SN_EVENT_REMOVE;
+
+                if (r->u8b == REG_REMOVING) {
+                        /* Its REMOVE packet, in its place: the last one for its key. */
+                        reg_apply(g->port, g->creator, &it, -1);
+                        if (ev)
+                                port_queue_reg(g->port, g, ev);
+                } else if (ev) {
+                        port_queue_reg(g->port, g, ev);
+                        g->pkt.epoch = epoch;
+                        rd->out->queued++;
+                }
+        }
+}
+
+static int restore_regs(struct reader *rd)
+{
+        uint32_t nreg = rd->count[JR_REG], nq = 0;
+        struct queued *q = calloc((size_t)nreg + rd->count[JR_POSTED] + 1, sizeof(*q));
+
+        if (!q)
+                return -ENOMEM;
+        for (uint32_t k = 0; k < nreg; k++) {
+                uint32_t i = rd->of[JR_REG][k];
+                const struct jr_record *r = rec(rd, i);
+                struct reg *g = restore_reg(rd, i);
+
+                if (g && (r->u32d || r->u8b == REG_REMOVING))
+                        q[nq++] = (struct queued){ .seq = r->u64b, .rec = i, .reg = g };
+        }
+        for (uint32_t k = 0; k < rd->count[JR_POSTED]; k++) {
+                uint32_t i = rd->of[JR_POSTED][k];
+
+                q[nq++] = (struct queued){ .seq = rec(rd, i)->serial, .rec = i };
+        }
+        restore_queue(rd, q, nq);
+        free(q);
+        for (uint32_t k = 0; k < rd->count[JR_RUNNER]; k++) {
+                const struct jr_record *r = rec(rd, rd->of[JR_RUNNER][k]);
+                struct conn *c = conn_of(rd, r->serial);
+                struct port *p = port_of(rd, r->u32a);
+
+                if (c && p && port_handle_of(c, p->id))
+                        port_mark_running(p, c, r->u32b);
+        }
+        return 0;
+}
+
+/* ---- parked calls ----------------------------------------------------------------------- */
+
+/* Fills res (nres) from a wait's record and its chain of further results; false if the chain
+ * is not whole. */
+static bool wait_results(const struct reader *rd, const struct jr_record *r, uint32_t *res,
+                         uint32_t nres)
+{
+        uint32_t nz = (uint32_t)(r->u64b >> 32), i = (uint32_t)r->dev, steps = 0;
+
+        for (;;) {
+                for (uint32_t k = 0; k < nz && k < JR_DATA / 8; k++) {
+                        uint32_t idx, err;
+
+                        memcpy(&idx, r->data + k * 8, 4);
+                        memcpy(&err, r->data + k * 8 + 4, 4);
+                        if (idx >= nres)
+                                return false;
+                        res[idx] = err;
+                }
+                if (!i)
+                        return true;
+                if (i >= rd->n || ++steps > nres || rd->recs[i].type != JR_RESULTS)
+                        return false;
+                r = rec(rd, i);
+                nz = r->u32c;
+                i = r->u32e;
+        }
+}
+
+static void restore_waits(struct reader *rd)
+{
+        struct server *srv = rd->srv;
+
+        for (uint32_t k = 0; k < rd->count[JR_WAIT]; k++) {
+                const struct jr_record *r = rec(rd, rd->of[JR_WAIT][k]);
+                uint32_t nres = (uint32_t)r->u64b, left = SN_PROTO_INFINITE, *res = NULL;
+                struct conn *c = conn_of(rd, r->serial);
+                struct port *p = port_of(rd, r->u32a);
+
+                if (!c)
+                        continue;
+                if (!p || !port_handle_of(c, p->id) || r->u8a ||
+                    nres > limits_call_items(&srv->limits) ||
+                    !(res = calloc(nres ? nres : 1, sizeof(*res))) ||
+                    !wait_results(rd, r, res, nres)) {
+                        /* Its per-registration results are not all known: it fails. */
+                        conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
+                        rd->out->interrupted++;
+                        free(res);
+                        continue;
+                }
+                if (r->u64a) {
+                        int64_t ms = ((int64_t)r->u64a - ((int64_t)rd->now.tv_sec * 1000000000 +
+                                                          rd->now.tv_nsec)) / 1000000;
+
+                        left = ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)0xfffffffe);
+                }
+                if (port_wait(p, c, r->u32b, r->u32c, r->u32d, left, res, nres) < 0)
+                        conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
+                else
+                        rd->out->waits++;
+                free(res);
+        }
+}
+
+/* ---- the whole ---------------------------------------------------------------------------- */
+
+int restore_check(const uint8_t *journal, size_t size)
+{
+        const struct jr_header *h = (const void *)journal;
+
+        if (size < JR_RECORD || memcmp(h->magic, JR_MAGIC, 8) || h->version != JR_VERSION ||
+            h->record_size != JR_RECORD || h->capacity < 1)
+                return -EBADMSG;
+        return 0;
+}
+
+int restore_listen(const uint8_t *journal, size_t size, struct restore_fds *fds,
+                   bool *ret_owns_path)
+{
+        const struct jr_record *recs = (const void *)journal;
+        uint32_t n;
+
+        if (restore_check(journal, size) < 0)
+                return -EBADMSG;
+        n = (uint32_t)SN_MIN((size_t)((const struct jr_header *)journal)->capacity,
+                             size / JR_RECORD);
+        for (uint32_t i = 1; i < n; i++)
+                if (recs[i].type == JR_LISTEN) {
+                        int fd = restore_fds_take(fds, i, recs[i].u32a);
+                        struct stat st;
+
+                        if (fd < 0)
+                                continue;
+                        if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != recs[i].ino ||
+                            (uint64_t)st.st_dev != recs[i].dev) {
+                                close(fd);
+                                continue;
+                        }
+                        *ret_owns_path = recs[i].u8a;
+                        return fd;
+                }
+        return -ENOENT;
+}
+
+int restore_state(struct server *srv, const uint8_t *journal, size_t size,
+                  struct restore_fds *fds, struct restore_counts *out)
+{
+        const struct jr_header *h = (const void *)journal;
+        struct reader rd = { .srv = srv, .recs = (const void *)journal, .fds = fds, .out = out };
+        int r;
+
+        memset(out, 0, sizeof(*out));
+        if (restore_check(journal, size) < 0)
+                return -EBADMSG;
+        rd.n = (uint32_t)SN_MIN((size_t)h->capacity, size / JR_RECORD);
+        rd.orderly = h->orderly;
+        out->orderly = h->orderly;
+        clock_gettime(CLOCK_MONOTONIC, &rd.now);
+        r = sort_records(&rd);
+        if (r < 0)
+                goto out;
+        srv->restoring = true;
+        /* After a crash, edges that hold are reported again (at least once); after a re-exec
+         * or an orderly stop they were harvested into the queue first. */
+        srv->restoring_crash = !rd.orderly;
+        srv->next_port_id = SN_MAX(srv->next_port_id, h->next_port_id);
+        memcpy(srv->port_id_key, h->port_id_key, sizeof(srv->port_id_key));
+        srv->next_conn_serial = SN_MAX(srv->next_conn_serial, h->next_conn_serial);
+        srv->counters.reexecs = h->reexecs + 1;
+        restore_conns(&rd);
+        rd.conns = index_objects(srv, false, &rd.nconns);
+        if (!rd.conns) {
+                r = -ENOMEM;
+                goto out;
+        }
+        /* Replies owed first: whatever is sent from here on comes after them. */
+        restore_output(&rd);
+        restore_calls(&rd);
+        r = restore_ports(&rd);
+        if (r < 0)
+                goto out;
+        restore_handles(&rd);
+        r = rd.ports ? restore_regs(&rd) : -ENOMEM;
+        if (r < 0)
+                goto out;
+        restore_waits(&rd);
+out:
+        srv->restoring = false;
+        srv->restoring_crash = false;
+        for (int t = 0; t < JR_TYPES; t++)
+                free(rd.of[t]);
+        free(rd.conns);
+        free(rd.ports);
+        for (struct sn_list *pos = srv->ports.next; pos != &srv->ports; pos = pos->next) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                if (p->nwaiters && p->nqueued)
+                        port_dispatch(p);
+        }
+        return r;
+}
+
+void restore_sweep(const uint8_t *journal, size_t size, struct restore_fds *fds,
+                   uint32_t *ret_unused)
+{
+        const struct jr_record *recs = (const void *)journal;
+        uint32_t n;
+
+        if (fds->by_tag || restore_check(journal, size) < 0)
+                return;
+        n = (uint32_t)SN_MIN((size_t)((const struct jr_header *)journal)->capacity,
+                             size / JR_RECORD);
+        for (uint32_t i = 1; i < n; i++) {
+                const struct jr_record *r = &recs[i];
+                uint32_t num = r->type == JR_CONN       ? r->u32d
+                               : r->type == JR_REG      ? r->u32e
+                               : r->type == JR_STAGED_FD ? r->u32b
+                               : r->type == JR_LISTEN   ? r->u32a
+                                                        : UINT32_MAX;
+                int fd = restore_fds_take(fds, i, num);
+
+                /* Taken here means no object took it: it was kept for nothing. */
+                if (fd >= 0) {
+                        close(fd);
+                        if (ret_unused)
+                                (*ret_unused)++;
+                }
+        }
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * restore.h - the one reader of the daemon's state (restore.c): after a re-exec, an orderly stop
+ * or a crash, the sessions come back from the journal and the descriptors its records name.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct server;
+
+/*
+ * Where the descriptors come from.  After a stop or a crash: by_tag[record number] is the
+ * descriptor the boxes gave for that record (-1: none), and extra those no record can name
+ * (closed at the end).  After a re-exec (by_tag NULL): each record's own number, kept across
+ * execve(); taken[] (ntaken numbers) marks those already taken, and keep_fd is never taken.
+ */
+struct restore_fds {
+        int *by_tag;
+        uint32_t ntags;
+        int *extra;
+        uint32_t nextra;
+        uint8_t *taken;
+        uint32_t ntaken;
+        int keep_fd;
+};
+
+struct restore_counts {
+        uint32_t conns, ports, regs, posted, waits;
+        uint32_t queued;      /* socket notifications that were queued, queued again */
+        uint32_t replies;     /* replies that were queued, not yet taken by the kernel */
+        uint32_t staged;      /* multi-part calls half received, going on */
+        uint32_t interrupted; /* calls failed with EIO: in progress at a crash */
+        uint32_t dropped;     /* registrations whose socket, port or creator was not found */
+        uint32_t unused;      /* descriptors no record named (dropped just before a crash) */
+        bool orderly;         /* left by a re-exec or an orderly stop */
+};
+
+/* Takes the descriptor record tag names (number: its number in the old process); -1 if none. */
+int restore_fds_take(struct restore_fds *s, uint32_t tag, uint32_t number);
+/* Closes what was not taken (counted in *ret_unused when not NULL) and frees s's arrays. */
+void restore_fds_done(struct restore_fds *s, uint32_t *ret_unused);
+/* Whether journal (size bytes) is one this daemon can read: 0 or -EBADMSG. */
+int restore_check(const uint8_t *journal, size_t size);
+/* The listening socket the journal names (and whether the daemon made its path): a descriptor,
+ * or a negative errno (-ENOENT: none). */
+int restore_listen(const uint8_t *journal, size_t size, struct restore_fds *fds,
+                   bool *ret_owns_path);
+/* Rebuilds srv's sessions from journal; 0 or a negative errno (what was restored stays). */
+int restore_state(struct server *srv, const uint8_t *journal, size_t size,
+                  struct restore_fds *fds, struct restore_counts *out);
+/* After a re-exec: closes the descriptors the journal named that no object took. */
+void restore_sweep(const uint8_t *journal, size_t size, struct restore_fds *fds,
+                   uint32_t *ret_unused);
