@@ -1185,10 +1185,13 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
 
                 snw_registration_decode(items + (size_t)i * SN_WIRE_SIZE_registration, &it);
                 if (it.fd_index != SN_PROTO_NO_FD) {
+                        if (st->active)
+                                live_stage_lend(c, it.fd_index);
                         fd = fds[it.fd_index];
                         fds[it.fd_index] = -1;
                 }
                 results[i] = reg_apply(port, c, &it, fd);
+                srv->lent = NULL;
                 if (results[i])
                         server_count_entry_error(srv, results[i]);
         }

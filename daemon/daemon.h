@@ -636,6 +636,8 @@ struct server {
         struct journal *journal; /* the state, always current (live.c), NULL without one */
         uint32_t listen_jr;      /* the listening socket's journal record */
         struct box_ref listen_box;
+        struct stage_keep *lent; /* live_stage_lend(): the staged descriptor being applied */
+        int lent_fd;
         /* PORT_TAKE replies not known to be read, and their descriptors (bounded: see
          * handle_port_take in conn.c). */
         struct sn_list take_unread;
@@ -730,6 +732,9 @@ void live_out_gone(struct conn *c, struct outmsg *m);
 /* A part appended to c's staged call: n items at items, the stage's last nfds descriptors. */
 void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t nfds);
 void live_stage_gone(struct conn *c);
+/* Staged descriptor idx of c is about to become a registration's (live_reg() takes over its
+ * record and box); idx past the stage: none. */
+void live_stage_lend(struct conn *c, uint32_t idx);
 void live_port(struct port *p);
 void live_port_gone(struct port *p);
 /* Its linger time or lingering state changed; its epoch changed. */

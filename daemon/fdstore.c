@@ -190,6 +190,8 @@ static int peek_box(int box)
                         return n == 0 || n == -EAGAIN ? 0 : (int)n;
                 if (n < 4 || (size_t)n != (1 + (size_t)nfds) * 4 || tags[0] != nfds) {
                         /* Not one of our messages: nothing in it can be placed. */
+                        log_warning("fd store: a box message of %zd byte(s) with %u "
+                                    "descriptor(s) is not one of ours", n, nfds);
                         for (unsigned i = 0; i < nfds; i++)
                                 place(fds[i], 0);
                         if (n < 0)

@@ -350,8 +350,12 @@ static int box_send(struct journal *j, struct box *b)
         return 0;
 }
 
+/* Sends what waits to be sent.  A box that could not be sent (the kernel refuses more
+ * descriptors in flight than RLIMIT_NOFILE: ETOOMANYREFS) is tried again at the next flush,
+ * which comes with the next reply or the next descriptor kept. */
 static int flush_all(struct journal *j)
 {
+        struct sn_list again = SN_LIST_INIT(again);
         int ret = 0;
 
         while (!sn_list_empty(&j->to_send)) {
@@ -363,8 +367,15 @@ static int flush_all(struct journal *j)
                 r = box_send(j, b);
                 if (r < 0) {
                         fail(j, "keeping descriptors in the store", -r);
+                        sn_list_add_tail(&again, &b->send_link);
                         ret = r;
                 }
+        }
+        while (!sn_list_empty(&again)) {
+                struct sn_list *l = again.next;
+
+                sn_list_del(l);
+                sn_list_add_tail(&j->to_send, l);
         }
         return ret;
 }
@@ -460,6 +471,21 @@ void journal_keep(struct journal *j, struct box_ref *ref, int fd, uint32_t tag)
 {
         if (j && j->store && fd >= 0 && tag && !ref->box)
                 box_add(j, ref, fd, tag);
+}
+
+void journal_move(struct journal *j, struct box_ref *from, struct box_ref *to)
+{
+        struct box *b = from->box;
+
+        if (!j || !b)
+                return;
+        for (uint32_t i = 0; i < b->n; i++)
+                if (b->m[i].ref == from) {
+                        b->m[i].ref = to;
+                        to->box = b;
+                        break;
+                }
+        from->box = NULL;
 }
 
 void journal_drop(struct journal *j, struct box_ref *ref)

@@ -120,6 +120,8 @@ uint32_t journal_put_blobs(struct journal *j, uint8_t type, uint64_t serial, uin
 /* Keeps fd (named by record tag) in a box until journal_drop(ref). */
 void journal_keep(struct journal *j, struct box_ref *ref, int fd, uint32_t tag);
 void journal_drop(struct journal *j, struct box_ref *ref);
+/* The descriptor of from is now to's, in the same box under the same tag. */
+void journal_move(struct journal *j, struct box_ref *from, struct box_ref *to);
 /* Sends what waits to be boxed; before any reply that reports a descriptor. */
 void journal_flush(struct journal *j);
 /* Entries of the store it takes. */

