@@ -151,24 +151,9 @@ static uint8_t *read_whole(int fd, size_t *ret_size)
         return p;
 }
 
-/* Puts fd in the table under tag; one the table cannot place is kept aside (closed later). */
 static void place(int fd, uint32_t tag)
 {
-        struct restore_fds *s = &prev.fds;
-
-        if (tag && tag < s->ntags && s->by_tag[tag] < 0) {
-                s->by_tag[tag] = fd;
-                return;
-        }
-        /* A copy (a box being rebuilt when the daemon died holds some twice) or no record's. */
-        int *v = realloc(s->extra, (s->nextra + 1) * sizeof(*v));
-
-        if (!v) {
-                close(fd);
-                return;
-        }
-        s->extra = v;
-        s->extra[s->nextra++] = fd;
+        restore_fds_add(&prev.fds, fd, tag);
 }
 
 /* Copies of the descriptors of a box, by the records that name them.  Peeked, not taken: the

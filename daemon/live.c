@@ -109,6 +109,7 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
 {
         struct journal *j = c->srv->journal;
         struct stage *st = &c->stage;
+        struct stat sb;
 
         if (!j || !c->jr)
                 return;
@@ -138,6 +139,10 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
                 r->serial = c->serial;
                 r->u32a = i;
                 r->u32b = (uint32_t)st->fds[i];
+                if (fstat(st->fds[i], &sb) == 0) {
+                        r->dev = (uint64_t)sb.st_dev;
+                        r->ino = (uint64_t)sb.st_ino;
+                }
                 journal_keep(j, &k->box, st->fds[i], k->jr);
         }
 }

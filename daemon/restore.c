@@ -47,29 +47,89 @@
 
 /* ---- where the descriptors come from --------------------------------------------------- */
 
-int restore_fds_take(struct restore_fds *s, uint32_t tag, uint32_t number)
+static bool same_file(int fd, uint64_t dev, uint64_t ino)
+{
+        struct stat st;
+
+        if (!dev && !ino)
+                return true;
+        return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
+
+void restore_fds_add(struct restore_fds *s, int fd, uint32_t tag)
+{
+        struct restore_fd *v;
+
+        if (tag && tag < s->ntags && s->by_tag[tag] < 0) {
+                s->by_tag[tag] = fd;
+                return;
+        }
+        v = realloc(s->extra, (s->nextra + 1) * sizeof(*v));
+        if (!v) {
+                close(fd);
+                return;
+        }
+        s->extra = v;
+        s->extra[s->nextra++] = (struct restore_fd){ .tag = tag, .fd = fd };
+        s->sorted = false;
+}
+
+static int cmp_fd_tag(const void *a, const void *b)
+{
+        const struct restore_fd *x = a, *y = b;
+
+        return x->tag < y->tag ? -1 : x->tag > y->tag;
+}
+
+/* One of the other candidates for tag that is the file (dev, ino). */
+static int take_extra(struct restore_fds *s, uint32_t tag, uint64_t dev, uint64_t ino)
+{
+        size_t lo = 0, hi = s->nextra;
+
+        if (!s->sorted) {
+                qsort(s->extra, s->nextra, sizeof(*s->extra), cmp_fd_tag);
+                s->sorted = true;
+        }
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (s->extra[mid].tag < tag)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (; lo < s->nextra && s->extra[lo].tag == tag; lo++) {
+                int fd = s->extra[lo].fd;
+
+                if (fd >= 0 && same_file(fd, dev, ino)) {
+                        s->extra[lo].fd = -1;
+                        return fd;
+                }
+        }
+        return -1;
+}
+
+int restore_fds_take(struct restore_fds *s, uint32_t tag, uint32_t number, uint64_t dev,
+                     uint64_t ino)
 {
         int fd;
 
         if (s->by_tag) {
-                if (tag >= s->ntags || s->by_tag[tag] < 0)
-                        return -1;
-                fd = s->by_tag[tag];
-                s->by_tag[tag] = -1;
-                return fd;
+                if (tag < s->ntags && s->by_tag[tag] >= 0 &&
+                    same_file(s->by_tag[tag], dev, ino)) {
+                        fd = s->by_tag[tag];
+                        s->by_tag[tag] = -1;
+                        return fd;
+                }
+                return s->nextra ? take_extra(s, tag, dev, ino) : -1;
         }
         /* Kept across execve() at its number: ours once, and never one of the daemon's own. */
         if (number > (uint32_t)INT32_MAX || (int)number < 3 || (int)number == s->keep_fd)
                 return -1;
         /* The old image cleared close-on-exec on what it kept; all of ours have it. */
         fd = fcntl((int)number, F_GETFD);
-        if (fd < 0 || fd & FD_CLOEXEC)
+        if (fd < 0 || fd & FD_CLOEXEC || !same_file((int)number, dev, ino))
                 return -1;
-        if (s->taken && number < s->ntaken) {
-                if (s->taken[number])
-                        return -1;
-                s->taken[number] = 1;
-        }
         fd = (int)number;
         fcntl(fd, F_SETFD, FD_CLOEXEC);
         return fd;
@@ -84,13 +144,13 @@ void restore_fds_done(struct restore_fds *s, uint32_t *ret_unused)
                         close(s->by_tag[i]);
                         unused++;
                 }
-        for (uint32_t i = 0; s->extra && i < s->nextra; i++) {
-                close(s->extra[i]);
-                unused++;
-        }
+        for (uint32_t i = 0; s->extra && i < s->nextra; i++)
+                if (s->extra[i].fd >= 0) {
+                        close(s->extra[i].fd);
+                        unused++;
+                }
         free(s->by_tag);
         free(s->extra);
-        free(s->taken);
         memset(s, 0, sizeof(*s));
         s->keep_fd = -1;
         if (ret_unused)
@@ -224,7 +284,7 @@ static void restore_conns(struct reader *rd)
                 struct ucred cred;
                 socklen_t len = sizeof(cred);
                 struct conn *c;
-                int fd = restore_fds_take(rd->fds, i, r->u32d);
+                int fd = restore_fds_take(rd->fds, i, r->u32d, r->dev, r->ino);
 
                 if (fd < 0)
                         continue;
@@ -376,7 +436,9 @@ static void restore_stage(struct reader *rd, struct conn *c, const struct jr_rec
         for (uint32_t k = 0; k < nfds && fds; k++) {
                 const struct jr_record *x = rec(rd, sfds[lo + k].rec);
 
-                fds[k] = x->u32a == k ? restore_fds_take(rd->fds, sfds[lo + k].rec, x->u32b) : -1;
+                fds[k] = x->u32a == k ? restore_fds_take(rd->fds, sfds[lo + k].rec, x->u32b,
+                                                         x->dev, x->ino)
+                                      : -1;
                 if (fds[k] < 0)
                         whole = false;
         }
@@ -561,15 +623,13 @@ static struct reg *restore_reg(struct reader *rd, uint32_t i)
         struct port *p = port_of(rd, r->u32a);
         struct reg *g;
         bool lingers = p && p->name && p->linger_ms;
-        int fd = restore_fds_take(rd->fds, i, r->u32e);
-        struct stat st;
+        int fd = restore_fds_take(rd->fds, i, r->u32e, r->dev, r->ino);
 
         /* Without an owner (serial 0): kept by its port, which must have a name.  On a port
          * with a linger time a creator need not hold the port (it closed its handle before the
          * port had a linger time and lives on), and one that is gone left it ownerless. */
         if (fd < 0 || !p || (r->serial && !lingers && (!c || !port_handle_of(c, p->id))) ||
-            (!r->serial && !p->name) || fstat(fd, &st) < 0 || (uint64_t)st.st_dev != r->dev ||
-            (uint64_t)st.st_ino != r->ino) {
+            (!r->serial && !p->name)) {
                 sn_close(fd);
                 rd->out->dropped++;
                 return NULL;
@@ -767,16 +827,11 @@ int restore_listen(const uint8_t *journal, size_t size, struct restore_fds *fds,
                              size / JR_RECORD);
         for (uint32_t i = 1; i < n; i++)
                 if (recs[i].type == JR_LISTEN) {
-                        int fd = restore_fds_take(fds, i, recs[i].u32a);
-                        struct stat st;
+                        int fd = restore_fds_take(fds, i, recs[i].u32a, recs[i].dev,
+                                                  recs[i].ino);
 
                         if (fd < 0)
                                 continue;
-                        if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != recs[i].ino ||
-                            (uint64_t)st.st_dev != recs[i].dev) {
-                                close(fd);
-                                continue;
-                        }
                         *ret_owns_path = recs[i].u8a;
                         return fd;
                 }
@@ -858,7 +913,7 @@ void restore_sweep(const uint8_t *journal, size_t size, struct restore_fds *fds,
                                : r->type == JR_STAGED_FD ? r->u32b
                                : r->type == JR_LISTEN   ? r->u32a
                                                         : UINT32_MAX;
-                int fd = restore_fds_take(fds, i, num);
+                int fd = restore_fds_take(fds, i, num, 0, 0);
 
                 /* Taken here means no object took it: it was kept for nothing. */
                 if (fd >= 0) {

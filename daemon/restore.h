@@ -14,17 +14,23 @@ struct server;
 
 /*
  * Where the descriptors come from.  After a stop or a crash: by_tag[record number] is the
- * descriptor the boxes gave for that record (-1: none), and extra those no record can name
- * (closed at the end).  After a re-exec (by_tag NULL): each record's own number, kept across
- * execve(); taken[] (ntaken numbers) marks those already taken, and keep_fd is never taken.
+ * descriptor the boxes gave for that record (-1: none), and extra the others with their tags
+ * (a record number is used again once its descriptor was dropped, and the box that still held
+ * the dropped one may not have been rebuilt yet: the taker tells them apart by the socket's
+ * identity).  After a re-exec (by_tag NULL): each record's own number, kept across execve()
+ * with close-on-exec cleared; keep_fd is never taken.
  */
+struct restore_fd {
+        uint32_t tag;
+        int fd;
+};
+
 struct restore_fds {
         int *by_tag;
         uint32_t ntags;
-        int *extra;
+        struct restore_fd *extra;
         uint32_t nextra;
-        uint8_t *taken;
-        uint32_t ntaken;
+        bool sorted;
         int keep_fd;
 };
 
@@ -39,8 +45,12 @@ struct restore_counts {
         bool orderly;         /* left by a re-exec or an orderly stop */
 };
 
-/* Takes the descriptor record tag names (number: its number in the old process); -1 if none. */
-int restore_fds_take(struct restore_fds *s, uint32_t tag, uint32_t number);
+/* Takes the descriptor record tag names (number: its number in the old process), which must be
+ * the file (dev, ino) unless both are 0; -1 if none is. */
+int restore_fds_take(struct restore_fds *s, uint32_t tag, uint32_t number, uint64_t dev,
+                     uint64_t ino);
+/* Keeps fd as a candidate for record tag (fdstore.c). */
+void restore_fds_add(struct restore_fds *s, int fd, uint32_t tag);
 /* Closes what was not taken (counted in *ret_unused when not NULL) and frees s's arrays. */
 void restore_fds_done(struct restore_fds *s, uint32_t *ret_unused);
 /* Whether journal (size bytes) is one this daemon can read: 0 or -EBADMSG. */
