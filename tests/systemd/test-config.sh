@@ -155,7 +155,7 @@ check "systemctl restart succeeds" inside timeout 60 systemctl restart $unit
 check "the service is active with a new MainPID" sdh_wait 20 new_active_pid "$pid"
 pid2=$(prop $unit MainPID)
 check "the new daemon took the sessions back from the descriptor store" \
-        sdh_wait_journal "$name" $unit "socknotifyd\[$pid2\]: fd store: restored 1 connection" 10
+        sdh_wait_journal "$name" $unit "socknotifyd\[$pid2\]: fd store, after an orderly stop: restored 1 connection" 10
 check "it logged the error at err with file, line and key, on the last good settings" \
         sdh_wait 10 errline "$pid2"
 expect "the last good settings are in force: max-waits 77" "$(max_waits)" 77
@@ -170,7 +170,7 @@ else ko "kill -9: no daemon runs"; fi
 check "systemd restarts it: active with a new MainPID" sdh_wait 30 new_active_pid "$pid2"
 pid3=$(prop $unit MainPID)
 check "it restored the sessions from the live store" sdh_wait_journal "$name" $unit \
-        "socknotifyd\[$pid3\]: fd store: after a crash, restored 1 connection" 10
+        "socknotifyd\[$pid3\]: fd store, after a crash: restored 1 connection" 10
 check "it logged the error at err with file, line and key" sdh_wait 10 errline "$pid3"
 expect "the last good settings are in force: max-waits 77" "$(max_waits)" 77
 expect "neither unit is failed" \

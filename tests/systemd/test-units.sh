@@ -224,7 +224,7 @@ check "systemd restarted it (Restart=on-failure): active with a new MainPID" eva
 expect "NRestarts went up by one" "$(prop socknotifyd.service NRestarts)" $((restarts + 1))
 newpid=$(prop socknotifyd.service MainPID)
 check "the new daemon rebuilt the sessions the killed one kept in the store" \
-        jwait "socknotifyd\[$newpid\]: fd store: after a crash, restored 1 connection\(s\), 2 port\(s\), 1 reg"
+        jwait "socknotifyd\[$newpid\]: fd store, after a crash: restored 1 connection\(s\), 2 port\(s\), 1 reg"
 release wd2
 check "the client held across the watchdog kill: its parked dequeue returned the IN" \
         grep -q '^parked dequeue: ok' "$tmp/wd2.out"
@@ -348,10 +348,10 @@ echo "TIME: systemctl restart with a client (stop, hand over, start, restore): $
 newpid=$(prop socknotifyd.service MainPID)
 expect "active again with a new MainPID" \
         "$(prop socknotifyd.service ActiveState)/$([ "$newpid" != "$pid" ] && echo new)" active/new
-check "the old daemon handed its holdings to the descriptor store" \
-        jwait "socknotifyd\[$pid\]: fd store: kept 1 connection\(s\), 2 port\(s\), 1 registration"
+check "the old daemon left its holdings in the descriptor store" \
+        jwait "socknotifyd\[$pid\]: stopped \(signal 15\): 1 connection\(s\) kept in the descriptor store"
 check "the new daemon took them back" \
-        jwait "socknotifyd\[$newpid\]: fd store: restored 1 connection\(s\), 2 port\(s\), 1 reg"
+        jwait "socknotifyd\[$newpid\]: fd store, after an orderly stop: restored 1 connection\(s\), 2 port\(s\), 1 reg"
 release h2
 echo "#    the client connected before the restart: $(grep -h '^after\|^parked' "$tmp/h2.out" |
         tr '\n' ' ')"
