@@ -581,7 +581,7 @@ START_TEST(test_restart_and_crash_keep_last_good)
         snprintf(want, sizeof(want), "error: configuration: %s:3: unknown key \"max-wiats\"; "
                  "running on the last good settings", conf);
         ck_assert_msg(log_wait(want, 3000), "%s", daemon_log());
-        ck_assert_msg(log_wait("fd store: restored 1 connection(s)", 3000), "%s", daemon_log());
+        ck_assert_msg(log_wait("fd store, after an orderly stop: restored 1 connection(s)", 3000), "%s", daemon_log());
         session_check(&s, 51);
         ck_assert_uint_eq(limits_of(&d).max_waits, 7);
 
@@ -592,7 +592,7 @@ START_TEST(test_restart_and_crash_keep_last_good)
         ck_assert_int_eq(waitpid(d.pid, NULL, 0), d.pid);
         start_from_store(&d, &m, args);
         ck_assert_msg(log_wait(want, 3000), "%s", daemon_log());
-        ck_assert_msg(log_wait("after a crash, restored 1 connection(s)", 3000), "%s",
+        ck_assert_msg(log_wait("fd store, after a crash: restored 1 connection(s)", 3000), "%s",
                       daemon_log());
         session_check(&s, 52);
         ck_assert_uint_eq(limits_of(&d).max_waits, 7);
