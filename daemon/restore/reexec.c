@@ -27,7 +27,14 @@
 
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/base/counters.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/users.h"
+#include "daemon/objects/world.h"
+#include "daemon/restore/reexec.h"
+#include "daemon/service/conn.h"
+#include "proto/codec.h"
 
 #define STATE_MAGIC "SNSTATE\0"
 #define STATE_END "SNSTEND\0"

@@ -56,7 +56,14 @@
 #include "common/fdmsg.h"
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/world.h"
+#include "daemon/restore/fdstore.h"
+#include "daemon/restore/reexec.h"
+#include "daemon/service/conn.h"
+#include "daemon/service/lastgood.h"
+#include "daemon/state/live.h"
 
 #define MAP_MAGIC "SNFDMAP\0"
 #define MAP_VERSION 2u
