@@ -62,8 +62,12 @@
 
 #include "common/fdmsg.h"
 #include "common/log.h"
-#include "daemon/daemon.h"
-#include "daemon/settings.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/world.h"
+#include "daemon/service/conn.h"
+#include "daemon/service/server.h"
 #include "tests/fuzz/fuzz.h"
 
 #define FAIL(...)                                                                                  \

@@ -24,7 +24,7 @@
 
 /*
  * The id of the n-th port an input creates: fuzz-daemon restarts the count per input and sets
- * the permutation's keys to zero, so this is daemon/port.c port_id_of() with zero keys (keep
+ * the permutation's keys to zero, so this is daemon/objects/port.c port_id_of() with zero keys (keep
  * the two in step).
  */
 static uint32_t port_id_of_zero_keys(uint32_t n)

@@ -41,7 +41,7 @@ void manager_stop(struct manager *m);
 /* Returns once the manager has handled every message queued to it before this call (a
  * BARRIER=1 of its own, answered by closing its descriptor, waited for up to 5 s times
  * CK_TIMEOUT_MULTIPLIER).  What a daemon stored before a reply the test has received is then
- * in the store: the daemon flushes its live store before each reply (daemon/live.c). */
+ * in the store: the daemon flushes its live store before each reply (daemon/state/live.c). */
 void manager_sync(struct manager *m);
 /* Entries whose name starts with prefix; _locked: the caller holds m->lock. */
 unsigned manager_count(struct manager *m, const char *prefix);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Copyright (c) 2026 The socknotify authors */
 /*
- * test-fdstore-attack.c - the crash recovery of the live descriptor store (daemon/live.c)
+ * test-fdstore-attack.c - the crash recovery of the live descriptor store (daemon/state/live.c)
  * against hostile clients and unlucky crashes.  Like test-fdstore.c this test plays the service
  * manager (NOTIFY_SOCKET, FDSTORE=1/FDSTOREREMOVE=1, LISTEN_FDS on the next start), but its
  * manager also behaves as systemd does when the store is full: an entry beyond FDSTORE= (the

@@ -38,7 +38,7 @@
 #include <check.h>
 #include <jansson.h>
 
-#include "daemon/settings.h"
+#include "daemon/base/settings.h"
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"

@@ -10,7 +10,8 @@
 
 #include "tests/helpers/daemon.h"
 
-#include "daemon/daemon.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/registry.h"
 
 START_TEST(test_insert_find_remove)
 {

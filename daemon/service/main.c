@@ -35,8 +35,17 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "common/path.h"
-#include "daemon/daemon.h"
-#include "daemon/settings.h"
+#include "daemon/base/closer.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/users.h"
+#include "daemon/objects/world.h"
+#include "daemon/restore/fdstore.h"
+#include "daemon/restore/restore.h"
+#include "daemon/service/lastgood.h"
+#include "daemon/service/persist.h"
+#include "daemon/service/server.h"
+#include "daemon/state/journal.h"
+#include "proto/codec.h"
 
 static void usage(FILE *f)
 {

@@ -31,7 +31,13 @@
 
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/world.h"
+#include "daemon/service/conn.h"
+#include "daemon/service/control.h"
+#include "daemon/service/server.h"
 #include "socknotify.h"
 
 static bool is_admin(const struct conn *c)

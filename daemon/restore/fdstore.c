@@ -36,7 +36,10 @@
 #include "common/fdmsg.h"
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/restore/fdstore.h"
+#include "daemon/restore/restore.h"
+#include "daemon/service/lastgood.h"
+#include "daemon/state/journal.h"
 
 uint32_t fdstore_capacity(void)
 {

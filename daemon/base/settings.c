@@ -30,7 +30,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/settings.h"
+#include "daemon/base/settings.h"
 #include "proto/codec.h"
 
 const struct limits settings_default_limits = {

@@ -13,7 +13,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "daemon/daemon.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/registry.h"
 
 static size_t bucket_of(const struct registry *r, uint64_t dev, uint64_t ino)
 {

@@ -39,7 +39,18 @@
 #include "common/fdmsg.h"
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/base/closer.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/persist.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/users.h"
+#include "daemon/objects/world.h"
+#include "daemon/service/conn.h"
+#include "daemon/service/control.h"
+#include "daemon/service/persist.h"
+#include "daemon/service/server.h"
+#include "proto/codec.h"
 #include "socknotify.h"
 
 static void conn_io_cb(evutil_socket_t fd, short what, void *arg);
@@ -50,95 +61,6 @@ static void take_charge(struct conn *c, int64_t delta);
 static void stage_reset(struct conn *c);
 static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, int *fds,
                              uint32_t nfds);
-
-struct user *user_get(struct server *srv, uid_t uid)
-{
-        struct sn_list *pos, *tmp;
-        struct user *u;
-
-        sn_list_foreach_safe(pos, tmp, &srv->users) {
-                u = sn_list_entry(pos, struct user, link);
-                if (u->uid == uid)
-                        return u;
-        }
-        u = calloc(1, sizeof(*u));
-        if (!u)
-                return NULL;
-        u->uid = uid;
-        /* Privileged: root and the user the daemon runs as (the owner of a per-user daemon). */
-        u->pool = uid == 0 || uid == geteuid() ? NULL : &srv->unprivileged;
-        sn_list_add_tail(&srv->users, &u->link);
-        return u;
-}
-
-int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
-{
-        /* The closer thread's backlog is still in the table (as in user_fd_room()): a close()
-         * that blocks (SO_LINGER) must not let what the daemon makes itself (connections,
-         * epoll instances, EDGE duplicates) take root's reserve. */
-        if (!u->pool || srv->restoring ||
-            u->pool->fds + closer_pending() + n <=
-                    limits_fd_pool(&srv->limits, srv->fd_capacity))
-                return 0;
-        u->refused++;
-        server_log_refusal(srv, c, u->uid, "reserve-fds");
-        return -EDQUOT;
-}
-
-/* Whether the pool's count used may grow by n within max; else the refusal, named by limit. */
-static int pool_check(struct server *srv, struct user *u, const struct conn *c, uint64_t used,
-                      uint64_t n, uint64_t max, const char *limit)
-{
-        if (!u->pool || srv->restoring || used + n <= max)
-                return 0;
-        u->refused++;
-        server_log_refusal(srv, c, u->uid, limit);
-        return -EDQUOT;
-}
-
-int user_check_output(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
-{
-        return pool_check(srv, u, c, u->pool ? u->pool->output : 0, n,
-                          srv->limits.max_output_unprivileged, "max-output-unprivileged");
-}
-
-int user_check_waits(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
-{
-        return pool_check(srv, u, c, u->pool ? u->pool->waits : 0, n,
-                          srv->limits.max_waits_unprivileged, "max-waits-unprivileged");
-}
-
-int user_check_posted(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
-{
-        return pool_check(srv, u, c, u->pool ? u->pool->posted : 0, n,
-                          srv->limits.max_posted_unprivileged, "max-posted-unprivileged");
-}
-
-int user_check_staged(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
-{
-        return pool_check(srv, u, c, u->pool ? u->pool->staged : 0, n,
-                          srv->limits.max_staged_unprivileged, "max-staged-unprivileged");
-}
-
-uint32_t user_fd_room(const struct server *srv, const struct user *u)
-{
-        uint64_t pool = limits_fd_pool(&srv->limits, srv->fd_capacity);
-        uint64_t used;
-
-        if (!u->pool)
-                return srv->limits.max_fds;
-        used = u->pool->fds + closer_pending();
-        return used >= pool ? 0 : (uint32_t)SN_MIN(pool - used, (uint64_t)srv->limits.max_fds);
-}
-
-void user_release(struct user *u)
-{
-        if (u && !u->nconns && !u->nports && !u->nsockets && !u->nregs && !u->nwaits &&
-            !u->nposted && !u->nstaged && !u->output) {
-                sn_list_del(&u->link);
-                free(u);
-        }
-}
 
 void conn_refuse(struct server *srv, int fd, uint32_t status)
 {

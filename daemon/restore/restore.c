@@ -40,9 +40,15 @@
 #include "common/fdmsg.h"
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
-#include "daemon/journal.h"
-#include "daemon/restore.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/registry.h"
+#include "daemon/objects/world.h"
+#include "daemon/restore/restore.h"
+#include "daemon/service/conn.h"
+#include "daemon/state/journal.h"
+#include "proto/codec.h"
 #include "socknotify.h"
 
 /* ---- where the descriptors come from --------------------------------------------------- */

@@ -14,7 +14,14 @@
 
 #include <jansson.h>
 
-#include "daemon/daemon.h"
+#include "daemon/base/closer.h"
+#include "daemon/base/counters.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/users.h"
+#include "daemon/objects/world.h"
+#include "daemon/service/control.h"
+#include "daemon/service/server.h"
+#include "proto/codec.h"
 
 static json_t *errors_object(const uint64_t *counts)
 {
@@ -196,14 +203,4 @@ char *server_status_json(struct server *srv, uid_t uid)
         text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(doc);
         return text;
-}
-
-void server_count_call_error(struct server *srv, uint32_t err)
-{
-        srv->counters.call_errors[err < SN_ERRNO_MAX ? err : 0]++;
-}
-
-void server_count_entry_error(struct server *srv, uint32_t err)
-{
-        srv->counters.entry_errors[err < SN_ERRNO_MAX ? err : 0]++;
 }

@@ -27,7 +27,13 @@
 
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/objects/persist.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/users.h"
+#include "daemon/objects/world.h"
+#include "daemon/service/conn.h"
+#include "proto/codec.h"
 #include "socknotify.h"
 
 /*

@@ -37,7 +37,9 @@
 #include <systemd/sd-daemon.h>
 
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/world.h"
+#include "daemon/service/lastgood.h"
 
 #define STORE_NAME "snlive.settings"
 

@@ -48,7 +48,15 @@
 
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/base/closer.h"
+#include "daemon/objects/persist.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/registry.h"
+#include "daemon/objects/users.h"
+#include "daemon/objects/world.h"
+#include "daemon/service/conn.h"
+#include "proto/codec.h"
 #include "socknotify.h"
 
 /* From the kernel's include/net/tcp_states.h. */

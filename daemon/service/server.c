@@ -39,7 +39,19 @@
 
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/daemon.h"
+#include "daemon/base/closer.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/port.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/registry.h"
+#include "daemon/objects/world.h"
+#include "daemon/restore/fdstore.h"
+#include "daemon/service/conn.h"
+#include "daemon/service/lastgood.h"
+#include "daemon/service/persist.h"
+#include "daemon/service/server.h"
+#include "daemon/state/journal.h"
+#include "proto/codec.h"
 
 /*
  * Every signal the daemon handles.  libevent restores a signal's previous (default) action when
@@ -108,103 +120,6 @@ static void listen_cb(evutil_socket_t fd, short what, void *arg)
                 evtimer_add(&srv->listen_pause, &pause);
                 return;
         }
-}
-
-bool server_is_own_connection(const struct server *srv, int fd)
-{
-        struct sockaddr_un sa;
-        socklen_t len = sizeof(sa);
-
-        memset(&sa, 0, sizeof(sa));
-        if (getpeername(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sun_family != AF_UNIX)
-                return false;
-        return srv->listen_addrlen > sizeof(sa_family_t) && len == srv->listen_addrlen &&
-               !memcmp(&sa, &srv->listen_addr, len);
-}
-
-void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, const char *limit)
-{
-        unsigned long long dropped;
-
-        if (!sn_ratelimit_ok(&srv->refuse_log, &dropped))
-                return;
-        if (c)
-                log_notice("connection %llu (pid %d, uid %u): refused by --%s",
-                           (unsigned long long)c->serial, (int)c->pid, (unsigned)uid, limit);
-        else
-                log_notice("refused a connection of uid %u: --%s", (unsigned)uid, limit);
-        if (dropped)
-                log_notice("%llu refusal line(s) suppressed", dropped);
-}
-
-static int slots_grow(struct server *srv, uint32_t want)
-{
-        uint32_t n = srv->nslots ? srv->nslots : 256;
-        struct reg **slots;
-        uint32_t *next;
-
-        while (n < want)
-                n *= 2;
-        slots = realloc(srv->slots, n * sizeof(*slots));
-        if (!slots)
-                return -ENOMEM;
-        srv->slots = slots;
-        next = realloc(srv->slot_next, n * sizeof(*next));
-        if (!next)
-                return -ENOMEM;
-        srv->slot_next = next;
-        /* New slots go on the free chain, lowest first. */
-        for (uint32_t i = n; i-- > srv->nslots;) {
-                slots[i] = NULL;
-                next[i] = srv->free_slot;
-                srv->free_slot = i;
-        }
-        srv->nslots = n;
-        return 0;
-}
-
-int server_slot_take(struct server *srv, struct reg *g)
-{
-        uint32_t i;
-
-        if (srv->free_slot == UINT32_MAX && slots_grow(srv, srv->nslots + 1) < 0)
-                return -ENOMEM;
-        i = srv->free_slot;
-        srv->free_slot = srv->slot_next[i];
-        srv->slots[i] = g;
-        g->slot = i;
-        return 0;
-}
-
-int server_slot_put(struct server *srv, struct reg *g, uint32_t slot)
-{
-        uint32_t *link;
-
-        if (slot >= UINT32_MAX / 2)
-                return -EINVAL;
-        if (slot >= srv->nslots && slots_grow(srv, slot + 1) < 0)
-                return -ENOMEM;
-        if (srv->slots[slot])
-                return -EEXIST;
-        /* Unchain it from the free list (re-exec only: a linear walk is fine). */
-        for (link = &srv->free_slot; *link != slot; link = &srv->slot_next[*link])
-                ;
-        *link = srv->slot_next[slot];
-        srv->slots[slot] = g;
-        g->slot = slot;
-        return 0;
-}
-
-void server_slot_release(struct server *srv, struct reg *g)
-{
-        srv->slots[g->slot] = NULL;
-        srv->slot_next[g->slot] = srv->free_slot;
-        srv->free_slot = g->slot;
-}
-
-void server_note_freed(struct server *srv, size_t bytes)
-{
-        srv->freed_since_trim += bytes;
 }
 
 static void status_tick_cb(evutil_socket_t fd, short what, void *arg);

@@ -39,7 +39,7 @@
 #include "common/list.h"
 #include "common/log.h"
 #include "common/macro.h"
-#include "daemon/journal.h"
+#include "daemon/state/journal.h"
 
 #define JR_INITIAL 1024u
 /* Drops are gathered this long before boxes are rebuilt: the close a peer sees is that late at

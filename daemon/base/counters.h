@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * counters.h - what the daemon counts for the status document (status.c): messages, calls,
+ * failures by errno.  Knows no daemon object.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#define SN_ERRNO_MAX 160
+struct counters {
+        uint64_t connections_total;
+        uint64_t messages_in;
+        uint64_t messages_out;
+        uint64_t registrations_applied;
+        uint64_t notifications;
+        uint64_t posted_delivered;
+        uint64_t protocol_violations;
+        uint64_t reexecs;           /* re-executions in place since the first start */
+        uint64_t call_errors[SN_ERRNO_MAX];  /* call-level failures by errno */
+        uint64_t entry_errors[SN_ERRNO_MAX]; /* per-entry failures by errno */
+};

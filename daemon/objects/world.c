@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * world.c - what the objects ask of their shared context (struct server, world.h): the slots
+ * that name registrations in epoll items, the refusal log, the counters, the memory-trim
+ * account, and whether a socket is a connection to this daemon.  Nothing here knows a
+ * connection beyond the serial and pid it logs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "common/log.h"
+#include "daemon/base/counters.h"
+#include "daemon/objects/registration.h"
+#include "daemon/objects/world.h"
+#include "daemon/service/conn.h"
+
+bool server_is_own_connection(const struct server *srv, int fd)
+{
+        struct sockaddr_un sa;
+        socklen_t len = sizeof(sa);
+
+        memset(&sa, 0, sizeof(sa));
+        if (getpeername(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sun_family != AF_UNIX)
+                return false;
+        return srv->listen_addrlen > sizeof(sa_family_t) && len == srv->listen_addrlen &&
+               !memcmp(&sa, &srv->listen_addr, len);
+}
+
+void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, const char *limit)
+{
+        unsigned long long dropped;
+
+        if (!sn_ratelimit_ok(&srv->refuse_log, &dropped))
+                return;
+        if (c)
+                log_notice("connection %llu (pid %d, uid %u): refused by --%s",
+                           (unsigned long long)c->serial, (int)c->pid, (unsigned)uid, limit);
+        else
+                log_notice("refused a connection of uid %u: --%s", (unsigned)uid, limit);
+        if (dropped)
+                log_notice("%llu refusal line(s) suppressed", dropped);
+}
+
+static int slots_grow(struct server *srv, uint32_t want)
+{
+        uint32_t n = srv->nslots ? srv->nslots : 256;
+        struct reg **slots;
+        uint32_t *next;
+
+        while (n < want)
+                n *= 2;
+        slots = realloc(srv->slots, n * sizeof(*slots));
+        if (!slots)
+                return -ENOMEM;
+        srv->slots = slots;
+        next = realloc(srv->slot_next, n * sizeof(*next));
+        if (!next)
+                return -ENOMEM;
+        srv->slot_next = next;
+        /* New slots go on the free chain, lowest first. */
+        for (uint32_t i = n; i-- > srv->nslots;) {
+                slots[i] = NULL;
+                next[i] = srv->free_slot;
+                srv->free_slot = i;
+        }
+        srv->nslots = n;
+        return 0;
+}
+
+int server_slot_take(struct server *srv, struct reg *g)
+{
+        uint32_t i;
+
+        if (srv->free_slot == UINT32_MAX && slots_grow(srv, srv->nslots + 1) < 0)
+                return -ENOMEM;
+        i = srv->free_slot;
+        srv->free_slot = srv->slot_next[i];
+        srv->slots[i] = g;
+        g->slot = i;
+        return 0;
+}
+
+int server_slot_put(struct server *srv, struct reg *g, uint32_t slot)
+{
+        uint32_t *link;
+
+        if (slot >= UINT32_MAX / 2)
+                return -EINVAL;
+        if (slot >= srv->nslots && slots_grow(srv, slot + 1) < 0)
+                return -ENOMEM;
+        if (srv->slots[slot])
+                return -EEXIST;
+        /* Unchain it from the free list (re-exec only: a linear walk is fine). */
+        for (link = &srv->free_slot; *link != slot; link = &srv->slot_next[*link])
+                ;
+        *link = srv->slot_next[slot];
+        srv->slots[slot] = g;
+        g->slot = slot;
+        return 0;
+}
+
+void server_slot_release(struct server *srv, struct reg *g)
+{
+        srv->slots[g->slot] = NULL;
+        srv->slot_next[g->slot] = srv->free_slot;
+        srv->free_slot = g->slot;
+}
+
+void server_note_freed(struct server *srv, size_t bytes)
+{
+        srv->freed_since_trim += bytes;
+}
+
+void server_count_call_error(struct server *srv, uint32_t err)
+{
+        srv->counters.call_errors[err < SN_ERRNO_MAX ? err : 0]++;
+}
+
+void server_count_entry_error(struct server *srv, uint32_t err)
+{
+        srv->counters.entry_errors[err < SN_ERRNO_MAX ? err : 0]++;
+}

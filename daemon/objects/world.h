@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * world.h - struct server as the objects see it: the shared context that holds the registry,
+ * the ports, the registrations' slots, the limits, the counters and the users.  Objects include
+ * this, never a header of the service layer above them.
+ *
+ * Error convention of the daemon: 0 success, negative errno failure passed up unchanged;
+ * positive values only where a comment documents them for the direct caller.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "common/list.h"
+#include "common/log.h"
+#include "daemon/base/counters.h"
+#include "daemon/base/settings.h"
+#include "daemon/objects/registry.h"
+#include "daemon/objects/users.h"
+#include "daemon/state/journal.h"
+
+struct conn;
+struct epoll_event;
+struct journal;
+struct stage_keep;
+struct reg;
+
+struct server {
+        struct event_base *base;
+        int listen_fd;
+        struct sockaddr_un listen_addr; /* getsockname() of listen_fd */
+        socklen_t listen_addrlen;
+        struct event listen_ev;
+        struct event sig_term, sig_int;
+        struct event sig_ignored[3]; /* USR1, USR2, ALRM: logged, never fatal */
+        bool stopping;               /* shutdown_cb ran: a repeated signal is only logged */
+        struct event listen_pause;   /* re-enables accepting after running out of descriptors */
+        int reserve_fd;              /* spare descriptor to refuse a client on EMFILE */
+        struct sn_ratelimit refuse_log; /* refusals by a limit */
+        struct sn_ratelimit violation_log; /* protocol violations, all connections */
+        struct event reaper;
+        struct event watchdog;  /* WATCHDOG=1 at half of WATCHDOG_USEC */
+        struct event status_tick; /* STATUS= when the summary changes */
+        struct event owner_sweep; /* ends connections whose process has exited */
+        char last_status[320];
+        char *path;
+        bool owns_path;
+        struct limits limits;
+        struct counters counters;
+        struct registry registry;
+        /* Registrations by slot number: the epoll items' data, stable across a re-exec. */
+        struct reg **slots;
+        uint32_t nslots, free_slot; /* free slots chain through their entry (NULL-tagged) */
+        uint32_t *slot_next;
+        struct sn_list conns;
+        uint32_t nconns;
+        struct sn_list ports;
+        struct sn_list users;
+        struct pool unprivileged; /* what users other than root and ours hold together */
+        struct sn_list dead;
+        uint32_t next_port_id;       /* ports created; ids are a keyed permutation of it */
+        uint32_t port_id_key[4];
+        uint64_t next_conn_serial;
+        uint32_t nports, nwaits;
+        uint64_t nregs, nqueued;
+        bool trace;
+        char *config_path;
+        bool config_named;      /* named with --config: its absence is an error */
+        struct settings cmdline;
+        struct settings file_settings; /* the file's settings in force: the last good ones */
+        bool lastgood_stored;   /* they are kept in the descriptor store (lastgood.c) */
+        char reload_note[160];  /* the outcome of the last reload or start, for STATUS= */
+        struct event sig_hup, sig_usr2;
+        struct event reexec_later; /* SIGUSR2's re-exec, after the signals of its loop pass */
+        bool restoring;         /* a restore: holdings are restored past any limit */
+        bool restoring_crash;   /* ... after a crash: edges that hold are reported again */
+        char *exe;              /* our binary's path, executed again by a re-exec */
+        char **argv;            /* our arguments, given again */
+        struct timespec started;
+        uint8_t *rbuf;  /* one received message */
+        uint8_t *wbuf;  /* one reply being built */
+        uint8_t *ebuf;  /* encoded entries being taken */
+        struct epoll_event *evbuf;
+        uint32_t evcap;
+        uint64_t fd_capacity;
+        uint64_t fd_own;         /* descriptors open before the first client: the daemon's own */
+        uint32_t fdstore_max;    /* the service manager's descriptor store takes this many */
+        struct journal *journal; /* the state, always current (persist.c), NULL without one */
+        uint32_t listen_jr;      /* the listening socket's journal record */
+        struct box_ref listen_box;
+        struct stage_keep *lent; /* live_stage_lend(): the staged descriptor being applied */
+        int lent_fd;
+        /* PORT_TAKE replies not known to be read, and their descriptors (bounded: see
+         * handle_port_take in conn.c). */
+        struct sn_list take_unread;
+        uint64_t take_inflight;
+        size_t freed_since_trim; /* bytes of client-made state freed since malloc_trim() */
+};
+
+/* ---- what objects may ask of the context (world.c) ---- */
+
+/* Takes a free slot for g (g->slot); returns 0 or -ENOMEM. */
+int server_slot_take(struct server *srv, struct reg *g);
+/* Puts g in the given slot (re-exec); returns 0, -EEXIST or -ENOMEM. */
+int server_slot_put(struct server *srv, struct reg *g, uint32_t slot);
+void server_slot_release(struct server *srv, struct reg *g);
+/* Rate-limited notice that a client was refused by limit (name as in socknotifyd(8)). */
+void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, const char *limit);
+/* Gives memory back to the system after much client-made state was freed. */
+void server_note_freed(struct server *srv, size_t bytes);
+/* True when fd (a SOCK_SEQPACKET socket) is a client end of a connection to this daemon. */
+bool server_is_own_connection(const struct server *srv, int fd);
+/* Counts a failed call or entry by errno. */
+void server_count_call_error(struct server *srv, uint32_t err);
+void server_count_entry_error(struct server *srv, uint32_t err);
+
+/* The registration of an epoll item's data, or NULL. */
+static inline struct reg *server_slot_reg(const struct server *srv, uint64_t data)
+{
+        return data < srv->nslots ? srv->slots[data] : NULL;
+}
