@@ -324,18 +324,82 @@ static uint64_t raise_nofile(void)
         return (uint64_t)rl.rlim_cur;
 }
 
-int main(int argc, char **argv)
+/* Everything a start gathers before the server exists. */
+struct start {
+        struct server_options opt;
+        struct settings file;
+        const char *path_arg;
+        char path[108], note[160];
+        int restore_fd, check_fd, settings_fd;
+        bool owns_path, check_only;
+        uint64_t cap;
+        struct previous pv;
+        bool have_prev;
+};
+
+enum {
+        OPT_MODE = 0x100,
+        OPT_GROUP,
+        OPT_TRACE,
+        OPT_LOG_LEVEL,
+        OPT_RESTORE,
+        OPT_CHECK_STATE,
+        OPT_CHECK_CONFIG,
+        OPT_LIMIT, /* OPT_LIMIT + i: settings_limit_options[i] */
+};
+
+/* One option of the command line into st: 0, a negative errno (an invalid value), or 1 when
+ * it is not one of ours. */
+static int take_option(struct start *st, int c, const char *arg)
 {
-        enum {
-                OPT_MODE = 0x100,
-                OPT_GROUP,
-                OPT_TRACE,
-                OPT_LOG_LEVEL,
-                OPT_RESTORE,
-                OPT_CHECK_STATE,
-                OPT_CHECK_CONFIG,
-                OPT_LIMIT, /* OPT_LIMIT + i: settings_limit_options[i] */
-        };
+        uint32_t v;
+        int r = 0;
+
+        switch (c) {
+        case 's':
+                st->path_arg = arg;
+                break;
+        case 'c':
+                st->opt.config_path = arg;
+                st->opt.config_named = true;
+                break;
+        case OPT_CHECK_CONFIG:
+                st->check_only = true;
+                break;
+        case OPT_MODE:
+                r = parse_u32(arg, 0, 0777, 8, &st->opt.mode);
+                break;
+        case OPT_GROUP:
+                st->opt.group = arg;
+                break;
+        case OPT_LOG_LEVEL:
+                r = st->opt.cmdline.log_level = settings_parse_log_level(arg);
+                break;
+        case 'v':
+                st->opt.cmdline.log_level = LOG_DEBUG;
+                break;
+        case OPT_RESTORE:
+        case OPT_CHECK_STATE:
+                r = parse_u32(arg, 0, INT32_MAX, 10, &v);
+                *(c == OPT_RESTORE ? &st->restore_fd : &st->check_fd) = (int)v;
+                break;
+        case OPT_TRACE:
+                st->opt.trace = true;
+                break;
+        default:
+                if (c < OPT_LIMIT || c >= OPT_LIMIT + (int)settings_nlimit_options)
+                        return 1;
+                r = parse_u32(arg, 0, UINT32_MAX, 10, &v);
+                if (r == 0)
+                        r = settings_set_limit(&st->opt.cmdline, (size_t)(c - OPT_LIMIT), v);
+                break;
+        }
+        return r < 0 ? r : 0;
+}
+
+/* The command line into st: -1 to go on, else the exit status (help, version, bad usage). */
+static int parse_args(int argc, char **argv, struct start *st)
+{
         static const struct option base_options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "socket-mode", required_argument, NULL, OPT_MODE },
@@ -351,80 +415,29 @@ int main(int argc, char **argv)
                 { "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
         };
         struct option options[SN_ARRAY_SIZE(base_options) + 32 + 1];
-        struct server_options opt = {
-                .mode = 0660,
-                .listen_fd = -1,
-                .config_path = SN_DEFAULT_CONFIG,
-        };
-        struct settings file;
-        const char *path_arg = NULL;
-        char path[108], note[160];
-        struct server *srv;
-        int c, r, index = -1, level, restore_fd = -1, check_fd = -1, settings_fd = -1;
-        bool owns_path = false, check_only = false;
         size_t nopt = 0;
+        int c, index = -1;
 
-        /* Until server_new() has the loop's handlers in place, a SIGTERM (a supervisor that
-         * stops the daemon as soon as its socket accepts) waits instead of killing it. */
-        server_hold_signals();
-        settings_init(&opt.cmdline);
         for (size_t i = 0; i < SN_ARRAY_SIZE(base_options); i++)
                 options[nopt++] = base_options[i];
         for (size_t i = 0; i < settings_nlimit_options && i < 32; i++)
                 options[nopt++] = (struct option){ settings_limit_options[i].name,
                                                    required_argument, NULL, OPT_LIMIT + (int)i };
         options[nopt] = (struct option){ 0 };
-
         while ((c = getopt_long(argc, argv, "s:c:vhV", options, &index)) >= 0) {
-                uint32_t v;
+                int r;
 
-                r = 0;
-                switch (c) {
-                case 's':
-                        path_arg = optarg;
-                        break;
-                case 'c':
-                        opt.config_path = optarg;
-                        opt.config_named = true;
-                        break;
-                case OPT_CHECK_CONFIG:
-                        check_only = true;
-                        break;
-                case OPT_MODE:
-                        r = parse_u32(optarg, 0, 0777, 8, &opt.mode);
-                        break;
-                case OPT_GROUP:
-                        opt.group = optarg;
-                        break;
-                case OPT_LOG_LEVEL:
-                        r = opt.cmdline.log_level = settings_parse_log_level(optarg);
-                        break;
-                case 'v':
-                        opt.cmdline.log_level = LOG_DEBUG;
-                        break;
-                case OPT_RESTORE:
-                case OPT_CHECK_STATE:
-                        r = parse_u32(optarg, 0, INT32_MAX, 10, &v);
-                        *(c == OPT_RESTORE ? &restore_fd : &check_fd) = (int)v;
-                        break;
-                case OPT_TRACE:
-                        opt.trace = true;
-                        break;
-                case 'h':
+                if (c == 'h') {
                         usage(stdout);
                         return 0;
-                case 'V':
+                }
+                if (c == 'V') {
                         printf("socknotifyd %s (protocol %d)\n", PACKAGE_VERSION,
                                SN_PROTO_VERSION);
                         return 0;
-                default:
-                        if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)settings_nlimit_options) {
-                                r = parse_u32(optarg, 0, UINT32_MAX, 10, &v);
-                                if (r == 0)
-                                        r = settings_set_limit(&opt.cmdline,
-                                                               (size_t)(c - OPT_LIMIT), v);
-                                break;
-                        }
+                }
+                r = take_option(st, c, optarg);
+                if (r > 0) {
                         usage(stderr);
                         return 2;
                 }
@@ -446,145 +459,167 @@ int main(int argc, char **argv)
                 const char *e = getenv("SOCKNOTIFY_SETTINGS_FD");
                 uint32_t v;
 
-                if (e && (restore_fd >= 0 || check_fd >= 0) &&
+                if (e && (st->restore_fd >= 0 || st->check_fd >= 0) &&
                     parse_u32(e, 3, INT32_MAX, 10, &v) == 0)
-                        settings_fd = (int)v;
+                        st->settings_fd = (int)v;
                 unsetenv("SOCKNOTIFY_SETTINGS_FD");
         }
         /* Not named: the default, which may be absent (the user unit sets SOCKNOTIFY_CONFIG). */
-        if (!opt.config_named && getenv("SOCKNOTIFY_CONFIG") && *getenv("SOCKNOTIFY_CONFIG"))
-                opt.config_path = getenv("SOCKNOTIFY_CONFIG");
-        if (check_fd >= 0) {
-                /* Run by a daemon about to re-execute this binary: can it take the state, and
-                 * read the settings it passes along? */
-                struct settings carried;
-                char err[512];
+        if (!st->opt.config_named && getenv("SOCKNOTIFY_CONFIG") && *getenv("SOCKNOTIFY_CONFIG"))
+                st->opt.config_path = getenv("SOCKNOTIFY_CONFIG");
+        return -1;
+}
 
-                sn_log_init(LOG_INFO);
-                if (settings_fd >= 0 &&
-                    settings_read_fd(settings_fd, "the last good settings", &carried, err,
-                                     sizeof(err)) < 0) {
-                        log_error("re-exec check: %s", err);
-                        return 1;
-                }
-                return check_state(check_fd);
+/* --check-state: run by a daemon about to re-execute this binary: can it take the state, and
+ * read the settings it passes along? */
+static int check_reexec(struct start *st)
+{
+        struct settings carried;
+        char err[512];
+
+        sn_log_init(LOG_INFO);
+        if (st->settings_fd >= 0 &&
+            settings_read_fd(st->settings_fd, "the last good settings", &carried, err,
+                             sizeof(err)) < 0) {
+                log_error("re-exec check: %s", err);
+                return 1;
         }
-        if (check_only)
-                return check_config(opt.config_path, opt.config_named);
-        uint64_t cap = raise_nofile();
-        /* Until the file is read: the command line's level, else the default. */
-        sn_log_init(opt.cmdline.log_level >= 0 ? opt.cmdline.log_level : LOG_INFO);
-        struct previous pv = { .fds = { .keep_fd = -1 } };
-        bool have_prev = false;
+        return check_state(st->check_fd);
+}
 
-        if (restore_fd >= 0) {
+/* What came before this start: the journal of a re-exec (and every descriptor it names), or
+ * the socket the service manager activated and what a previous daemon left in its store.
+ * 0, or -1 (logged) when the daemon cannot start. */
+static int find_previous(struct start *st)
+{
+        struct previous *pv = &st->pv;
+        int r;
+
+        if (st->restore_fd >= 0) {
                 /* A re-exec: the journal, the listening socket and every client are ours. */
-                r = map_journal(restore_fd, &pv);
+                r = map_journal(st->restore_fd, pv);
                 if (r < 0) {
                         log_error("re-exec: no usable state on descriptor %d: %s; not serving",
-                                  restore_fd, strerror(-r));
-                        return 1;
+                                  st->restore_fd, strerror(-r));
+                        return -1;
                 }
-                pv.fds.keep_fd = restore_fd;
-                fdstore_note_gen(pv.gen);
-                have_prev = true;
-        } else {
-                r = adopt_listen_fd();
-                if (r < 0)
-                        return 1;
-                if (r > 0) {
-                        opt.listen_fd = r;
-                        socket_path_of(r, path, sizeof(path));
-                        if (path_arg)
-                                log_warning("--socket ignored: using the socket passed by the "
-                                            "service manager");
-                }
-                have_prev = fdstore_previous(&pv.journal, &pv.size, &pv.fds);
-                if (have_prev) {
-                        pv.gen = ((const struct jr_header *)pv.journal)->gen;
-                        pv.boxes = ((const struct jr_header *)pv.journal)->boxes;
-                }
+                pv->fds.keep_fd = st->restore_fd;
+                fdstore_note_gen(pv->gen);
+                st->have_prev = true;
+                return 0;
         }
-        if (settings_fd < 0)
-                settings_fd = fdstore_take_settings();
-        start_settings(opt.config_path, opt.config_named, settings_fd, &file, note, sizeof(note));
-        settings_resolve(&opt.cmdline, &file, cap, &opt.limits, &level);
-        sn_log_set_level(level);
-        if (have_prev) {
-                /* The listening socket the previous daemon kept, unless one was activated. */
-                int fd = restore_listen(pv.journal, pv.size, &pv.fds, &owns_path);
+        r = adopt_listen_fd();
+        if (r < 0)
+                return -1;
+        if (r > 0) {
+                st->opt.listen_fd = r;
+                socket_path_of(r, st->path, sizeof(st->path));
+                if (st->path_arg)
+                        log_warning("--socket ignored: using the socket passed by the service "
+                                    "manager");
+        }
+        st->have_prev = fdstore_previous(&pv->journal, &pv->size, &pv->fds);
+        if (st->have_prev) {
+                pv->gen = ((const struct jr_header *)pv->journal)->gen;
+                pv->boxes = ((const struct jr_header *)pv->journal)->boxes;
+        }
+        return 0;
+}
 
-                if (fd >= 0 && opt.listen_fd < 0) {
-                        opt.listen_fd = fd;
-                        socket_path_of(fd, path, sizeof(path));
+/* The socket to listen on: the previous daemon's (unless one was activated), else the path.
+ * 0, or -1 (logged). */
+static int choose_socket(struct start *st)
+{
+        if (st->have_prev) {
+                int fd = restore_listen(st->pv.journal, st->pv.size, &st->pv.fds,
+                                        &st->owns_path);
+
+                if (fd >= 0 && st->opt.listen_fd < 0) {
+                        st->opt.listen_fd = fd;
+                        socket_path_of(fd, st->path, sizeof(st->path));
                 } else {
                         sn_close(fd);
-                        owns_path = false;
+                        st->owns_path = false;
                 }
-                if (restore_fd >= 0 && opt.listen_fd < 0) {
+                if (st->restore_fd >= 0 && st->opt.listen_fd < 0) {
                         log_error("re-exec: the state names no listening socket; not serving");
-                        return 1;
+                        return -1;
                 }
         }
-        if (opt.listen_fd < 0 && sn__socket_path(path_arg, path, sizeof(path)) < 0) {
+        if (st->opt.listen_fd < 0 &&
+            sn__socket_path(st->path_arg, st->path, sizeof(st->path)) < 0) {
                 log_error("socket path too long");
-                return 1;
+                return -1;
         }
-        opt.path = path;
-        opt.argv = argv;
+        st->opt.path = st->path;
+        return 0;
+}
 
-        r = server_new(&opt, &srv);
+/* What the daemon holds for itself, out of the reserve: all that is open but what restored
+ * clients hold. */
+static void count_own_fds(struct server *srv)
+{
+        struct sn_list *pos, *tmp;
+        uint64_t held = 0, open_now = count_fds();
+
+        sn_list_foreach_safe(pos, tmp, &srv->users) {
+                const struct user *u = sn_list_entry(pos, struct user, link);
+
+                held += (uint64_t)u->nconns + u->nports + u->nsockets;
+        }
+        srv->fd_own = open_now > held ? open_now - held : 0;
+}
+
+static void log_started(const struct start *st, const struct server *srv)
+{
+        log_info("socknotifyd %s listening on %s (mode %04o), fd capacity %llu", PACKAGE_VERSION,
+                 st->path, (unsigned)st->opt.mode, (unsigned long long)st->cap);
+        log_info("reserve: %u descriptor(s) (%llu the daemon's own) and %u connection(s) for "
+                 "root and uid %u; other users together: %llu descriptor(s), %u connection(s)",
+                 (unsigned)srv->limits.reserve_fds, (unsigned long long)srv->fd_own,
+                 (unsigned)srv->limits.reserve_connections, (unsigned)geteuid(),
+                 (unsigned long long)limits_fd_pool(&srv->limits, st->cap),
+                 (unsigned)limits_conn_pool(&srv->limits));
+        if (srv->limits.reserve_fds < srv->fd_own + 16)
+                log_warning("--reserve-fds=%u leaves root fewer than 16 descriptors beyond the "
+                            "daemon's own %llu", (unsigned)srv->limits.reserve_fds,
+                            (unsigned long long)srv->fd_own);
+}
+
+/* The server, with what came before restored, its own journal started, until it stops. */
+static int serve(struct start *st)
+{
+        struct server *srv;
+        int r = server_new(&st->opt, &srv);
+
         if (r < 0)
                 return 1;
-        srv->fd_capacity = cap;
+        srv->fd_capacity = st->cap;
         srv->fdstore_max = fdstore_capacity();
         /* One entry of the store keeps the last good settings (lastgood.c). */
         if (srv->fdstore_max > 1) {
                 srv->fdstore_max--;
                 srv->lastgood_stored = true;
         }
-        r = lastgood_keep(srv, &file);
+        r = lastgood_keep(srv, &st->file);
         if (r < 0)
                 log_warning("fd store: the last good settings are not kept: %s", strerror(-r));
-        if (note[0])
-                server_set_note(srv, note, "");
-        if (have_prev) {
-                srv->owns_path = owns_path;
-                restore_previous(srv, &pv, restore_fd >= 0);
+        if (st->note[0])
+                server_set_note(srv, st->note, "");
+        if (st->have_prev) {
+                srv->owns_path = st->owns_path;
+                restore_previous(srv, &st->pv, st->restore_fd >= 0);
         }
-        if (restore_fd >= 0)
-                close(restore_fd);
-        /* What the daemon holds for itself, out of the reserve: all that is open but what
-         * restored clients hold. */
-        {
-                struct sn_list *pos, *tmp;
-                uint64_t held = 0, open_now = count_fds();
-
-                sn_list_foreach_safe(pos, tmp, &srv->users) {
-                        const struct user *u = sn_list_entry(pos, struct user, link);
-
-                        held += (uint64_t)u->nconns + u->nports + u->nsockets;
-                }
-                srv->fd_own = open_now > held ? open_now - held : 0;
-        }
+        if (st->restore_fd >= 0)
+                close(st->restore_fd);
+        count_own_fds(srv);
         /* Always: the state a re-exec, an orderly stop and a crash restore from. */
         live_start(srv, fdstore_next_gen());
         /* Ours are stored (or there is no store): the previous daemon's entries can go. */
-        if (restore_fd >= 0 && srv->fdstore_max)
-                fdstore_forget_gen(pv.gen, pv.boxes);
+        if (st->restore_fd >= 0 && srv->fdstore_max)
+                fdstore_forget_gen(st->pv.gen, st->pv.boxes);
         fdstore_forget_previous();
-        log_info("socknotifyd %s listening on %s (mode %04o), fd capacity %llu", PACKAGE_VERSION,
-                 path, (unsigned)opt.mode, (unsigned long long)cap);
-        log_info("reserve: %u descriptor(s) (%llu the daemon's own) and %u connection(s) for "
-                 "root and uid %u; other users together: %llu descriptor(s), %u connection(s)",
-                 (unsigned)srv->limits.reserve_fds, (unsigned long long)srv->fd_own,
-                 (unsigned)srv->limits.reserve_connections, (unsigned)geteuid(),
-                 (unsigned long long)limits_fd_pool(&srv->limits, cap),
-                 (unsigned)limits_conn_pool(&srv->limits));
-        if (srv->limits.reserve_fds < srv->fd_own + 16)
-                log_warning("--reserve-fds=%u leaves root fewer than 16 descriptors beyond the "
-                            "daemon's own %llu", (unsigned)srv->limits.reserve_fds,
-                            (unsigned long long)srv->fd_own);
+        log_started(st, srv);
         if (closer_start() < 0)
                 log_warning("no closer thread: clients' descriptors are closed in the loop");
         r = server_run(srv);
@@ -593,4 +628,43 @@ int main(int argc, char **argv)
         server_note_held_signals();
         log_info("stopped");
         return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+        static struct start st = {
+                .opt = { .mode = 0660, .listen_fd = -1, .config_path = SN_DEFAULT_CONFIG },
+                .restore_fd = -1,
+                .check_fd = -1,
+                .settings_fd = -1,
+                .pv = { .fds = { .keep_fd = -1 } },
+        };
+        int level, r;
+
+        /* Until server_new() has the loop's handlers in place, a SIGTERM (a supervisor that
+         * stops the daemon as soon as its socket accepts) waits instead of killing it. */
+        server_hold_signals();
+        settings_init(&st.opt.cmdline);
+        r = parse_args(argc, argv, &st);
+        if (r >= 0)
+                return r;
+        if (st.check_fd >= 0)
+                return check_reexec(&st);
+        if (st.check_only)
+                return check_config(st.opt.config_path, st.opt.config_named);
+        st.cap = raise_nofile();
+        /* Until the file is read: the command line's level, else the default. */
+        sn_log_init(st.opt.cmdline.log_level >= 0 ? st.opt.cmdline.log_level : LOG_INFO);
+        if (find_previous(&st) < 0)
+                return 1;
+        if (st.settings_fd < 0)
+                st.settings_fd = fdstore_take_settings();
+        start_settings(st.opt.config_path, st.opt.config_named, st.settings_fd, &st.file,
+                       st.note, sizeof(st.note));
+        settings_resolve(&st.opt.cmdline, &st.file, st.cap, &st.opt.limits, &level);
+        sn_log_set_level(level);
+        if (choose_socket(&st) < 0)
+                return 1;
+        st.opt.argv = argv;
+        return serve(&st);
 }

@@ -595,15 +595,27 @@ static void clamp_max_message(struct limits *l)
         }
 }
 
-int server_new(const struct server_options *opt, struct server **ret_srv)
+/* Our binary's path, not its inode: an upgrade replaces the file there. */
+static char *own_exe(void)
 {
-        struct event_config *cfg;
-        struct server *srv;
-        int r;
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-        srv = calloc(1, sizeof(*srv));
+        if (n <= 0)
+                return NULL;
+        exe[n] = 0;
+        if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
+                exe[n - 10] = 0;
+        return strdup(exe);
+}
+
+/* The server's own memory and settings, before any loop or socket; NULL when out of memory. */
+static struct server *server_alloc(const struct server_options *opt)
+{
+        struct server *srv = calloc(1, sizeof(*srv));
+
         if (!srv)
-                return -ENOMEM;
+                return NULL;
         srv->listen_fd = -1;
         srv->free_slot = UINT32_MAX;
         srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -615,18 +627,7 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->config_named = opt->config_named;
         settings_init(&srv->file_settings);
         srv->argv = (char **)opt->argv;
-        {
-                char exe[4096];
-                ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-                /* The path, not the inode: an upgrade replaces the file there. */
-                if (n > 0) {
-                        exe[n] = 0;
-                        if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
-                                exe[n - 10] = 0;
-                        srv->exe = strdup(exe);
-                }
-        }
+        srv->exe = own_exe();
         srv->trace = opt->trace;
         clamp_max_message(&srv->limits);
         sn_list_init(&srv->conns);
@@ -647,12 +648,19 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         srv->rbuf = malloc(srv->limits.max_message);
         srv->wbuf = malloc(srv->limits.max_message);
         srv->ebuf = malloc(srv->limits.max_message);
-        if (!srv->path || !srv->config_path || !srv->evbuf || !srv->rbuf || !srv->wbuf || !srv->ebuf ||
-            registry_init(&srv->registry) < 0) {
+        if (!srv->path || !srv->config_path || !srv->evbuf || !srv->rbuf || !srv->wbuf ||
+            !srv->ebuf || registry_init(&srv->registry) < 0) {
                 server_free(srv);
-                return -ENOMEM;
+                return NULL;
         }
-        cfg = event_config_new();
+        return srv;
+}
+
+/* The event loop: epoll, edge-triggered, and two priorities.  0 or a negative errno. */
+static int server_loop_new(struct server *srv)
+{
+        struct event_config *cfg = event_config_new();
+
         if (cfg)
                 event_config_require_features(cfg, EV_FEATURE_ET | EV_FEATURE_O1);
         srv->base = cfg ? event_base_new_with_config(cfg) : NULL;
@@ -660,18 +668,55 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
                 event_config_free(cfg);
         if (!srv->base) {
                 log_error("libevent has no edge-triggered O(1) backend (epoll) here");
-                server_free(srv);
                 return -ENOTSUP;
         }
         /* Two priorities: SIGTERM and SIGINT (0) run before everything else (1) that became
          * active in the same loop iteration, so that a re-exec (SIGUSR2, socknotifyctl reexec)
          * never replaces the image while a stop signal libevent already caught waits behind it:
          * that signal would be lost with the old image. */
-        if (event_base_priority_init(srv->base, 2) < 0) {
-                server_free(srv);
-                return -ENOMEM;
-        }
+        return event_base_priority_init(srv->base, 2) < 0 ? -ENOMEM : 0;
+}
 
+/* The listening socket's and the signals' events.  0 or -ENOMEM. */
+static int server_events_add(struct server *srv)
+{
+        event_assign(&srv->listen_ev, srv->base, srv->listen_fd, EV_READ | EV_PERSIST, listen_cb,
+                     srv);
+        evtimer_assign(&srv->listen_pause, srv->base, listen_resume_cb, srv);
+        evsignal_assign(&srv->sig_term, srv->base, SIGTERM, shutdown_cb, srv);
+        evsignal_assign(&srv->sig_int, srv->base, SIGINT, shutdown_cb, srv);
+        event_priority_set(&srv->sig_term, 0);
+        event_priority_set(&srv->sig_int, 0);
+        evsignal_assign(&srv->sig_hup, srv->base, SIGHUP, sighup_cb, srv);
+        evsignal_assign(&srv->sig_usr2, srv->base, SIGUSR2, sigusr2_cb, srv);
+        evtimer_assign(&srv->reexec_later, srv->base, reexec_later_cb, srv);
+        event_assign(&srv->reaper, srv->base, -1, 0, reaper_cb, srv);
+        if (event_add(&srv->listen_ev, NULL) < 0 || evsignal_add(&srv->sig_term, NULL) < 0 ||
+            evsignal_add(&srv->sig_int, NULL) < 0 || evsignal_add(&srv->sig_hup, NULL) < 0 ||
+            evsignal_add(&srv->sig_usr2, NULL) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < SN_ARRAY_SIZE(ignored_signals); i++) {
+                evsignal_assign(&srv->sig_ignored[i], srv->base, ignored_signals[i],
+                                signal_ignored_cb, srv);
+                if (evsignal_add(&srv->sig_ignored[i], NULL) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int server_new(const struct server_options *opt, struct server **ret_srv)
+{
+        struct server *srv = server_alloc(opt);
+        sigset_t set;
+        int r;
+
+        if (!srv)
+                return -ENOMEM;
+        r = server_loop_new(srv);
+        if (r < 0) {
+                server_free(srv);
+                return r;
+        }
         if (opt->listen_fd >= 0) {
                 srv->listen_fd = opt->listen_fd;
                 evutil_make_socket_nonblocking(srv->listen_fd);
@@ -686,40 +731,16 @@ int server_new(const struct server_options *opt, struct server **ret_srv)
         if (getsockname(srv->listen_fd, (struct sockaddr *)&srv->listen_addr,
                         &srv->listen_addrlen) < 0)
                 srv->listen_addrlen = 0;
-        event_assign(&srv->listen_ev, srv->base, srv->listen_fd, EV_READ | EV_PERSIST, listen_cb,
-                     srv);
-        evtimer_assign(&srv->listen_pause, srv->base, listen_resume_cb, srv);
-        evsignal_assign(&srv->sig_term, srv->base, SIGTERM, shutdown_cb, srv);
-        evsignal_assign(&srv->sig_int, srv->base, SIGINT, shutdown_cb, srv);
-        event_priority_set(&srv->sig_term, 0);
-        event_priority_set(&srv->sig_int, 0);
-        evsignal_assign(&srv->sig_hup, srv->base, SIGHUP, sighup_cb, srv);
-        evsignal_assign(&srv->sig_usr2, srv->base, SIGUSR2, sigusr2_cb, srv);
-        evtimer_assign(&srv->reexec_later, srv->base, reexec_later_cb, srv);
-        event_assign(&srv->reaper, srv->base, -1, 0, reaper_cb, srv);
-        if (event_add(&srv->listen_ev, NULL) < 0 || evsignal_add(&srv->sig_term, NULL) < 0 ||
-            evsignal_add(&srv->sig_int, NULL) < 0 || evsignal_add(&srv->sig_hup, NULL) < 0 ||
-            evsignal_add(&srv->sig_usr2, NULL) < 0) {
+        r = server_events_add(srv);
+        if (r < 0) {
                 server_free(srv);
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < SN_ARRAY_SIZE(ignored_signals); i++) {
-                evsignal_assign(&srv->sig_ignored[i], srv->base, ignored_signals[i],
-                                signal_ignored_cb, srv);
-                if (evsignal_add(&srv->sig_ignored[i], NULL) < 0) {
-                        server_free(srv);
-                        return -ENOMEM;
-                }
+                return r;
         }
         signal(SIGPIPE, SIG_IGN);
-        {
-                /* Handled from here on, even when inherited blocked: a re-exec blocks them
-                 * across execv() (server_reexec), so one sent meanwhile waits for this. */
-                sigset_t set;
-
-                handled_sigset(&set);
-                pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-        }
+        /* Handled from here on, even when inherited blocked: a re-exec blocks them across
+         * execv() (server_reexec), so one sent meanwhile waits for this. */
+        handled_sigset(&set);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
         *ret_srv = srv;
         return 0;
 }
