@@ -613,8 +613,10 @@ static int serve(struct start *st)
         if (st->restore_fd >= 0)
                 close(st->restore_fd);
         count_own_fds(srv);
-        /* Always: the state a re-exec, an orderly stop and a crash restore from. */
-        live_start(srv, fdstore_next_gen());
+        /* Under a store the journal is kept at all times: a stop or a crash restores from it.
+         * Without one it is written when a re-exec needs it (server.c), and costs nothing. */
+        if (srv->fdstore_max)
+                live_start(srv, fdstore_next_gen());
         /* Ours are stored (or there is no store): the previous daemon's entries can go. */
         if (st->restore_fd >= 0 && srv->fdstore_max)
                 fdstore_forget_gen(st->pv.gen, st->pv.boxes);

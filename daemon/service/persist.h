@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Copyright (c) 2026 The socknotify authors */
 /*
- * persist.h - the state, always current (persist.c, on daemon/state/journal.h).
+ * persist.h - the state (persist.c, on daemon/state/journal.h): always current under a
+ * descriptor store, written at a re-exec without one.
  *
  * live_start: a new journal of generation gen holding everything the server holds now, in the
  * descriptor store when there is one (0 or a negative errno, logged; then the daemon runs
- * without it, and cannot re-exec).  live_stop: ends it; forget also takes it out of the store.
+ * without it).  live_stop: ends it; forget also takes it out of the store.
  * live_flush: sends the descriptors added since the last flush; runs at the end of every turn
  * of the loop that added one, and before any reply is sent.  live_leave: before a re-exec or an
  * orderly stop: every port harvested (so that no edge is reported twice), everything boxed,

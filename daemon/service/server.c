@@ -232,6 +232,9 @@ static void reexec_undo(struct server *srv, int settings_fd)
         sn_close(settings_fd);
         if (srv->journal)
                 journal_header(srv->journal)->orderly = 0;
+        /* Without a store a journal is only kept for a re-exec. */
+        if (!srv->fdstore_max)
+                live_stop(srv, false);
         /* What live_leave() harvested goes to those who wait for it. */
         for (pos = srv->ports.next; pos != &srv->ports; pos = pos->next) {
                 struct port *p = sn_list_entry(pos, struct port, srv_link);
@@ -279,13 +282,15 @@ static int reexec_in_place(struct server *srv)
                 log_error("re-exec: the daemon's own path is unknown; still serving");
                 return -ENOTSUP;
         }
-        if (!srv->journal) {
-                log_error("re-exec: the daemon has no journal to restore from; still serving");
-                return -ENOTSUP;
-        }
         clock_gettime(CLOCK_MONOTONIC, &t0);
         /* Dead connections go first: nothing of them is carried over. */
         reaper_cb(-1, 0, srv);
+        /* Without a descriptor store the journal is written now, by the same hooks that keep
+         * it current under one (live_start() records every object). */
+        if (!srv->journal && live_start(srv, fdstore_next_gen()) < 0) {
+                log_error("re-exec: no journal could be written; still serving");
+                return -ENOMEM;
+        }
         live_leave(srv); /* the boxes do not matter here: every descriptor is kept */
         fd = journal_fd(srv->journal);
         /* The settings in force go along: the new image runs on them if the file is bad. */
