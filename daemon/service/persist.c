@@ -105,7 +105,6 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
 {
         struct journal *j = c->srv->journal;
         struct stage *st = &c->stage;
-        struct stat sb;
 
         if (!j || !c->jr)
                 return;
@@ -135,11 +134,21 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
                 r->serial = c->serial;
                 r->u32a = i;
                 r->u32b = (uint32_t)st->fds[i];
-                if (fstat(st->fds[i], &sb) == 0) {
-                        r->dev = (uint64_t)sb.st_dev;
-                        r->ino = (uint64_t)sb.st_ino;
-                }
                 journal_keep(j, &k->box, st->fds[i], k->jr);
+        }
+        /* Each descriptor's identity, as the item naming it gives it (the client's word, but
+         * only used to tell this descriptor from another that a box still holds for the same
+         * record number; a socket that is not what its item says is refused when applied). */
+        for (uint32_t i = 0; i < n; i++) {
+                const uint8_t *it = items + (size_t)i * SN_WIRE_SIZE_registration;
+                uint32_t idx = sn_get_u32(it + SN_REG_FD_INDEX_OFFSET);
+                struct jr_record *r;
+
+                if (idx >= st->nfds || !st->keep[idx] || !st->keep[idx]->jr)
+                        continue;
+                r = journal_rec(j, st->keep[idx]->jr);
+                r->dev = sn_get_u64(it + 8);
+                r->ino = sn_get_u64(it + 16);
         }
 }
 
