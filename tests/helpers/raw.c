@@ -41,7 +41,8 @@ ssize_t raw_recv(int fd, uint8_t *buf, size_t cap)
         unsigned nfds;
         ssize_t n;
 
-        ck_assert_int_eq(poll(&p, 1, 2000), 1);
+        /* 2 s, longer on a slow machine or under valgrind (CK_TIMEOUT_MULTIPLIER). */
+        ck_assert_int_eq(poll(&p, 1, (int)test_timeout_ms(2000)), 1);
         n = sn__fdmsg_recv(fd, buf, cap, fds, 0, &nfds, 0);
         ck_assert_uint_eq(nfds, 0);
         return n;
