@@ -222,9 +222,14 @@ int sn__wait(sn_conn_t *conn, struct sn_pending *p);
 /* Moves up to max entries stashed for port (by cancelled callers) to entries; returns how many
  * (0: none).  Reports the cancelled threads gone to the daemon (THREAD_EXIT). */
 uint32_t sn__orphans_take(sn_conn_t *conn, uint32_t port, sn_entry_t *entries, uint32_t max);
-/* One request with a body-only reply: sends, waits, returns status. */
+/* One request with a body-only reply: sends, waits, returns status.  When the daemon ended
+ * before the request reached it, it goes to the new one after a resume. */
 int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
              void *ctx);
+/* sn__call() of a request whose body starts with a port's number: *port (a struct sn_port's
+ * id, which a resume changes under send_lock) is written there as it is sent. */
+int sn__call_on(sn_conn_t *conn, const uint32_t *port, const uint8_t *buf, size_t len,
+                uint16_t expect, sn_reply_fn fn, void *ctx);
 /* The calling thread's id for the concurrency rule; remembers that this thread waited on conn,
  * so that its exit is reported to the daemon (THREAD_EXIT). */
 uint32_t sn__thread_id(sn_conn_t *conn);

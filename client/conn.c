@@ -526,8 +526,8 @@ int sn__conn_pump(sn_conn_t *c)
         return r;
 }
 
-int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
-             void *ctx)
+int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t len,
+                uint16_t expect, sn_reply_fn fn, void *ctx)
 {
         struct sn_pending p;
         uint64_t gen;
@@ -537,8 +537,11 @@ int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_r
                 pthread_mutex_lock(&c->send_lock);
                 sn__pending_add(c, &p, expect, fn, ctx);
                 gen = c->gen;
-                /* The id is only known now: patch it into the header. */
+                /* The id is only known now: patch it into the header; the port's number is
+                 * the one of the daemon it goes to. */
                 sn_put_u32((uint8_t *)buf + 8, p.id);
+                if (port)
+                        sn_put_u32((uint8_t *)buf + SN_HEADER_SIZE, *port);
                 r = sn__send(c, buf, len, NULL, 0);
                 pthread_mutex_unlock(&c->send_lock);
                 if (r == 0)
@@ -549,6 +552,12 @@ int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_r
                 if (r < 0 || again)
                         return r == -EPIPE || r == 0 ? -ECONNRESET : r;
         }
+}
+
+int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
+             void *ctx)
+{
+        return sn__call_on(c, NULL, buf, len, expect, fn, ctx);
 }
 
 /* ---- threads: the concurrency rule needs to know when a thread is gone ------------------- */

@@ -491,7 +491,8 @@ SN_EXPORT int sn_port_post(sn_port_t *port, uint64_t key, uint32_t bytes, uint64
         body.port = port->id;
         p = snw_post_encode(sn_msg_begin(buf, SN_MSG_POST, 0, 0, 0, 1, 0), &body);
         snw_packet_encode(p, &pk);
-        return sn__call(port->conn, buf, sizeof(buf), SN_MSG_POST_REPLY, NULL, NULL);
+        return sn__call_on(port->conn, &port->id, buf, sizeof(buf), SN_MSG_POST_REPLY, NULL,
+                           NULL);
 }
 
 /* With conn->lock held: takes port off conn->ports (a resume no longer makes it again) and
@@ -786,11 +787,10 @@ SN_EXPORT int sn_port_close(sn_port_t *port)
         for (int tries = 0; r == 0 || (r == -EIO && tries < 2); tries++) {
                 /* -EIO: the daemon ended during the call, and the session resumed with the
                  * port made again: close it there. */
-                pthread_mutex_lock(&c->send_lock);
-                body.port = port->id;
-                pthread_mutex_unlock(&c->send_lock);
+                body.port = 0; /* written as it is sent */
                 snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, 0, 0, 0, 0, 0), &body);
-                r = sn__call(c, buf, sizeof(buf), SN_MSG_PORT_CLOSE_REPLY, NULL, NULL);
+                r = sn__call_on(c, &port->id, buf, sizeof(buf), SN_MSG_PORT_CLOSE_REPLY, NULL,
+                                NULL);
                 if (r != -EIO)
                         break;
         }
@@ -821,7 +821,8 @@ SN_EXPORT int sn_port_set_linger(sn_port_t *port, uint32_t linger_ms)
                 return -EOPNOTSUPP;
         body.port = port->id;
         snw_port_linger_encode(sn_msg_begin(buf, SN_MSG_PORT_LINGER, 0, 0, 0, 0, 0), &body);
-        r = sn__call(port->conn, buf, sizeof(buf), SN_MSG_PORT_LINGER_REPLY, NULL, NULL);
+        r = sn__call_on(port->conn, &port->id, buf, sizeof(buf), SN_MSG_PORT_LINGER_REPLY, NULL,
+                        NULL);
         if (r == 0)
                 __atomic_store_n(&port->linger_ms, linger_ms, __ATOMIC_RELAXED);
         return r;
@@ -916,11 +917,15 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
         int r;
 
         ctx->n = ctx->count = ctx->nfds = 0;
+        pthread_mutex_lock(&c->send_lock);
         sn__pending_add(c, &p, SN_MSG_PORT_TAKE_REPLY, take_reply, ctx);
         p.fds = fds;
+        body.port = port->id;
         snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, p.id, 0, 0, 0, 0), &body);
         r = sn__send(c, buf, sizeof(buf), NULL, 0);
+        pthread_mutex_unlock(&c->send_lock);
         if (r < 0) {
+                /* A new daemon holds none of the sockets this asks for: nothing to retry. */
                 sn__pending_remove(c, &p);
                 return r == -EPIPE ? -ECONNRESET : r;
         }
