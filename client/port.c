@@ -914,6 +914,7 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
         struct snw_port_take body = { .port = port->id, .max = max };
         int fds[SN_PROTO_MAX_FDS];
         struct sn_pending p;
+        uint64_t gen;
         int r;
 
         ctx->n = ctx->count = ctx->nfds = 0;
@@ -921,13 +922,15 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
         sn__pending_add(c, &p, SN_MSG_PORT_TAKE_REPLY, take_reply, ctx);
         p.fds = fds;
         body.port = port->id;
+        gen = c->gen;
         snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, p.id, 0, 0, 0, 0), &body);
         r = sn__send(c, buf, sizeof(buf), NULL, 0);
         pthread_mutex_unlock(&c->send_lock);
         if (r < 0) {
-                /* A new daemon holds none of the sockets this asks for: nothing to retry. */
                 sn__pending_remove(c, &p);
-                return r == -EPIPE ? -ECONNRESET : r;
+                /* After a resume the caller asks again (-EAGAIN), of the new daemon. */
+                r = sn__conn_recover(c, gen, r);
+                return r == 0 ? -EAGAIN : r == -EPIPE ? -ECONNRESET : r;
         }
         r = sn__wait(c, &p);
         if (r < 0) {
