@@ -329,12 +329,13 @@ START_TEST(test_other_user_refused)
 }
 END_TEST
 
-/* ---- a registration whose socket the application closed is not replayed ------------------- */
+/* ---- a registration whose socket the application closed is not replayed; a disabled one is
+ * replayed disabled ---------------------------------------------------------------------------- */
 
 START_TEST(test_closed_not_replayed)
 {
-        int a_cl, a_sv, b_cl, b_sv, c_cl, c_sv, n_cl, n_sv;
-        sn_registration_t g[3];
+        int a_cl, a_sv, b_cl, b_sv, c_cl, c_sv, n_cl, n_sv, d_cl, d_sv;
+        sn_registration_t g[4];
         sn_port_t *port;
         sn_conn_t *c;
         sn_entry_t e[4];
@@ -345,13 +346,17 @@ START_TEST(test_closed_not_replayed)
         tcp_pair(&a_cl, &a_sv);
         tcp_pair(&b_cl, &b_sv);
         tcp_pair(&c_cl, &c_sv);
-        for (int i = 0; i < 3; i++)
-                g[i] = (sn_registration_t){ .fd = i == 0 ? a_cl : i == 1 ? b_cl : c_cl,
+        tcp_pair(&d_cl, &d_sv);
+        for (int i = 0; i < 4; i++)
+                g[i] = (sn_registration_t){ .fd = i == 0 ? a_cl : i == 1 ? b_cl : i == 2 ? c_cl : d_cl,
                                             .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
                                             .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_PERSISTENT,
                                             .key = 100 + (uint64_t)i };
-        ck_assert_int_eq(sn_port_process(port, g, 3, NULL, 0, 0), 0);
-        ck_assert_int_eq(status("registrations"), 3);
+        ck_assert_int_eq(sn_port_process(port, g, 4, NULL, 0, 0), 0);
+        g[3].op = SN_OP_DISABLE;
+        ck_assert_int_eq(sn_port_process(port, &g[3], 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g[3].result, 0);
+        ck_assert_int_eq(status("registrations"), 4);
 
         /* B: closed with plain close().  C's number: another socket now. */
         close(b_cl);
@@ -363,11 +368,21 @@ START_TEST(test_closed_not_replayed)
         ck_assert_int_eq(send(a_sv, "x", 1, 0), 1);
         ck_assert_int_eq(send(c_sv, "x", 1, 0), 1);
         ck_assert_int_eq(send(n_sv, "x", 1, 0), 1);
+        ck_assert_int_eq(send(d_sv, "x", 1, 0), 1);
         n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
         ck_assert_int_eq(n, 1);
         ck_assert_uint_eq(e[0].key, 100);
-        /* Only A was made again: the daemon holds one registration of ours. */
-        ck_assert_int_eq(status("registrations"), 1);
+        /* A and D were made again, D disabled: the daemon holds two registrations of ours. */
+        ck_assert_int_eq(status("registrations"), 2);
+        /* Enabled again, D reports the byte that waited. */
+        g[3].op = SN_OP_ENABLE;
+        do {
+                n = sn_port_process(port, &g[3], 1, e, 4, (uint32_t)test_timeout_ms(5000));
+                ck_assert_int_gt(n, 0);
+                g[3].op = SN_OP_NONE;
+        } while (e[0].key == 100 && n == 1);
+        for (int i = 0; i < n; i++)
+                ck_assert(e[i].key == 100 || e[i].key == 103);
         sn_port_close(port);
         sn_conn_close(c);
         close(a_cl);
@@ -376,6 +391,8 @@ START_TEST(test_closed_not_replayed)
         close(c_cl);
         close(c_sv);
         close(n_sv);
+        close(d_cl);
+        close(d_sv);
 }
 END_TEST
 
