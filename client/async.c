@@ -19,6 +19,10 @@
  *
  * Every ENABLE passes its descriptor (the daemon closes the extra copy), so a submitted call
  * never needs the ESTALE retry of the synchronous path.
+ *
+ * The connection (conn.c) reaches this file only through the hooks set by hooks_set(): a reply
+ * decoded, every pending call failed (the daemon ended: -EIO when the session resumes, the
+ * connection's error when it is lost), the connection closed, a new transport after a resume.
  */
 #include "config.h"
 
@@ -43,6 +47,7 @@ struct sn_call {
         bool abandoned;
         bool sent;                   /* pend was initialized by sn__pending_add() */
         void *user;
+        sn_port_t *port_obj;         /* a reference: the registrations it keeps are updated */
         uint32_t port;
         int result;                  /* what sn_port_process() would return */
         sn_registration_t *regs;     /* copies, results written back */
@@ -63,6 +68,7 @@ static void call_destroy(struct sn_call *k)
         free(k->sent_idx);
         free(k->ident);
         free(k->entries);
+        sn__port_unref(k->port_obj);
         free(k);
 }
 
@@ -95,6 +101,10 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
                         sn_registration_t *g = &k->regs[k->sent_idx[i]];
 
                         g->result = -(int32_t)sn_get_u32(res + 4 * i);
+                        /* What a resume makes again. */
+                        if (g->result == 0 && k->port_obj->listed)
+                                sn__regtab_apply(&k->port_obj->regs, g, k->ident[i][0],
+                                                 k->ident[i][1]);
                         /* What the daemon now holds (sn_socket_close needs it). */
                         if (g->op == SN_OP_ENABLE && g->result == 0) {
                                 sn__cache_set(k->conn, g->fd, k->ident[i][0], k->ident[i][1],
@@ -137,7 +147,8 @@ static void efd_drain(sn_conn_t *c)
         }
 }
 
-void sn__async_done(sn_conn_t *c, struct sn_pending *p)
+/* Hook: p's reply was decoded (conn->lock held). */
+static void call_done(sn_conn_t *c, struct sn_pending *p)
 {
         struct sn_call *k = (struct sn_call *)p;
         int st = p->status;
@@ -161,7 +172,8 @@ void sn__async_done(sn_conn_t *c, struct sn_pending *p)
         efd_signal(c);
 }
 
-void sn__async_lost(sn_conn_t *c)
+/* Hook: no reply will come for any submitted call (conn->lock held). */
+static void calls_fail(sn_conn_t *c, int status)
 {
         struct sn_pending **pp = &c->pending;
 
@@ -173,13 +185,14 @@ void sn__async_lost(sn_conn_t *c)
                         continue;
                 }
                 *pp = p->next;
-                p->status = -ECONNRESET;
+                p->status = status;
                 p->done = true;
-                sn__async_done(c, p);
+                call_done(c, p);
         }
 }
 
-void sn__async_release(sn_conn_t *c)
+/* Hook: the connection closes (every call is freed). */
+static void calls_release(sn_conn_t *c)
 {
         while (c->calls) {
                 struct sn_call *k = c->calls;
@@ -192,11 +205,33 @@ void sn__async_release(sn_conn_t *c)
         c->efd = sn_close(c->efd);
 }
 
+/* Hook: a resume replaced the connection's socket (conn->lock held).  The old one left the
+ * epoll instance when it was closed; the application keeps polling the same pollfd. */
+static void fd_changed(sn_conn_t *c)
+{
+        struct epoll_event ev = { .events = EPOLLIN };
+
+        if (c->pollfd >= 0 && epoll_ctl(c->pollfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+                /* Without it a reply would wake nobody: treat pollfd as always readable. */
+                efd_signal(c);
+        }
+}
+
+/* Connects this layer to the connection's hooks (conn->lock held). */
+static void hooks_set(sn_conn_t *c)
+{
+        c->hooks.call_done = call_done;
+        c->hooks.calls_fail = calls_fail;
+        c->hooks.calls_release = calls_release;
+        c->hooks.fd_changed = fd_changed;
+}
+
 /* Creates efd and pollfd on first use; conn->lock held. */
 static int poll_setup(sn_conn_t *c)
 {
         struct epoll_event ev = { .events = EPOLLIN };
 
+        hooks_set(c);
         if (c->pollfd >= 0)
                 return 0;
         c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -262,6 +297,89 @@ SN_EXPORT int sn_conn_collect(sn_conn_t *c, sn_call_t **ret_call)
         return r < 0 ? r : 0;
 }
 
+/* Sends k (its parts under send_lock) with a new request id; *ret_gen is the transport it
+ * went to.  On failure k is off the pending list again. */
+static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *buf,
+                     uint32_t per_msg, uint32_t timeout_ms, uint32_t waiter, uint64_t *ret_gen)
+{
+        const size_t fixed = SN_HEADER_SIZE + SN_WIRE_SIZE_process;
+        int r = 0;
+
+        pthread_mutex_lock(&c->send_lock);
+        if (k->sent)
+                pthread_cond_destroy(&k->pend.cond);
+        sn__pending_add(c, &k->pend, SN_MSG_PROCESS_REPLY, call_reply, NULL);
+        pthread_mutex_lock(&c->lock);
+        *ret_gen = c->gen;
+        k->port = port->id; /* read under send_lock: a resume renumbers ports */
+        k->pend.async = true;
+        hooks_set(c);
+        if (!k->sent) {
+                k->sent = true;
+                k->next = c->calls;
+                if (c->calls)
+                        c->calls->prev = k;
+                c->calls = k;
+        }
+        pthread_mutex_unlock(&c->lock);
+        for (uint32_t first = 0;;) {
+                int fds[SN_PROTO_MAX_FDS];
+                uint32_t n = 0, nfds = 0;
+                uint8_t *p = buf + fixed;
+                bool last;
+
+                while (first + n < k->nsent && n < per_msg) {
+                        const sn_registration_t *g = &k->regs[k->sent_idx[first + n]];
+                        struct snw_registration it = {
+                                .key = g->key,
+                                .dev = k->ident[first + n][0],
+                                .ino = k->ident[first + n][1],
+                                .filter = g->filter,
+                                .op = g->op,
+                                .trigger = g->trigger,
+                                .fd_index = SN_PROTO_NO_FD,
+                                .client_fd = (uint32_t)g->fd,
+                        };
+
+                        if (g->op == SN_OP_ENABLE) {
+                                if (nfds == c->limits.max_fds)
+                                        break;
+                                it.fd_index = nfds;
+                                fds[nfds++] = g->fd;
+                        }
+                        p = snw_registration_encode(p, &it);
+                        n++;
+                }
+                last = first + n == k->nsent;
+                struct snw_process body = {
+                        .port = k->port,
+                        .timeout_ms = timeout_ms,
+                        .max_entries = k->max_entries,
+                        .flags = last ? 0 : SN_PROTO_PROCESS_PART,
+                        .thread = waiter,
+                };
+                snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, k->pend.id, 0,
+                                                (uint16_t)nfds, n, 0),
+                                   &body);
+                r = sn__send(c, buf, (size_t)(p - buf), fds, nfds);
+                if (r < 0 || last)
+                        break;
+                first += n;
+        }
+        pthread_mutex_unlock(&c->send_lock);
+        if (r < 0) {
+                pthread_mutex_lock(&c->lock);
+                for (struct sn_pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
+                        if (*pp == &k->pend) {
+                                *pp = k->pend.next;
+                                break;
+                        }
+                }
+                pthread_mutex_unlock(&c->lock);
+        }
+        return r;
+}
+
 SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uint32_t nregs,
                              uint32_t max_entries, uint32_t timeout_ms, uint32_t waiter,
                              void *user, sn_call_t **ret_call)
@@ -286,7 +404,7 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                 return -ENOMEM;
         k->conn = c;
         k->user = user;
-        k->port = port->id;
+        k->port_obj = sn__port_ref(port);
         k->nregs = nregs;
         if (nregs) {
                 k->regs = malloc((size_t)nregs * sizeof(*k->regs));
@@ -338,77 +456,25 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
         if (!buf)
                 goto nomem;
 
-        pthread_mutex_lock(&c->send_lock);
-        sn__pending_add(c, &k->pend, SN_MSG_PROCESS_REPLY, call_reply, NULL);
-        pthread_mutex_lock(&c->lock);
-        k->pend.async = true;
-        k->sent = true;
-        k->next = c->calls;
-        if (c->calls)
-                c->calls->prev = k;
-        c->calls = k;
-        pthread_mutex_unlock(&c->lock);
-        r = 0;
-        for (uint32_t first = 0;;) {
-                int fds[SN_PROTO_MAX_FDS];
-                uint32_t n = 0, nfds = 0;
-                uint8_t *p = buf + fixed;
-                bool last;
+        for (bool again = false;; again = true) {
+                uint64_t gen;
 
-                while (first + n < k->nsent && n < per_msg) {
-                        const sn_registration_t *g = &k->regs[k->sent_idx[first + n]];
-                        struct snw_registration it = {
-                                .key = g->key,
-                                .dev = k->ident[first + n][0],
-                                .ino = k->ident[first + n][1],
-                                .filter = g->filter,
-                                .op = g->op,
-                                .trigger = g->trigger,
-                                .fd_index = SN_PROTO_NO_FD,
-                                .client_fd = (uint32_t)g->fd,
-                        };
-
-                        if (g->op == SN_OP_ENABLE) {
-                                if (nfds == c->limits.max_fds)
-                                        break;
-                                it.fd_index = nfds;
-                                fds[nfds++] = g->fd;
-                        }
-                        p = snw_registration_encode(p, &it);
-                        n++;
-                }
-                last = first + n == k->nsent;
-                struct snw_process body = {
-                        .port = k->port,
-                        .timeout_ms = timeout_ms,
-                        .max_entries = max_entries,
-                        .flags = last ? 0 : SN_PROTO_PROCESS_PART,
-                        .thread = waiter,
-                };
-                snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, k->pend.id, 0,
-                                                (uint16_t)nfds, n, 0),
-                                   &body);
-                r = sn__send(c, buf, (size_t)(p - buf), fds, nfds);
-                if (r < 0 || last)
+                r = call_send(c, k, port, buf, per_msg, timeout_ms, waiter, &gen);
+                if (r == 0)
                         break;
-                first += n;
-        }
-        pthread_mutex_unlock(&c->send_lock);
-        if (r < 0) {
-                /* A part may have gone out: the connection can no longer be trusted. */
-                pthread_mutex_lock(&c->lock);
-                for (struct sn_pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
-                        if (*pp == &k->pend) {
-                                *pp = k->pend.next;
-                                break;
-                        }
+                /* A part may have gone out, but no daemon applies a call before its last
+                 * part: after a resume the whole call goes to the new daemon, once. */
+                int r2 = sn__conn_recover(c, gen, r);
+
+                if (r2 == r)
+                        sn__conn_violation(c); /* a part may be staged: no longer trusted */
+                if (r2 < 0 || again) {
+                        pthread_mutex_lock(&c->lock);
+                        call_unlink(c, k);
+                        pthread_mutex_unlock(&c->lock);
+                        call_destroy(k);
+                        return r2 == 0 || r2 == -EPIPE ? -ECONNRESET : r2;
                 }
-                call_unlink(c, k);
-                c->broken = true;
-                sn__async_lost(c);
-                pthread_mutex_unlock(&c->lock);
-                call_destroy(k);
-                return -ECONNRESET;
         }
         *ret_call = k;
         return 0;

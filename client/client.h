@@ -15,6 +15,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
 
 #include "proto/codec.h"
 #include "socknotify.h"
@@ -59,10 +61,36 @@ struct sn_orphans {
         sn_entry_t e[];
 };
 
+/* A pure dequeue whose daemon ended while it waited (conn.c, resuming): its caller asks the new
+ * daemon again.  Never returned to the application. */
+#define SN__ASK_AGAIN (-ERESTART)
+/* SOCKNOTIFY_RECONNECT_MS when unset (docs/reconnect.md). */
+#define SN_RECONNECT_MS_DEFAULT 10000u
+
 /* What the library remembers of a descriptor it registered (rule L1, L2). */
 struct sn_fdcache {
         uint64_t dev, ino;
         uint32_t port; /* 0: no registration made through this descriptor */
+};
+
+/*
+ * What the layers above the transport (conn.c) ask it to call: conn.c includes no other file of
+ * the library, so everything it must tell them goes through these.  Each is set once, by the
+ * first use of its layer, under conn->lock; NULL until then.
+ */
+struct sn_conn_hooks {
+        /* async.c, with conn->lock held: p (a submitted call) completed; every submitted call
+         * still pending completes with status; the connection closes; the transport changed
+         * (conn->fd is another descriptor). */
+        void (*call_done)(sn_conn_t *conn, struct sn_pending *p);
+        void (*calls_fail)(sn_conn_t *conn, int status);
+        void (*calls_release)(sn_conn_t *conn);
+        void (*fd_changed)(sn_conn_t *conn);
+        /* port.c, with send_lock, conn->lock and the reader role held, on a new connection to
+         * a new daemon: make again what this process owned (ports, registrations), through
+         * sn__conn_exchange().  Returns 0, or a negative errno (the transport failed: the
+         * resume tries another connection). */
+        int (*replay)(sn_conn_t *conn);
 };
 
 struct sn_conn {
@@ -70,10 +98,22 @@ struct sn_conn {
         int fd;
         uint64_t fork_gen;
         bool trace;
+        /* Resuming (docs/reconnect.md): where the connection was opened, who served it then,
+         * and how long to wait for a new daemon after it ends (0: fail at once). */
+        struct sockaddr_un addr;
+        uid_t daemon_uid;
+        uint32_t reconnect_ms;
         pthread_mutex_t lock;      /* everything below */
-        pthread_mutex_t send_lock; /* keeps the parts of one call together */
+        pthread_mutex_t send_lock; /* keeps the parts of one call together; held while sending,
+                                    * and by a resume while it replaces fd */
         bool reader_active;
         bool broken;
+        bool resuming;
+        int lost_err;              /* what calls fail with once broken (-ECONNRESET, -EACCES) */
+        uint64_t gen;              /* transports so far: 0 is the first; changes under both locks */
+        pthread_cond_t resumed;    /* broadcast when a resume ends */
+        struct sn_conn_hooks hooks;
+        struct sn_port *ports;     /* ports to replay (port.c) */
         struct sn_pending *pending;
         uint32_t next_id;
         uint8_t *rbuf;
@@ -90,18 +130,58 @@ struct sn_conn {
         struct sn_call *calls; /* every call not yet freed (for sn_conn_close) */
 };
 
+/* One registration as this process made it, kept to make it again on a new daemon. */
+struct sn_reg {
+        uint64_t dev, ino; /* the socket (its identity) */
+        uint64_t key;
+        int32_t fd;        /* the descriptor it was last registered through */
+        uint16_t filter;
+        uint8_t trigger;
+        uint8_t flags;     /* SN_REG_* */
+};
+#define SN_REG_USED 0x01u
+#define SN_REG_GONE 0x02u     /* removed: a tombstone for the probe sequence */
+#define SN_REG_DISABLED 0x04u
+
+/* The registrations of one port (regtab.c), an open-addressed hash table by socket identity;
+ * callers hold conn->lock. */
+struct sn_regtab {
+        struct sn_reg *slot;
+        uint32_t cap, used, gone; /* cap: 0 or a power of two */
+};
+
+/* Applies one registration item that the daemon accepted (op ENABLE, DISABLE or REMOVE of the
+ * socket dev/ino through fd).  Returns 0 or -ENOMEM (the registration is then not replayed). */
+int sn__regtab_apply(struct sn_regtab *t, const sn_registration_t *g, uint64_t dev,
+                     uint64_t ino);
+/* Drops the registration of a socket (no-op when absent). */
+void sn__regtab_remove(struct sn_regtab *t, uint64_t dev, uint64_t ino);
+/* Frees everything; t is empty afterwards. */
+void sn__regtab_clear(struct sn_regtab *t);
+/* Bytes held by t. */
+size_t sn__regtab_bytes(const struct sn_regtab *t);
+
 /* A port object lives while its creator's reference or any call in progress holds it;
- * sn_port_close() closes it on the daemon at once and drops the creator's reference. */
+ * sn_port_close() closes it on the daemon at once and drops the creator's reference.  Until
+ * then it is on conn->ports, and what it was made with is kept for a resume; id changes (under
+ * send_lock and conn->lock) when a new daemon made it again. */
 struct sn_port {
         sn_conn_t *conn;
         uint32_t id;
         int refs; /* atomic */
+        struct sn_port *next; /* conn->ports, under conn->lock */
+        bool listed;
+        char *name;           /* NULL: unnamed */
+        uint32_t concurrency; /* the daemon's effective value */
+        uint32_t linger_ms;
+        struct sn_regtab regs;
 };
 
 sn_port_t *sn__port_ref(sn_port_t *port);
 sn_port_t *sn__port_unref(sn_port_t *port);
 
-/* Checks that conn may be used by this process: -EBADFD after fork, -ECONNRESET once lost. */
+/* Checks that conn may be used by this process: -EBADFD after fork, conn->lost_err
+ * (-ECONNRESET, -EACCES) once lost for good. */
 int sn__conn_usable(sn_conn_t *conn);
 /* Whether a PROCESS_REPLY (header h) fits the call it answers: nsent results when its status
  * is 0 or ETIMEDOUT (else none or nsent), and at most max_entries entries. */
@@ -115,8 +195,24 @@ void sn__pending_add(sn_conn_t *conn, struct sn_pending *p, uint16_t expect, sn_
                      void *ctx);
 /* Removes p if it is still waiting (after a failed send). */
 void sn__pending_remove(sn_conn_t *conn, struct sn_pending *p);
-/* Sends one message (caller holds send_lock when a call has several parts). */
+/* Sends one message; the caller holds send_lock (and read conn->gen under it, for
+ * sn__conn_recover). */
 int sn__send(sn_conn_t *conn, const uint8_t *buf, size_t len, const int *fds, unsigned nfds);
+/* After sending on transport gen failed with err: when the daemon went away, waits for the
+ * resume (making it if nobody reads).  Returns 0 when a new transport is in place (the message
+ * never reached a daemon: send it again), else a negative errno for the call. */
+int sn__conn_recover(sn_conn_t *conn, uint64_t gen, int err);
+/* During a replay (see struct sn_conn_hooks): sends one request (its id is set here) with nfds
+ * descriptors (borrowed) and reads its reply into conn's receive buffer.  Returns 0 when the
+ * daemon answered: *ret_status is its status as a negative errno (0: success), and when the
+ * reply is of type expect *ret_h, *ret_d and *ret_buf describe it (valid until the next
+ * exchange).  A transport failure, or a reply that breaks the protocol, is a negative errno
+ * (-ECONNRESET, -EBADMSG, -EPROTO, -ETIMEDOUT). */
+int sn__conn_exchange(sn_conn_t *conn, uint8_t *buf, size_t len, const int *fds, unsigned nfds,
+                      uint16_t expect, struct snw_header *ret_h, const struct sn_msg_desc **ret_d,
+                      const uint8_t **ret_buf, int *ret_status);
+/* During a replay: the ports numbered map[i][0] are now map[i][1] (entries stashed for them). */
+void sn__conn_renumber(sn_conn_t *conn, const uint32_t (*map)[2], uint32_t n);
 /* Waits for p's reply; returns p->status.  For a dequeue (p->salvage set), a cancellation
  * point (pthread_cancel) while it blocks: the cancelled caller's request is left to a heap copy that stashes the entries of its
  * late reply for the next call on the port (see sn__orphans_take); the connection stays usable.
@@ -126,9 +222,14 @@ int sn__wait(sn_conn_t *conn, struct sn_pending *p);
 /* Moves up to max entries stashed for port (by cancelled callers) to entries; returns how many
  * (0: none).  Reports the cancelled threads gone to the daemon (THREAD_EXIT). */
 uint32_t sn__orphans_take(sn_conn_t *conn, uint32_t port, sn_entry_t *entries, uint32_t max);
-/* One request with a body-only reply: sends, waits, returns status. */
+/* One request with a body-only reply: sends, waits, returns status.  When the daemon ended
+ * before the request reached it, it goes to the new one after a resume. */
 int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
              void *ctx);
+/* sn__call() of a request whose body starts with a port's number: *port (a struct sn_port's
+ * id, which a resume changes under send_lock) is written there as it is sent. */
+int sn__call_on(sn_conn_t *conn, const uint32_t *port, const uint8_t *buf, size_t len,
+                uint16_t expect, sn_reply_fn fn, void *ctx);
 /* The calling thread's id for the concurrency rule; remembers that this thread waited on conn,
  * so that its exit is reported to the daemon (THREAD_EXIT). */
 uint32_t sn__thread_id(sn_conn_t *conn);
@@ -138,14 +239,9 @@ uint8_t *sn__msgbuf(size_t size);
 /* Reads, without blocking, every reply already received, when no other thread is reading
  * (conn.c).  Returns 0, or -ECONNRESET once the connection is lost. */
 int sn__conn_pump(sn_conn_t *conn);
-/* Submitted calls (async.c), called with conn->lock held: p's reply was decoded; the
- * connection is lost (every submitted call still pending completes with -ECONNRESET); the
- * connection closes (every call is freed). */
-void sn__async_done(sn_conn_t *conn, struct sn_pending *p);
-void sn__async_lost(sn_conn_t *conn);
-void sn__async_release(sn_conn_t *conn);
-
 /* Descriptor cache (socket.c); callers hold conn->lock. */
 struct sn_fdcache *sn__cache_get(sn_conn_t *conn, int fd);
 int sn__cache_set(sn_conn_t *conn, int fd, uint64_t dev, uint64_t ino, uint32_t port);
 void sn__cache_forget_port(sn_conn_t *conn, uint32_t port);
+/* Forgets every descriptor (a resume renumbers the ports; port.c sets them again). */
+void sn__cache_reset(sn_conn_t *conn);

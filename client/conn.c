@@ -1,12 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* Copyright (c) 2026 The socknotify authors */
 /*
- * conn.c - the connection to socknotifyd: handshake, request ids, and the shared reader.
+ * conn.c - the connection to socknotifyd: handshake, request ids, the shared reader, and
+ * resuming on a new daemon.  The transport, the lowest layer of the library: it calls the
+ * layers above only through conn->hooks, which they set.
  *
  * Invariants: conn->lock guards the pending list, the reader role and the descriptor cache;
  * a pending request is on the list from before its first byte is sent until its reply has been
- * decoded (or the connection is lost, when every pending request fails with -ECONNRESET).  The
- * library never prints, except the messages a user asks for with SOCKNOTIFY_TRACE=1.
+ * decoded (or the connection is lost, when every pending request fails).  Every message goes
+ * out under send_lock.  The library never prints, except the messages a user asks for with
+ * SOCKNOTIFY_TRACE=1.
+ *
+ * Resuming (docs/reconnect.md).  When the daemon ends (end of file or a reset on the socket),
+ * the thread that notices it keeps the reader role and takes send_lock, so that nobody else
+ * reads or sends, and connects again to the same path until SOCKNOTIFY_RECONNECT_MS have
+ * passed.  It sends nothing to the new daemon, not even HELLO, unless SO_PEERCRED says that it
+ * runs as the user of the daemon that was lost or as root.  Then the replay hook makes the
+ * process's ports and registrations again, and the waiting calls are woken: a pure dequeue
+ * with SN__ASK_AGAIN (its caller asks the new daemon), any other call with -EIO (it may or may
+ * not have taken effect).  When no daemon came back in time, every call fails with -ECONNRESET
+ * from then on; with -EACCES when another user's daemon answered.
  *
  * Cancellation (pthread_cancel): a dequeuing call acts on it only where it blocks waiting for
  * its reply (asleep on its condition variable, or polling the socket as the reader), never while
@@ -26,6 +39,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 
 #include "client/client.h"
 #include "common/fdmsg.h"
@@ -56,8 +70,16 @@ int sn__conn_usable(sn_conn_t *c)
         if (c->fork_gen != fork_generation)
                 return -EBADFD;
         if (c->broken)
-                return -ECONNRESET;
+                return c->lost_err;
         return 0;
+}
+
+static int64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void trace(sn_conn_t *c, const char *dir, const uint8_t *buf, size_t len)
@@ -76,7 +98,8 @@ int sn__send(sn_conn_t *c, const uint8_t *buf, size_t len, const int *fds, unsig
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
         if (c->trace)
                 trace(c, "->", buf, len);
-        r = sn__fdmsg_send(c->fd, buf, len, fds, nfds, 0);
+        /* After a resume that failed there is no transport any more. */
+        r = c->fd < 0 ? -ECONNRESET : sn__fdmsg_send(c->fd, buf, len, fds, nfds, 0);
         pthread_setcancelstate(cancel_state, NULL);
         return r;
 }
@@ -240,6 +263,9 @@ void sn__pending_remove(sn_conn_t *c, struct sn_pending *p)
 
 /* Called with c->lock held when the connection broke: every waiter learns it. */
 static void conn_lost(sn_conn_t *c);
+/* Called with c->lock held, by a thread that does not hold the reader role, when the daemon
+ * ended: resumes on a new one, or loses the connection (see the top of the file). */
+static void conn_ended(sn_conn_t *c);
 
 /* Called with c->lock held: decodes one received reply into its pending request.  The
  * descriptors that came with it go to a request that expects some (p->fds); fds_cut: the
@@ -301,7 +327,7 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
                 return;
         }
         if (p->async)
-                sn__async_done(c, p); /* p may be gone now */
+                c->hooks.call_done(c, p); /* p may be gone now */
         else
                 pthread_cond_signal(&p->cond);
 }
@@ -309,9 +335,13 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
 static void conn_lost(sn_conn_t *c)
 {
         c->broken = true;
-        sn__async_lost(c);
+        if (!c->lost_err)
+                c->lost_err = -ECONNRESET;
+        if (c->hooks.calls_fail)
+                c->hooks.calls_fail(c, c->lost_err);
         for (struct sn_pending *q = c->pending; q; q = q->next)
                 pthread_cond_signal(&q->cond);
+        pthread_cond_broadcast(&c->resumed);
 }
 
 void sn__conn_violation(sn_conn_t *c)
@@ -395,7 +425,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
         while (!p->done) {
                 if (c->broken) {
                         unlink_pending(c, p);
-                        p->status = -ECONNRESET;
+                        p->status = c->lost_err;
                         p->done = true;
                         break;
                 }
@@ -444,7 +474,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 if (n == -EMSGSIZE)
                         continue;
                 if (n <= 0) {
-                        conn_lost(c);
+                        conn_ended(c);
                         continue;
                 }
                 deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
@@ -483,34 +513,51 @@ int sn__conn_pump(sn_conn_t *c)
                 if (n == -EMSGSIZE)
                         continue;
                 if (n <= 0) {
-                        conn_lost(c);
-                        break;
+                        conn_ended(c);
+                        continue;
                 }
                 deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
         }
-        if (c->broken)
-                sn__async_lost(c);
+        if (c->broken && c->hooks.calls_fail)
+                c->hooks.calls_fail(c, c->lost_err);
         hand_off(c);
-        r = c->broken ? -ECONNRESET : 0;
+        r = c->broken ? c->lost_err : 0;
         pthread_mutex_unlock(&c->lock);
         return r;
+}
+
+int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t len,
+                uint16_t expect, sn_reply_fn fn, void *ctx)
+{
+        struct sn_pending p;
+        uint64_t gen;
+        int r;
+
+        for (bool again = false;; again = true) {
+                pthread_mutex_lock(&c->send_lock);
+                sn__pending_add(c, &p, expect, fn, ctx);
+                gen = c->gen;
+                /* The id is only known now: patch it into the header; the port's number is
+                 * the one of the daemon it goes to. */
+                sn_put_u32((uint8_t *)buf + 8, p.id);
+                if (port)
+                        sn_put_u32((uint8_t *)buf + SN_HEADER_SIZE, *port);
+                r = sn__send(c, buf, len, NULL, 0);
+                pthread_mutex_unlock(&c->send_lock);
+                if (r == 0)
+                        return sn__wait(c, &p);
+                sn__pending_remove(c, &p);
+                /* Not sent, so not done: the same request goes to the new daemon, once. */
+                r = sn__conn_recover(c, gen, r);
+                if (r < 0 || again)
+                        return r == -EPIPE || r == 0 ? -ECONNRESET : r;
+        }
 }
 
 int sn__call(sn_conn_t *c, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
              void *ctx)
 {
-        struct sn_pending p;
-        int r;
-
-        sn__pending_add(c, &p, expect, fn, ctx);
-        /* The id is only known now: patch it into the header. */
-        sn_put_u32((uint8_t *)buf + 8, p.id);
-        r = sn__send(c, buf, len, NULL, 0);
-        if (r < 0) {
-                sn__pending_remove(c, &p);
-                return r == -EPIPE ? -ECONNRESET : r;
-        }
-        return sn__wait(c, &p);
+        return sn__call_on(c, NULL, buf, len, expect, fn, ctx);
 }
 
 /* ---- threads: the concurrency rule needs to know when a thread is gone ------------------- */
@@ -714,6 +761,7 @@ static int connect_candidates(sn_conn_t *c, const struct sn_socket_candidate *ca
                 if (c->fd < 0)
                         return -errno;
                 if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+                        c->addr = sa;
                         *ret_index = i;
                         return 0;
                 }
@@ -725,6 +773,283 @@ static int connect_candidates(sn_conn_t *c, const struct sn_socket_candidate *ca
                         break;
         }
         return r;
+}
+
+/* ---- resuming on a new daemon (see the top of the file) ------------------------------------ */
+
+/* SOCKNOTIFY_RECONNECT_MS: a decimal count of milliseconds; unset, empty or not a number is
+ * the default. */
+static uint32_t reconnect_ms_from_env(void)
+{
+        const char *s = getenv("SOCKNOTIFY_RECONNECT_MS");
+        unsigned long long v;
+        char *end;
+
+        if (!s || *s < '0' || *s > '9')
+                return SN_RECONNECT_MS_DEFAULT;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (*end)
+                return SN_RECONNECT_MS_DEFAULT;
+        return errno || v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static int peer_uid(int fd, uid_t *ret_uid)
+{
+        struct ucred cr;
+        socklen_t len = sizeof(cr);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+                return -errno;
+        *ret_uid = cr.uid;
+        return 0;
+}
+
+/* One attempt at the path the connection was opened on.  Returns 0 with c->fd connected and
+ * the handshake done; 1 when no daemon answers there (yet); -EACCES when the one that answers
+ * runs as another user than the daemon that was lost, and not as root: nothing was sent to
+ * it.  Called with send_lock and the reader role held. */
+static int reconnect_once(sn_conn_t *c)
+{
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        uid_t uid = 0;
+        int r;
+
+        if (fd < 0)
+                return errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                                       errno == ENOMEM
+                               ? 1
+                               : -errno;
+        if (connect(fd, (struct sockaddr *)&c->addr, sizeof(c->addr)) < 0) {
+                r = -errno;
+                sn_close(fd);
+                /* EAGAIN: the new daemon's backlog is full. */
+                return no_daemon(r) || r == -EAGAIN ? 1 : r;
+        }
+        r = peer_uid(fd, &uid);
+        if (r == 0 && uid != c->daemon_uid && uid != 0)
+                r = -EACCES;
+        if (r < 0) {
+                sn_close(fd);
+                return r;
+        }
+        pthread_mutex_lock(&c->lock);
+        c->fd = fd;
+        pthread_mutex_unlock(&c->lock);
+        r = handshake(c);
+        if (r < 0) {
+                pthread_mutex_lock(&c->lock);
+                c->fd = sn_close(c->fd);
+                pthread_mutex_unlock(&c->lock);
+                /* A daemon that ends, or refuses us (a limit), during start-up: maybe the
+                 * next one will not.  Who it is was checked above. */
+                return 1;
+        }
+        return 0;
+}
+
+/* With c->lock held, when the daemon ended: no reply will come for any pending request. */
+static void pending_fail_all(sn_conn_t *c)
+{
+        if (c->hooks.calls_fail)
+                c->hooks.calls_fail(c, -EIO); /* takes the submitted calls off the list */
+        while (c->pending) {
+                struct sn_pending *p = c->pending;
+
+                c->pending = p->next;
+                p->status = p->relay ? SN__ASK_AGAIN : -EIO;
+                p->done = true;
+                if (p->abandoned) {
+                        pthread_cond_destroy(&p->cond);
+                        free(p);
+                        continue;
+                }
+                pthread_cond_signal(&p->cond);
+        }
+}
+
+/* The receive buffer for the new daemon's message size (it may have another configuration);
+ * with c->lock held.  Without memory the old size stays: larger messages are then refused as
+ * too large, which is safe. */
+static void rbuf_fit(sn_conn_t *c, uint32_t old_max)
+{
+        uint8_t *n;
+
+        if (c->limits.max_message <= old_max)
+                return;
+        n = realloc(c->rbuf, c->limits.max_message);
+        if (n)
+                c->rbuf = n;
+        else
+                c->limits.max_message = old_max;
+}
+
+/* With c->lock and the reader role held (both still held on return; c->lock is let go in
+ * between): waits for a new daemon and replays to it, or loses the connection. */
+static void conn_resume(sn_conn_t *c)
+{
+        int64_t deadline = mono_ms() + c->reconnect_ms;
+        uint32_t delay = 2;
+        int cancel_state, r;
+
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+        pending_fail_all(c);
+        c->resuming = true;
+        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_lock(&c->send_lock);
+        pthread_mutex_lock(&c->lock);
+        c->fd = sn_close(c->fd);
+        pthread_mutex_unlock(&c->lock);
+        for (;;) {
+                uint32_t old_max = c->limits.max_message;
+                int64_t now;
+
+                r = reconnect_once(c);
+                if (r == 0) {
+                        pthread_mutex_lock(&c->lock);
+                        rbuf_fit(c, old_max);
+                        if (c->hooks.fd_changed)
+                                c->hooks.fd_changed(c);
+                        r = c->hooks.replay ? c->hooks.replay(c) : 0;
+                        if (r < 0)
+                                c->fd = sn_close(c->fd);
+                        pthread_mutex_unlock(&c->lock);
+                        if (r == 0)
+                                break;
+                        r = 1; /* that daemon failed us: wait for another */
+                }
+                if (r < 0)
+                        break;
+                now = mono_ms();
+                if (now >= deadline) {
+                        r = -ECONNRESET;
+                        break;
+                }
+                /* A short backoff, never past the deadline: a daemon started by hand or by a
+                 * supervisor takes some milliseconds to listen. */
+                delay = (uint32_t)SN_MIN((int64_t)delay, deadline - now);
+                nanosleep(&(struct timespec){ .tv_sec = delay / 1000,
+                                              .tv_nsec = (long)(delay % 1000) * 1000000 },
+                          NULL);
+                delay = SN_MIN(delay * 2, 100u);
+        }
+        pthread_mutex_lock(&c->lock);
+        c->resuming = false;
+        c->gen++;
+        if (r < 0) {
+                c->fd = sn_close(c->fd);
+                c->lost_err = r;
+                conn_lost(c);
+        }
+        pthread_cond_broadcast(&c->resumed);
+        pthread_mutex_unlock(&c->send_lock);
+        pthread_setcancelstate(cancel_state, NULL);
+}
+
+static void conn_ended(sn_conn_t *c)
+{
+        if (!c->reconnect_ms || c->broken || c->fork_gen != fork_generation) {
+                conn_lost(c);
+                return;
+        }
+        c->reader_active = true;
+        conn_resume(c);
+        c->reader_active = false;
+}
+
+int sn__conn_recover(sn_conn_t *c, uint64_t gen, int err)
+{
+        int cancel_state, r;
+
+        if (err != -EPIPE && err != -ECONNRESET && err != -ENOTCONN)
+                return err;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+        pthread_mutex_lock(&c->lock);
+        for (;;) {
+                if (c->broken) {
+                        r = c->lost_err;
+                        break;
+                }
+                if (c->gen != gen && !c->resuming) {
+                        r = 0;
+                        break;
+                }
+                if (!c->resuming && !c->reader_active) {
+                        /* Nobody reads, so nobody else will notice: resume here. */
+                        conn_ended(c);
+                        hand_off(c);
+                        continue;
+                }
+                /* The reader sees the end of file too (or already resumes). */
+                pthread_cond_wait(&c->resumed, &c->lock);
+        }
+        pthread_mutex_unlock(&c->lock);
+        pthread_setcancelstate(cancel_state, NULL);
+        return r;
+}
+
+int sn__conn_exchange(sn_conn_t *c, uint8_t *buf, size_t len, const int *fds, unsigned nfds,
+                      uint16_t expect, struct snw_header *ret_h, const struct sn_msg_desc **ret_d,
+                      const uint8_t **ret_buf, int *ret_status)
+{
+        int timeout = (int)SN_MIN(SN_MAX(c->reconnect_ms, 1000u), (uint32_t)INT32_MAX);
+        uint32_t id;
+        int r;
+
+        if (++c->next_id == 0)
+                ++c->next_id;
+        id = c->next_id;
+        sn_put_u32(buf + 8, id);
+        r = sn__send(c, buf, len, fds, nfds);
+        if (r < 0)
+                return r == -EPIPE ? -ECONNRESET : r;
+        for (;;) {
+                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+                int rfds[SN_PROTO_MAX_FDS];
+                unsigned rnfds = 0;
+                bool cut = false;
+                ssize_t n;
+
+                /* A daemon that stops answering must not hold the resume for ever. */
+                r = poll(&pfd, 1, timeout);
+                if (r == 0)
+                        return -ETIMEDOUT;
+                if (r < 0 && errno == EINTR)
+                        continue;
+                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, rfds, &rnfds, &cut,
+                                       0);
+                if (n > 0 && c->trace)
+                        trace(c, "<-", c->rbuf, (size_t)n);
+                if (n <= 0 || rnfds || cut) {
+                        sn__fds_close(rfds, rnfds);
+                        return n == 0 ? -ECONNRESET : n < 0 && n != -EMSGSIZE ? (int)n : -EBADMSG;
+                }
+                if (sn_msg_check(c->rbuf, (size_t)n, ret_h, ret_d) < 0)
+                        return -EBADMSG;
+                if (ret_h->id != id)
+                        continue; /* the acknowledgement of a THREAD_EXIT (id 0) */
+                if (ret_h->type == SN_MSG_ERROR) {
+                        *ret_status = ret_h->status ? -(int)ret_h->status : -EPROTO;
+                        return 0;
+                }
+                if (ret_h->type != expect)
+                        return -EPROTO;
+                *ret_buf = c->rbuf;
+                *ret_status = -(int)ret_h->status;
+                return 0;
+        }
+}
+
+void sn__conn_renumber(sn_conn_t *c, const uint32_t (*map)[2], uint32_t n)
+{
+        for (struct sn_orphans *o = c->orphans; o; o = o->next) {
+                uint32_t to = 0; /* a port that was not made again: nobody asks for these */
+
+                for (uint32_t i = 0; i < n; i++)
+                        if (map[i][0] == o->port)
+                                to = map[i][1];
+                o->port = to;
+        }
 }
 
 SN_EXPORT const char *sn_conn_open_error(void)
@@ -758,8 +1083,10 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         c->fork_gen = fork_generation;
         c->efd = c->pollfd = -1;
         c->trace = tr && *tr && strcmp(tr, "0") != 0;
+        c->reconnect_ms = reconnect_ms_from_env();
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->send_lock, NULL);
+        pthread_cond_init(&c->resumed, NULL);
         open_error_add("cannot connect to socknotifyd: tried ");
         r = connect_candidates(c, cand, n, &which);
         if (r < 0) {
@@ -773,7 +1100,9 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
                 return r;
         }
         open_error[0] = 0;
-        r = handshake(c);
+        r = peer_uid(c->fd, &c->daemon_uid);
+        if (r == 0)
+                r = handshake(c);
         if (r == 0) {
                 c->rbuf = malloc(c->limits.max_message);
                 if (!c->rbuf)
@@ -805,7 +1134,8 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
                 }
         }
         pthread_mutex_unlock(&live_lock);
-        sn__async_release(c);
+        if (c->hooks.calls_release)
+                c->hooks.calls_release(c);
         sn_close(c->fd);
         /* Requests left by cancelled callers, and entries nobody took. */
         while (c->pending) {
@@ -825,6 +1155,7 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
         }
         pthread_mutex_destroy(&c->lock);
         pthread_mutex_destroy(&c->send_lock);
+        pthread_cond_destroy(&c->resumed);
         free(c->rbuf);
         free(c->cache);
         free(c);

@@ -27,8 +27,16 @@ SN_EXPORT const char *sn_strerror(int err)
                 return "socknotifyd is shutting down";
         case -ECONNRESET:
                 return "session lost: the connection to socknotifyd ended (the daemon stopped "
-                       "or crashed), and its ports and registrations with it; open a new "
-                       "connection";
+                       "or crashed) and no daemon answered on its path again within "
+                       "SOCKNOTIFY_RECONNECT_MS; its ports and registrations are gone; open a "
+                       "new connection";
+        case -EIO:
+                return "socknotifyd ended while this call was in progress: it may or may not "
+                       "have taken effect; the session was resumed on a new daemon";
+        case -EACCES:
+                return "permission denied; or the daemon now serving the socket path runs as "
+                       "another user than the one that was lost, and the session was not "
+                       "resumed there";
         case -EBADMSG:
                 return "the daemon's reply broke the protocol (the descriptors it brought were "
                        "closed); the connection is lost";

@@ -14,6 +14,13 @@
  * descriptor transfer; if the daemon answers ESTALE for such an entry, it is sent again with its
  * descriptor.  Nothing of the port object is touched once a call is waiting, so a port closed
  * by another thread meanwhile is safe.
+ *
+ * Resuming (docs/reconnect.md).  Every port on conn->ports keeps what it was made with (name,
+ * concurrency, linger time) and its registrations (regtab.c), updated under conn->lock as each
+ * reply is decoded, so that what a daemon accepted is known before anybody can notice that the
+ * daemon ended.  The replay hook makes them again on a new daemon; a pure dequeue whose daemon
+ * ended (SN__ASK_AGAIN), or was stopped (ESHUTDOWN), asks the new one for what is left of its
+ * timeout.
  */
 #include "config.h"
 
@@ -35,8 +42,15 @@ static int64_t now_ms(void)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct prep {
+        uint64_t dev, ino;
+        bool attach;
+};
+
 struct process_ctx {
+        sn_port_t *port;
         sn_registration_t *regs;
+        const struct prep *prep;
         const uint32_t *sent_idx;
         uint32_t nsent;
         sn_entry_t *entries;
@@ -67,9 +81,18 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
                 p->status = -EBADMSG;
                 return;
         }
-        if (h->count == ctx->nsent)
-                for (uint32_t i = 0; i < ctx->nsent; i++)
-                        ctx->regs[ctx->sent_idx[i]].result = -(int32_t)sn_get_u32(res + 4 * i);
+        if (h->count == ctx->nsent) {
+                for (uint32_t i = 0; i < ctx->nsent; i++) {
+                        sn_registration_t *g = &ctx->regs[ctx->sent_idx[i]];
+
+                        g->result = -(int32_t)sn_get_u32(res + 4 * i);
+                        /* Here, under conn->lock, not after the wait: a resume must find
+                         * every registration the ended daemon accepted. */
+                        if (g->result == 0 && ctx->port->listed)
+                                sn__regtab_apply(&ctx->port->regs, g, ctx->prep[i].dev,
+                                                 ctx->prep[i].ino);
+                }
+        }
         n = SN_MIN(h->count2, ctx->max_entries);
         for (uint32_t i = 0; i < n; i++) {
                 struct snw_entry e;
@@ -90,11 +113,6 @@ static uint32_t process_salvage(struct sn_pending *p, sn_entry_t **ret_entries)
         *ret_entries = ctx->entries;
         return ctx->nentries;
 }
-
-struct prep {
-        uint64_t dev, ino;
-        bool attach;
-};
 
 /* What a call cancelled while it waits (sn__wait) must give back. */
 struct arrays {
@@ -130,18 +148,20 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                       sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, bool retry)
 {
         sn_conn_t *c = port->conn;
-        const uint32_t port_id = port->id;
+        uint32_t port_id = port->id;
         const size_t isz = SN_WIRE_SIZE_registration;
         const size_t fixed = SN_HEADER_SIZE + SN_WIRE_SIZE_process;
         uint32_t stack_idx[128];
         struct prep stack_prep[128];
         uint32_t *sent_idx = stack_idx;
         struct prep *prep = stack_prep;
-        struct process_ctx ctx = { .regs = regs, .entries = entries, .max_entries = max_entries };
+        struct process_ctx ctx = { .port = port, .regs = regs, .prep = NULL, .entries = entries,
+                                   .max_entries = max_entries };
         struct sn_pending pend;
         struct arrays arrays = { &sent_idx, stack_idx, &prep, stack_prep };
         uint32_t per_msg, nstale = 0;
         uint32_t thread = max_entries ? sn__thread_id(c) : 0;
+        uint64_t gen;
         uint8_t *buf;
         int r;
 
@@ -173,6 +193,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         }
         /* Which ENABLEs must pass the socket itself: those the daemon may not know yet. */
         pthread_mutex_lock(&c->lock);
+        gen = c->gen;
         for (uint32_t k = 0; k < ctx.nsent; k++) {
                 const sn_registration_t *g = &regs[sent_idx[k]];
                 const struct sn_fdcache *e = sn__cache_get(c, g->fd);
@@ -183,6 +204,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         }
         pthread_mutex_unlock(&c->lock);
         ctx.sent_idx = sent_idx;
+        ctx.prep = prep;
 
         /* Reply room: the daemon answers with nsent results plus the entries. */
         if (max_entries) {
@@ -203,6 +225,14 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 goto out;
         }
         pthread_mutex_lock(&c->send_lock);
+        if (c->gen != gen) {
+                /* A resume came between: a new daemon, which knows no descriptor yet, and
+                 * the port's new number (both read under send_lock). */
+                for (uint32_t k = 0; k < ctx.nsent; k++)
+                        prep[k].attach = regs[sent_idx[k]].op == SN_OP_ENABLE;
+                gen = c->gen;
+        }
+        port_id = port->id;
         sn__pending_add(c, &pend, SN_MSG_PROCESS_REPLY, process_reply, &ctx);
         pend.port = port_id;
         pend.thread = thread;
@@ -256,12 +286,20 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         }
         pthread_mutex_unlock(&c->send_lock);
         if (r < 0) {
-                /* A part may have gone out: the connection can no longer be trusted. */
+                int r2;
+
                 sn__pending_remove(c, &pend);
-                pthread_mutex_lock(&c->lock);
-                c->broken = true;
-                pthread_mutex_unlock(&c->lock);
-                r = -ECONNRESET;
+                r2 = sn__conn_recover(c, gen, r);
+                if (r2 == 0 && !retry) {
+                        /* The daemon ended: no part of the call took effect (a daemon applies
+                         * a call at its last part).  The new daemon gets all of it, once. */
+                        r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, true);
+                        goto out;
+                }
+                /* A part may have gone out: the connection can no longer be trusted. */
+                if (r2 == r)
+                        sn__conn_violation(c);
+                r = r2 < 0 && r2 != -EPIPE ? r2 : -ECONNRESET;
                 goto out;
         }
         wait_freeing(c, &pend, &arrays, &r);
@@ -312,8 +350,11 @@ sn_port_t *sn__port_ref(sn_port_t *port)
 
 sn_port_t *sn__port_unref(sn_port_t *port)
 {
-        if (port && __atomic_sub_fetch(&port->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        if (port && __atomic_sub_fetch(&port->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+                sn__regtab_clear(&port->regs);
+                free(port->name);
                 free(port);
+        }
         return NULL;
 }
 
@@ -401,6 +442,18 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                         break;
                 }
                 r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+                if (r == SN__ASK_AGAIN ||
+                    (r == -ESHUTDOWN && max_entries && port->conn->reconnect_ms)) {
+                        /* The daemon ended (or stops) while this call waited; what it
+                         * registered was applied (ESHUTDOWN) or is not known to have been
+                         * (SN__ASK_AGAIN comes for pure dequeues only).  The wait goes on at
+                         * the new daemon, once the session resumed. */
+                        regs = NULL;
+                        nregs = 0;
+                        if (deadline)
+                                timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
+                        continue;
+                }
                 if (r != -EINPROGRESS)
                         break;
                 /* Stashed entries arrived while this call waited: take them (another thread
@@ -438,13 +491,224 @@ SN_EXPORT int sn_port_post(sn_port_t *port, uint64_t key, uint32_t bytes, uint64
         body.port = port->id;
         p = snw_post_encode(sn_msg_begin(buf, SN_MSG_POST, 0, 0, 0, 1, 0), &body);
         snw_packet_encode(p, &pk);
-        return sn__call(port->conn, buf, sizeof(buf), SN_MSG_POST_REPLY, NULL, NULL);
+        return sn__call_on(port->conn, &port->id, buf, sizeof(buf), SN_MSG_POST_REPLY, NULL,
+                           NULL);
 }
 
+/* With conn->lock held: takes port off conn->ports (a resume no longer makes it again) and
+ * forgets its registrations. */
+static void port_unlist(sn_conn_t *c, sn_port_t *port)
+{
+        if (!port->listed)
+                return;
+        for (sn_port_t **pp = &c->ports; *pp; pp = &(*pp)->next) {
+                if (*pp == port) {
+                        *pp = port->next;
+                        break;
+                }
+        }
+        port->listed = false;
+        sn__regtab_clear(&port->regs);
+}
+
+/* Replay: makes port again on the new daemon (a named one is created, or opened when another
+ * holder of the name resumed first) with its linger time; *ret_id is its number there, 0 when
+ * the daemon refused it.  Returns 0 or a transport error. */
+static int replay_port(sn_conn_t *c, const sn_port_t *port, uint32_t *ret_id)
+{
+        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_port_create + 256];
+        struct snw_port_create body = { .concurrency = port->concurrency };
+        uint32_t len = port->name ? (uint32_t)strlen(port->name) : 0;
+        struct snw_port_create_reply rep;
+        const struct sn_msg_desc *d;
+        const uint8_t *rb;
+        struct snw_header h;
+        uint8_t *p;
+        int r, st;
+
+        *ret_id = 0;
+        p = snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, 0, 0, 0, len, 0), &body);
+        memcpy(p, port->name ? port->name : "", len);
+        r = sn__conn_exchange(c, buf, sn_msg_size(SN_MSG_PORT_CREATE, len, 0), NULL, 0,
+                              SN_MSG_PORT_CREATE_REPLY, &h, &d, &rb, &st);
+        if (r == 0 && st == -EEXIST && len) {
+                memcpy(sn_msg_begin(buf, SN_MSG_PORT_OPEN, 0, 0, 0, len, 0), port->name, len);
+                r = sn__conn_exchange(c, buf, sn_msg_size(SN_MSG_PORT_OPEN, len, 0), NULL, 0,
+                                      SN_MSG_PORT_OPEN_REPLY, &h, &d, &rb, &st);
+        }
+        if (r < 0 || st < 0)
+                return r;
+        snw_port_create_reply_decode(sn_msg_body(rb), &rep);
+        if (!rep.port)
+                return -EPROTO;
+        *ret_id = rep.port;
+        if (port->linger_ms && c->version >= 2) {
+                uint8_t lbuf[SN_HEADER_SIZE + SN_WIRE_SIZE_port_linger];
+                struct snw_port_linger lb = { .port = rep.port, .linger_ms = port->linger_ms };
+
+                snw_port_linger_encode(sn_msg_begin(lbuf, SN_MSG_PORT_LINGER, 0, 0, 0, 0, 0), &lb);
+                /* Refused (another holder of the name set it): the port lingers as it does. */
+                r = sn__conn_exchange(c, lbuf, sizeof(lbuf), NULL, 0, SN_MSG_PORT_LINGER_REPLY, &h,
+                                      &d, &rb, &st);
+        }
+        return r;
+}
+
+/* Replay: one PROCESS of n registration items (nfds descriptors) for port id; the items that
+ * the daemon refused leave the table (their slots in which[]). */
+static int replay_batch(sn_conn_t *c, struct sn_regtab *t, uint32_t id, uint8_t *buf,
+                        uint8_t *end, const int *fds, uint32_t nfds, const uint32_t *which,
+                        uint32_t n)
+{
+        struct snw_process body = { .port = id };
+        const struct sn_msg_desc *d;
+        const uint8_t *rb, *res;
+        struct snw_header h;
+        int r, st;
+
+        snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 0, 0, (uint16_t)nfds, n, 0), &body);
+        r = sn__conn_exchange(c, buf, (size_t)(end - buf), fds, nfds, SN_MSG_PROCESS_REPLY, &h, &d,
+                              &rb, &st);
+        if (r < 0)
+                return r;
+        if (st < 0 || h.count != n) {
+                /* Refused as a whole (a limit): none of them is kept. */
+                for (uint32_t i = 0; i < n; i++)
+                        t->slot[which[i]].flags |= SN_REG_GONE;
+        } else {
+                res = sn_msg_array(rb, d, 1);
+                for (uint32_t i = 0; i < n; i++)
+                        if (sn_get_u32(res + 4 * i))
+                                t->slot[which[i]].flags |= SN_REG_GONE;
+        }
+        return 0;
+}
+
+/* Replay: registers again on port id every registration of port whose descriptor still names
+ * the socket registered (fstat: the application may have closed it, or reused the number for
+ * another socket); the others leave the table.  An ENABLE passes the descriptor; a disabled
+ * registration is disabled again in the same call, before anything can be dequeued. */
+static int replay_regs(sn_conn_t *c, sn_port_t *port, uint32_t id)
+{
+        const size_t isz = SN_WIRE_SIZE_registration;
+        const size_t fixed = SN_HEADER_SIZE + SN_WIRE_SIZE_process;
+        uint32_t per_msg = (uint32_t)SN_MIN((c->limits.max_message - fixed) / isz,
+                                            (c->limits.max_message - 52) / 4);
+        struct sn_regtab *t = &port->regs;
+        uint32_t *which = malloc((size_t)per_msg * sizeof(*which));
+        uint8_t *buf = malloc(fixed + (size_t)per_msg * isz), *p = buf + fixed;
+        int fds[SN_PROTO_MAX_FDS];
+        uint32_t n = 0, nfds = 0;
+        int r = 0;
+
+        if (!which || !buf) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (uint32_t i = 0; i <= t->cap && r == 0; i++) {
+                struct sn_reg *s = i < t->cap ? &t->slot[i] : NULL;
+                struct stat st;
+
+                if (n && (!s || nfds == c->limits.max_fds || n + 2 > per_msg)) {
+                        r = replay_batch(c, t, id, buf, p, fds, nfds, which, n);
+                        p = buf + fixed;
+                        n = nfds = 0;
+                }
+                if (!s || !(s->flags & SN_REG_USED) || s->flags & SN_REG_GONE)
+                        continue;
+                if (fstat(s->fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+                    (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino) {
+                        s->flags |= SN_REG_GONE;
+                        continue;
+                }
+                for (unsigned k = 0; k < (s->flags & SN_REG_DISABLED ? 2u : 1u); k++) {
+                        struct snw_registration it = {
+                                .key = s->key, .dev = s->dev, .ino = s->ino,
+                                .filter = s->filter, .trigger = s->trigger,
+                                .op = k ? SN_OP_DISABLE : SN_OP_ENABLE,
+                                .fd_index = k ? SN_PROTO_NO_FD : nfds,
+                                .client_fd = (uint32_t)s->fd,
+                        };
+
+                        if (!k)
+                                fds[nfds++] = s->fd;
+                        which[n++] = i;
+                        p = snw_registration_encode(p, &it);
+                }
+        }
+out:
+        free(which);
+        free(buf);
+        /* Slots marked gone above leave the table (a tombstone keeps the probe sequences). */
+        for (uint32_t i = 0; i < t->cap; i++) {
+                struct sn_reg *s = &t->slot[i];
+
+                if ((s->flags & (SN_REG_USED | SN_REG_GONE)) == (SN_REG_USED | SN_REG_GONE))
+                        sn__regtab_remove(t, s->dev, s->ino);
+        }
+        return r;
+}
+
+/* The replay hook (struct sn_conn_hooks): with send_lock, conn->lock and the reader role held,
+ * on a new daemon.  The ports' new numbers are taken only when every port was made again, so a
+ * daemon that fails midway leaves everything for the next one. */
+static int replay(sn_conn_t *c)
+{
+        uint32_t n = 0, i = 0, (*map)[2];
+        int r = 0;
+
+        for (sn_port_t *port = c->ports; port; port = port->next)
+                n++;
+        map = calloc(n ? n : 1, sizeof(*map));
+        if (!map)
+                return -ENOMEM;
+        for (sn_port_t *port = c->ports; port && r == 0; port = port->next, i++) {
+                map[i][0] = port->id;
+                r = replay_port(c, port, &map[i][1]);
+                if (r == 0 && map[i][1])
+                        r = replay_regs(c, port, map[i][1]);
+        }
+        if (r == 0) {
+                sn__cache_reset(c);
+                i = 0;
+                for (sn_port_t *port = c->ports; port; port = port->next, i++) {
+                        /* A port the new daemon refused keeps number 0, which no daemon
+                         * gives: its calls fail with EBADF. */
+                        port->id = map[i][1];
+                        for (uint32_t k = 0; k < port->regs.cap; k++) {
+                                const struct sn_reg *s = &port->regs.slot[k];
+
+                                if (s->flags & SN_REG_USED && port->id)
+                                        sn__cache_set(c, s->fd, s->dev, s->ino, port->id);
+                        }
+                }
+                sn__conn_renumber(c, (const uint32_t(*)[2])map, n);
+        }
+        free(map);
+        return r;
+}
+
+/* With conn->lock held (in deliver()): the port exists on the daemon from now on, so it goes on
+ * conn->ports at once, where a resume that starts before its creator wakes finds it. */
 static void create_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
                          const struct sn_msg_desc *d)
 {
-        snw_port_create_reply_decode(sn_msg_body(buf), p->ctx);
+        sn_port_t *port = p->ctx;
+        struct snw_port_create_reply rep;
+
+        if (h->status)
+                return;
+        snw_port_create_reply_decode(sn_msg_body(buf), &rep);
+        if (!rep.port) {
+                p->status = -EPROTO; /* never a port's number */
+                return;
+        }
+        port->id = rep.port;
+        port->concurrency = rep.concurrency;
+        port->listed = true;
+        port->next = port->conn->ports;
+        port->conn->ports = port;
+        port->conn->hooks.replay = replay;
 }
 
 /* Creates (type PORT_CREATE) or opens (PORT_OPEN) a port; name may be NULL for create. */
@@ -453,7 +717,6 @@ static int port_get(sn_conn_t *c, uint16_t type, const char *name, uint32_t conc
 {
         uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_port_create + 256];
         struct snw_port_create body = { .concurrency = concurrency };
-        struct snw_port_create_reply rep = { 0 };
         size_t len = name ? strlen(name) : 0;
         sn_port_t *port;
         uint8_t *p;
@@ -465,8 +728,12 @@ static int port_get(sn_conn_t *c, uint16_t type, const char *name, uint32_t conc
         if (r < 0)
                 return r;
         port = calloc(1, sizeof(*port));
-        if (!port)
+        if (!port || (len && !(port->name = strndup(name, len)))) {
+                free(port);
                 return -ENOMEM;
+        }
+        port->conn = c;
+        port->refs = 1;
         p = sn_msg_begin(buf, type, 0, 0, 0, (uint32_t)len, 0);
         if (type == SN_MSG_PORT_CREATE)
                 p = snw_port_create_encode(p, &body);
@@ -474,14 +741,16 @@ static int port_get(sn_conn_t *c, uint16_t type, const char *name, uint32_t conc
                 memcpy(p, name, len);
         r = sn__call(c, buf, sn_msg_size(type, (uint32_t)len, 0),
                      type == SN_MSG_PORT_CREATE ? SN_MSG_PORT_CREATE_REPLY : SN_MSG_PORT_OPEN_REPLY,
-                     create_reply, &rep);
+                     create_reply, port);
         if (r < 0) {
-                free(port);
+                /* Made but not ours after all (a reply that broke the protocol later): off the
+                 * list, and the connection is lost anyway. */
+                pthread_mutex_lock(&c->lock);
+                port_unlist(c, port);
+                pthread_mutex_unlock(&c->lock);
+                sn__port_unref(port);
                 return r;
         }
-        port->conn = c;
-        port->id = rep.port;
-        port->refs = 1;
         *ret_port = port;
         return 0;
 }
@@ -514,19 +783,25 @@ SN_EXPORT int sn_port_close(sn_port_t *port)
         if (!port)
                 return 0;
         c = port->conn;
-        body.port = port->id;
         r = sn__conn_usable(c);
-        if (r == 0) {
+        for (int tries = 0; r == 0 || (r == -EIO && tries < 2); tries++) {
+                /* -EIO: the daemon ended during the call, and the session resumed with the
+                 * port made again: close it there. */
+                body.port = 0; /* written as it is sent */
                 snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, 0, 0, 0, 0, 0), &body);
-                r = sn__call(c, buf, sizeof(buf), SN_MSG_PORT_CLOSE_REPLY, NULL, NULL);
+                r = sn__call_on(c, &port->id, buf, sizeof(buf), SN_MSG_PORT_CLOSE_REPLY, NULL,
+                                NULL);
+                if (r != -EIO)
+                        break;
         }
-        if (r == 0 || r == -ECONNRESET) {
+        if (r == 0 || r == -ECONNRESET || r == -EACCES) {
                 pthread_mutex_lock(&c->lock);
-                sn__cache_forget_port(c, body.port);
+                sn__cache_forget_port(c, port->id);
+                port_unlist(c, port);
                 pthread_mutex_unlock(&c->lock);
         }
         sn__port_unref(port);
-        return r == -ECONNRESET ? 0 : r;
+        return r == -ECONNRESET || r == -EACCES ? 0 : r;
 }
 
 /* ---- handoff: linger times and taking sockets over ------------------------------------------ */
@@ -546,7 +821,11 @@ SN_EXPORT int sn_port_set_linger(sn_port_t *port, uint32_t linger_ms)
                 return -EOPNOTSUPP;
         body.port = port->id;
         snw_port_linger_encode(sn_msg_begin(buf, SN_MSG_PORT_LINGER, 0, 0, 0, 0, 0), &body);
-        return sn__call(port->conn, buf, sizeof(buf), SN_MSG_PORT_LINGER_REPLY, NULL, NULL);
+        r = sn__call_on(port->conn, &port->id, buf, sizeof(buf), SN_MSG_PORT_LINGER_REPLY, NULL,
+                        NULL);
+        if (r == 0)
+                __atomic_store_n(&port->linger_ms, linger_ms, __ATOMIC_RELAXED);
+        return r;
 }
 
 SN_EXPORT int sn_port_create_named_ex(sn_conn_t *c, const char *name,
@@ -635,16 +914,23 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
         struct snw_port_take body = { .port = port->id, .max = max };
         int fds[SN_PROTO_MAX_FDS];
         struct sn_pending p;
+        uint64_t gen;
         int r;
 
         ctx->n = ctx->count = ctx->nfds = 0;
+        pthread_mutex_lock(&c->send_lock);
         sn__pending_add(c, &p, SN_MSG_PORT_TAKE_REPLY, take_reply, ctx);
         p.fds = fds;
+        body.port = port->id;
+        gen = c->gen;
         snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, p.id, 0, 0, 0, 0), &body);
         r = sn__send(c, buf, sizeof(buf), NULL, 0);
+        pthread_mutex_unlock(&c->send_lock);
         if (r < 0) {
                 sn__pending_remove(c, &p);
-                return r == -EPIPE ? -ECONNRESET : r;
+                /* After a resume the caller asks again (-EAGAIN), of the new daemon. */
+                r = sn__conn_recover(c, gen, r);
+                return r == 0 ? -EAGAIN : r == -EPIPE ? -ECONNRESET : r;
         }
         r = sn__wait(c, &p);
         if (r < 0) {
@@ -665,8 +951,19 @@ static int take_once(sn_port_t *port, sn_taken_socket_t *out, uint32_t max, stru
                 /* The daemon's word on the identity is checked: the cache must never map a
                  * descriptor to another socket's registration. */
                 if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == it->dev &&
-                    (uint64_t)st.st_ino == it->ino)
+                    (uint64_t)st.st_ino == it->ino) {
+                        /* Now a registration of this process's, through fd. */
+                        sn_registration_t g = { .fd = fd, .filter = it->filter, .op = SN_OP_ENABLE,
+                                                .trigger = it->trigger, .key = it->key };
+
                         sn__cache_set(c, fd, it->dev, it->ino, port->id);
+                        if (port->listed && sn__regtab_apply(&port->regs, &g, it->dev,
+                                                             it->ino) == 0 &&
+                            it->op == SN_OP_DISABLE) {
+                                g.op = SN_OP_DISABLE;
+                                sn__regtab_apply(&port->regs, &g, it->dev, it->ino);
+                        }
+                }
                 out[i] = (sn_taken_socket_t){
                         .fd = fd,
                         .previous_fd = it->client_fd == SN_PROTO_NO_FD ? -1 : (int)it->client_fd,

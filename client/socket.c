@@ -54,6 +54,12 @@ void sn__cache_forget_port(sn_conn_t *c, uint32_t port)
                         c->cache[i].port = 0;
 }
 
+void sn__cache_reset(sn_conn_t *c)
+{
+        for (uint32_t i = 0; i < c->cache_cap; i++)
+                c->cache[i].port = 0;
+}
+
 SN_EXPORT int sn_socket_close(sn_conn_t *c, int fd)
 {
         struct sn_fdcache *k;
@@ -72,6 +78,10 @@ SN_EXPORT int sn_socket_close(sn_conn_t *c, int fd)
                         ino = k->ino;
                         k->port = 0;
                 }
+                /* The daemon drops the socket's registrations on every port: so does the
+                 * record a resume replays. */
+                for (sn_port_t *port = c->ports; port; port = port->next)
+                        sn__regtab_remove(&port->regs, st.st_dev, st.st_ino);
                 pthread_mutex_unlock(&c->lock);
         }
         if (known) {

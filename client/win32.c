@@ -108,8 +108,10 @@ static int conn_get(sn_conn_t **ret)
 {
         int r;
 
-        if (g_conn && sn__conn_usable(g_conn) == -ECONNRESET && g_open == 0)
-                g_conn = sn_conn_close(g_conn); /* the daemon restarted: reconnect */
+        /* The session was lost for good (no daemon came back in time, or another user's did;
+         * docs/reconnect.md): with no handle left, a new connection starts afresh. */
+        if (g_conn && sn__conn_usable(g_conn) < 0 && g_open == 0)
+                g_conn = sn_conn_close(g_conn);
         if (!g_conn) {
                 r = sn_conn_open(NULL, &g_conn);
                 if (r < 0)

@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * test-reconnect.c - a session survives the end of a hand-started daemon (no service manager):
+ * the library connects again to the same path and replays its ports, registrations and parked
+ * waits (docs/reconnect.md).  Real daemons are killed (-9) or stopped (SIGTERM) and started
+ * again on the same path; the client talks only through the library.
+ *
+ * Prints a TIME: line: from kill -9 to the first notification delivered on the new daemon (the
+ * new daemon's start-up included).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "socknotify.h"
+#include "socknotify/winsock.h"
+#include "tests/helpers/daemon.h"
+#include "tests/helpers/status.h"
+
+#define NSOCK 50
+
+static struct test_daemon D;
+
+static void setup(void)
+{
+        test_daemon_start(&D, NULL);
+        setenv("SOCKNOTIFY_SOCKET", D.path, 1);
+        /* Long enough for a slow machine to start a daemon; the expiry test sets its own. */
+        setenv("SOCKNOTIFY_RECONNECT_MS", "60000", 1);
+}
+
+static void teardown(void)
+{
+        if (D.pid > 0)
+                test_daemon_stop(&D);
+}
+
+/* Ends the daemon with sig and starts a new one on the same path.  Returns when the new one
+ * accepts connections (ms); *ret_killed is when the old one was signalled. */
+static long long restart(int sig, long long *ret_killed)
+{
+        int st;
+
+        if (ret_killed)
+                *ret_killed = now_ms();
+        ck_assert_int_eq(kill(D.pid, sig), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        if (sig == SIGTERM)
+                ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+        D.pid = 0;
+        /* The same directory and path: the new daemon replaces a stale socket file. */
+        test_daemon_start_with_fds(&D, NULL, NULL, 0, NULL);
+        return now_ms();
+}
+
+/* A number of the daemon's status document, through a connection of its own. */
+static long long status(const char *key)
+{
+        sn_conn_t *c;
+        long long v;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        v = test_status_number(c, key);
+        sn_conn_close(c);
+        return v;
+}
+
+/* Waits until the daemon's status says key == want. */
+static void wait_status(const char *key, long long want)
+{
+        long long deadline = now_ms() + test_timeout_ms(10000);
+
+        while (status(key) != want) {
+                ck_assert_msg(now_ms() < deadline, "%s never became %lld", key, want);
+                usleep(2000);
+        }
+}
+
+/* ---- Win32: 50 registrations and a parked GetQueuedCompletionStatusEx ----------------------- */
+
+struct parked {
+        HANDLE port;
+        OVERLAPPED_ENTRY e[NSOCK];
+        ULONG n;
+        BOOL ok;
+        DWORD err;
+        long long returned;
+};
+
+static void *park(void *arg)
+{
+        struct parked *pk = arg;
+
+        pk->ok = GetQueuedCompletionStatusEx(pk->port, pk->e, NSOCK, &pk->n, INFINITE, FALSE);
+        pk->err = pk->ok ? 0 : GetLastError();
+        pk->returned = now_ms();
+        return NULL;
+}
+
+static void win32_restart(int sig, const char *what)
+{
+        SOCK_NOTIFY_REGISTRATION r[NSOCK];
+        int cl[NSOCK], sv[NSOCK];
+        bool seen[NSOCK + 1] = { false };
+        struct parked pk = { 0 };
+        unsigned got = 0;
+        long long killed, ready;
+        pthread_t t;
+        WSADATA wsa;
+        HANDLE port;
+
+        ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &wsa), 0);
+        port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        ck_assert_ptr_nonnull(port);
+        for (int i = 0; i < NSOCK; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                r[i] = (SOCK_NOTIFY_REGISTRATION){
+                        .socket = (SOCKET)cl[i],
+                        .completionKey = (void *)(uintptr_t)(i + 1),
+                        .eventFilter = SOCK_NOTIFY_REGISTER_EVENT_IN,
+                        .operation = SOCK_NOTIFY_OP_ENABLE,
+                        .triggerFlags = SOCK_NOTIFY_TRIGGER_LEVEL | SOCK_NOTIFY_TRIGGER_PERSISTENT,
+                };
+        }
+        ck_assert_uint_eq(ProcessSocketNotifications(port, NSOCK, r, 0, 0, NULL, NULL),
+                          ERROR_SUCCESS);
+        for (int i = 0; i < NSOCK; i++)
+                ck_assert_uint_eq(r[i].registrationResult, ERROR_SUCCESS);
+
+        pk.port = port;
+        ck_assert_int_eq(pthread_create(&t, NULL, park, &pk), 0);
+        wait_status("waiters", 1); /* parked on the daemon, not merely started */
+        ready = restart(sig, &killed);
+        for (int i = 0; i < NSOCK; i++)
+                ck_assert_int_eq(send(sv[i], "x", 1, 0), 1);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_msg(pk.ok, "the parked wait failed: error %lu", (unsigned long)pk.err);
+        ck_assert_uint_gt(pk.n, 0);
+        printf("TIME: %s -> client served again: %lld ms (new daemon accepting after %lld ms, "
+               "then %lld ms to resume, replay %d registrations and deliver)\n",
+               what, pk.returned - killed, ready - killed, pk.returned - ready, NSOCK);
+        fflush(stdout);
+        for (ULONG i = 0; i < pk.n; i++) {
+                uintptr_t k = pk.e[i].lpCompletionKey;
+
+                ck_assert(k >= 1 && k <= NSOCK);
+                got += !seen[k];
+                seen[k] = true;
+        }
+        /* The rest with the same handle, from this thread. */
+        while (got < NSOCK) {
+                OVERLAPPED_ENTRY e[NSOCK];
+                ULONG n = 0;
+
+                ck_assert_msg(GetQueuedCompletionStatusEx(port, e, NSOCK, &n,
+                                                          (DWORD)test_timeout_ms(5000), FALSE),
+                              "only %u of %d keys arrived (error %lu)", got, NSOCK,
+                              (unsigned long)GetLastError());
+                for (ULONG i = 0; i < n; i++) {
+                        uintptr_t k = e[i].lpCompletionKey;
+
+                        ck_assert(k >= 1 && k <= NSOCK);
+                        got += !seen[k];
+                        seen[k] = true;
+                }
+        }
+        ck_assert_int_eq(status("registrations"), NSOCK);
+        ck_assert(CloseHandle(port));
+        for (int i = 0; i < NSOCK; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        ck_assert_int_eq(WSACleanup(), 0);
+}
+
+START_TEST(test_win32_kill9)
+{
+        win32_restart(SIGKILL, "kill -9");
+}
+END_TEST
+
+START_TEST(test_win32_sigterm)
+{
+        win32_restart(SIGTERM, "SIGTERM");
+}
+END_TEST
+
+/* ---- no daemon comes back: the documented error within the bound -------------------------- */
+
+struct native_wait {
+        sn_port_t *port;
+        int r;
+};
+
+static void *dequeue_forever(void *arg)
+{
+        struct native_wait *w = arg;
+        sn_entry_t e;
+
+        w->r = sn_port_dequeue(w->port, &e, 1, SN_INFINITE);
+        return NULL;
+}
+
+START_TEST(test_expiry)
+{
+        struct native_wait w = { 0 };
+        long long t0, bound = test_timeout_ms(300 + 3000);
+        sn_conn_t *c;
+        sn_entry_t e;
+        pthread_t t;
+        int st;
+
+        setenv("SOCKNOTIFY_RECONNECT_MS", "300", 1);
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &w.port), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, dequeue_forever, &w), 0);
+        wait_status("waiters", 1);
+        t0 = now_ms();
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_int_eq(w.r, -ECONNRESET);
+        ck_assert_msg(now_ms() - t0 < bound, "%lld ms", now_ms() - t0);
+        /* Lost for good: later calls fail at once. */
+        t0 = now_ms();
+        ck_assert_int_eq(sn_port_dequeue(w.port, &e, 1, 0), -ECONNRESET);
+        ck_assert_int_eq(sn_port_post(w.port, 1, 0, 0), -ECONNRESET);
+        ck_assert_int_lt(now_ms() - t0, test_timeout_ms(1000));
+        sn_port_close(w.port);
+        sn_conn_close(c);
+        unlink(D.path);
+        rmdir(D.dir);
+}
+END_TEST
+
+/* The same through the Win32 layer, with no wait in progress: the next call notices. */
+START_TEST(test_expiry_win32)
+{
+        long long t0;
+        OVERLAPPED_ENTRY e;
+        ULONG n;
+        WSADATA wsa;
+        HANDLE port;
+        int st;
+
+        setenv("SOCKNOTIFY_RECONNECT_MS", "300", 1);
+        ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &wsa), 0);
+        port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+        ck_assert_ptr_nonnull(port);
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        t0 = now_ms();
+        ck_assert(!GetQueuedCompletionStatusEx(port, &e, 1, &n, 10, FALSE));
+        ck_assert_uint_eq(GetLastError(), ERROR_INVALID_HANDLE);
+        ck_assert_int_lt(now_ms() - t0, test_timeout_ms(300 + 3000));
+        ck_assert(!PostQueuedCompletionStatus(port, 0, 1, NULL));
+        CloseHandle(port);
+        WSACleanup();
+        unlink(D.path);
+        rmdir(D.dir);
+}
+END_TEST
+
+/* ---- another user's daemon on the path ----------------------------------------------------- */
+
+START_TEST(test_other_user_refused)
+{
+        char why[256], dir[] = "/tmp/sn-link-XXXXXX", link_path[128], tmp[160];
+        struct test_daemon other;
+        sn_registration_t g;
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e;
+        int cl, sv, st, base;
+        uid_t uid;
+
+        if (!test_private_uid(&uid, why, sizeof(why))) {
+                printf("SKIP: %s\n", why);
+                return;
+        }
+        /* The client knows the path through a link, which the test turns to the other
+         * user's daemon: "another user took the path over while no daemon ran". */
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(link_path, sizeof(link_path), "%s/sock", dir);
+        ck_assert_int_eq(symlink(D.path, link_path), 0);
+        ck_assert_int_eq(sn_conn_open(link_path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        tcp_pair(&cl, &sv);
+        g = (sn_registration_t){ .fd = cl, .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                 .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_PERSISTENT, .key = 7 };
+        ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g.result, 0);
+
+        test_daemon_start_as(&other, NULL, uid);
+        base = test_daemon_fds(&other);
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        snprintf(tmp, sizeof(tmp), "%s/sock.new", dir);
+        ck_assert_int_eq(symlink(other.path, tmp), 0);
+        ck_assert_int_eq(rename(tmp, link_path), 0);
+
+        ck_assert_int_eq(sn_port_dequeue(port, &e, 1, 0), -EACCES);
+        ck_assert_int_eq(sn_port_post(port, 1, 0, 0), -EACCES);
+        /* It received nothing, and the probe connection is gone. */
+        ck_assert_int_eq(test_daemon_wait_fds(&other, base, 2000), base);
+        sn_port_close(port);
+        sn_conn_close(c);
+        close(cl);
+        close(sv);
+        ck_assert_int_eq(test_daemon_stop(&other), 0);
+        unlink(link_path);
+        rmdir(dir);
+        unlink(D.path);
+        rmdir(D.dir);
+}
+END_TEST
+
+/* ---- a registration whose socket the application closed is not replayed; a disabled one is
+ * replayed disabled ---------------------------------------------------------------------------- */
+
+START_TEST(test_closed_not_replayed)
+{
+        int a_cl, a_sv, b_cl, b_sv, c_cl, c_sv, n_cl, n_sv, d_cl, d_sv;
+        sn_registration_t g[4];
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e[4];
+        int n;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        tcp_pair(&a_cl, &a_sv);
+        tcp_pair(&b_cl, &b_sv);
+        tcp_pair(&c_cl, &c_sv);
+        tcp_pair(&d_cl, &d_sv);
+        for (int i = 0; i < 4; i++)
+                g[i] = (sn_registration_t){ .fd = i == 0 ? a_cl : i == 1 ? b_cl : i == 2 ? c_cl : d_cl,
+                                            .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                            .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_PERSISTENT,
+                                            .key = 100 + (uint64_t)i };
+        ck_assert_int_eq(sn_port_process(port, g, 4, NULL, 0, 0), 0);
+        g[3].op = SN_OP_DISABLE;
+        ck_assert_int_eq(sn_port_process(port, &g[3], 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g[3].result, 0);
+        ck_assert_int_eq(status("registrations"), 4);
+
+        /* B: closed with plain close().  C's number: another socket now. */
+        close(b_cl);
+        tcp_pair(&n_cl, &n_sv);
+        ck_assert_int_eq(dup2(n_cl, c_cl), c_cl);
+        close(n_cl);
+        restart(SIGKILL, NULL);
+
+        ck_assert_int_eq(send(a_sv, "x", 1, 0), 1);
+        ck_assert_int_eq(send(c_sv, "x", 1, 0), 1);
+        ck_assert_int_eq(send(n_sv, "x", 1, 0), 1);
+        ck_assert_int_eq(send(d_sv, "x", 1, 0), 1);
+        n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 100);
+        /* A and D were made again, D disabled: the daemon holds two registrations of ours. */
+        ck_assert_int_eq(status("registrations"), 2);
+        /* Enabled again, D reports the byte that waited. */
+        g[3].op = SN_OP_ENABLE;
+        do {
+                n = sn_port_process(port, &g[3], 1, e, 4, (uint32_t)test_timeout_ms(5000));
+                ck_assert_int_gt(n, 0);
+                g[3].op = SN_OP_NONE;
+        } while (e[0].key == 100 && n == 1);
+        for (int i = 0; i < n; i++)
+                ck_assert(e[i].key == 100 || e[i].key == 103);
+        sn_port_close(port);
+        sn_conn_close(c);
+        close(a_cl);
+        close(a_sv);
+        close(b_sv);
+        close(c_cl);
+        close(c_sv);
+        close(n_sv);
+        close(d_cl);
+        close(d_sv);
+}
+END_TEST
+
+/* ---- a named port shared by two processes ---------------------------------------------------- */
+
+/* The other process: opens the named port, says so, waits for "go" (the daemon was replaced),
+ * then posts key 77 to the port. */
+static int sharer(int ready, int go)
+{
+        sn_port_t *port;
+        sn_conn_t *c;
+        char b;
+
+        if (sn_conn_open(NULL, &c) < 0 || sn_port_open(c, "shared", &port) < 0)
+                return 1;
+        if (write(ready, "r", 1) != 1 || read(go, &b, 1) != 1)
+                return 2;
+        if (sn_port_post(port, 77, 5, 0) < 0)
+                return 3;
+        if (write(ready, "p", 1) != 1 || read(go, &b, 1) != 1)
+                return 4;
+        sn_port_close(port);
+        sn_conn_close(c);
+        return 0;
+}
+
+START_TEST(test_named_shared)
+{
+        int ready[2], go[2], st;
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e;
+        pid_t pid;
+        char b;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, "shared", 1, &port), 0);
+        ck_assert_int_eq(pipe(ready), 0);
+        ck_assert_int_eq(pipe(go), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(sharer(ready[1], go[0]));
+        ck_assert_int_eq(read(ready[0], &b, 1), 1);
+        ck_assert_int_eq(status("ports"), 1);
+
+        restart(SIGKILL, NULL);
+        /* The other process resumes first (its post), then this one (its dequeue). */
+        ck_assert_int_eq(write(go[1], "g", 1), 1);
+        ck_assert_int_eq(read(ready[0], &b, 1), 1);
+        ck_assert_int_eq(b, 'p');
+        ck_assert_int_eq(sn_port_dequeue(port, &e, 1, (uint32_t)test_timeout_ms(5000)), 1);
+        ck_assert_uint_eq(e.key, 77);
+        ck_assert_uint_eq(e.events, 5);
+        ck_assert_int_eq(status("ports"), 1);
+        ck_assert_int_eq(write(go[1], "g", 1), 1);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sharer status %d", st);
+        sn_port_close(port);
+        sn_conn_close(c);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("reconnect");
+        TCase *tc = tcase_create("reconnect");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_win32_kill9);
+        tcase_add_test(tc, test_win32_sigterm);
+        tcase_add_test(tc, test_expiry);
+        tcase_add_test(tc, test_expiry_win32);
+        tcase_add_test(tc, test_other_user_refused);
+        tcase_add_test(tc, test_closed_not_replayed);
+        tcase_add_test(tc, test_named_shared);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
