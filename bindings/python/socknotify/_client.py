@@ -305,17 +305,25 @@ class _Lost(Exception):
     """Internal: the connection a request was sent on ended before its reply came."""
 
 
-@dataclass
 class _Reg:
     """What the binding remembers of one registration it made, to make it again on a new
-    daemon (see "Resuming" in the module documentation)."""
+    daemon (see Connection, "Resuming").  Slots and plain ints: one per registration."""
 
-    fd: int          # the descriptor it was created through (the daemon's client_fd)
-    key: int         # its first key: a later ENABLE keeps it (rule 4)
-    filter: int
-    trigger: int
-    enabled: bool    # False after DISABLE
-    armed: bool = True  # False: a ONESHOT whose entry this process dequeued
+    __slots__ = ("fd", "key", "filter", "trigger", "enabled", "armed")
+
+    def __init__(self, fd: int, key: int, filt: int, trigger: int, enabled: bool = True,
+                 armed: bool = True):
+        self.fd = fd            # the descriptor it was created through (the daemon's client_fd)
+        self.key = key          # its first key: a later ENABLE keeps it (rule 4)
+        self.filter = filt
+        self.trigger = trigger
+        self.enabled = enabled  # False after DISABLE
+        self.armed = armed      # False: a ONESHOT whose entry this process dequeued
+
+
+_OP_ENABLE, _OP_DISABLE, _OP_REMOVE = int(Op.ENABLE), int(Op.DISABLE), int(Op.REMOVE)
+_ONESHOT = int(Trigger.ONESHOT)
+_EV_REMOVE = int(Event.REMOVE)
 
 
 RECONNECT_MS_DEFAULT = 10000
@@ -338,14 +346,14 @@ def _peer_uid(sock: socket.socket) -> int:
     return struct.unpack("3i", cred)[1] & 0xFFFFFFFF
 
 
-_LINUX_POLL_RDHUP = 0x2000  # POLLRDHUP, which the select module does not always export
+_POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)  # Linux's value where not exported
 
 
 def _readiness(fd: int, filt: int) -> int:
     """The event bits a socket reports now for this filter, read with poll() (an EDGE
     registration made again on a new daemon reports what holds: see _resume)."""
     p = select.poll()
-    p.register(fd, select.POLLIN | select.POLLOUT | _LINUX_POLL_RDHUP)
+    p.register(fd, select.POLLIN | select.POLLOUT | _POLLRDHUP)
     got = p.poll(0)
     ev = got[0][1] if got else 0
     try:
@@ -363,7 +371,7 @@ def _readiness(fd: int, filt: int) -> int:
                 if not ev & select.POLLERR and not ev & select.POLLIN:
                     return 0
     bits = 0
-    hup = is_stream and ev & (select.POLLHUP | _LINUX_POLL_RDHUP)
+    hup = is_stream and ev & (select.POLLHUP | _POLLRDHUP)
     if filt & Filter.IN and (ev & select.POLLIN or hup):
         bits |= Event.IN
     if filt & Filter.OUT and ev & select.POLLOUT and not (ev & select.POLLHUP and
@@ -736,6 +744,32 @@ class Connection:
         makes this process's ports and registrations again.  Runs in one thread with the send
         lock held; returns None, or the (errno, text) every call fails with from now on."""
         deadline = time.monotonic() + self.reconnect_ms / 1000
+        while True:
+            failed = self._connect_again(deadline)
+            if failed:
+                return failed
+            try:
+                with self._table_lock:
+                    for port in list(self._ports.values()):
+                        try:
+                            self._replay_port(port)
+                        except SocknotifyError as e:
+                            if e.errno in (_errno.EBADMSG, _errno.EPROTO):
+                                raise
+                            # The new daemon would not make it (a limit, a name taken by a
+                            # port that cannot be opened): its calls raise EBADF from now on.
+                            port._closed = True
+                    self._ports = {p.id: p for p in self._ports.values() if not p._closed}
+                return None
+            except _Lost:
+                continue  # the new daemon ended too: wait for the next one
+            except SocknotifyError as e:
+                return (e.errno, f"the new daemon's reply: {e.strerror}")
+
+    def _connect_again(self, deadline: float) -> tuple[int, str] | None:
+        """Replaces the ended socket with a connection to a new daemon, retrying with a
+        backoff (5 ms doubling to 200 ms) until deadline; checks the daemon's uid before
+        anything is sent.  Returns None, or the (errno, text) to fail with."""
         delay = 0.005
         old = self._sock
         while True:
@@ -768,25 +802,6 @@ class Connection:
             self._gen += 1
             self._broken = 0
             self.limits = limits
-        try:
-            with self._table_lock:
-                for port in list(self._ports.values()):
-                    try:
-                        self._replay_port(port)
-                    except SocknotifyError as e:
-                        if e.errno in (_errno.EBADMSG, _errno.EPROTO):
-                            raise
-                        # The new daemon would not make it (a limit, a name now taken by a
-                        # port that cannot be opened): its calls raise EBADF from now on.
-                        port._closed = True
-                self._ports = {p.id: p for p in self._ports.values() if not p._closed}
-        except _Lost:
-            return (_errno.ECONNRESET, "the new daemon ended while this process's ports "
-                    "were made again")
-        except SocknotifyError as e:
-            if e.errno in (_errno.EBADMSG, _errno.EPROTO):
-                return (e.errno, f"the new daemon's reply: {e.strerror}")
-            return (e.errno, f"making the ports again: {e.strerror}")
         return None
 
     def _replay_call(self, mtype: int, body: bytes, array: bytes = b"",
@@ -1049,13 +1064,16 @@ class Port:
             notes.append(((st.st_dev, st.st_ino), int(reg.op), key, filt, trig, fd))
         sent = [r for r in registrations if r.result is None]
 
+        # Entries dequeued from a daemon that ended before this call's items could be recorded
+        # for a resumption: they are delivered, and the items are sent again without waiting.
+        carried: list = []
         while True:
             gen = conn._enter()
             if self._closed:
                 raise _error(_errno.EBADF, "port closed")
-            owed = min(len(self._owed), max_entries)
-            ask = max_entries - owed
-            if owed or not max_entries:
+            owed = min(len(self._owed), max_entries - len(carried))
+            ask = max_entries - len(carried) - owed
+            if owed or carried or not max_entries:
                 tmo = 0
             elif timeout is None:
                 tmo = w.INFINITE
@@ -1098,11 +1116,14 @@ class Port:
                 results, entries = [], []
             with conn._table_lock:
                 if gen != conn._gen or conn._resumer is not None:
-                    continue  # resumed since: the new daemon has not seen these items
+                    # Resumed since: the new daemon has not seen these items.
+                    carried += entries
+                    continue
                 self._note(notes, results, entries)
                 if owed:
                     entries = self._owed[:owed] + entries
                     del self._owed[:owed]
+            entries = carried + entries
             for reg, res in zip(sent, results):
                 reg.result = res
             if owed and not entries and max_entries and (
@@ -1115,31 +1136,32 @@ class Port:
         """With the table lock held: records in the port's table what the daemon applied
         (results, in the order of notes) and ONESHOT registrations that fired (entries)."""
         regs = self._regs
+        oneshots = self._oneshots
         for (ident, op, key, filt, trig, fd), res in zip(notes, results):
             if res:
                 continue
-            if op == Op.ENABLE:
+            if op == _OP_ENABLE:
                 r = regs.get(ident)
                 if r is None:
-                    regs[ident] = _Reg(fd, key, filt, trig, True)
+                    regs[ident] = _Reg(fd, key, filt, trig)
                 else:  # rule 4: the first key stays
                     r.filter, r.trigger, r.enabled, r.armed = filt, trig, True, True
-                if trig & Trigger.ONESHOT:
-                    self._oneshots.add(ident)
-                else:
-                    self._oneshots.discard(ident)
-            elif op == Op.DISABLE:
+                if trig & _ONESHOT:
+                    oneshots.add(ident)
+                elif oneshots:
+                    oneshots.discard(ident)
+            elif op == _OP_DISABLE:
                 r = regs.get(ident)
                 if r is not None:
                     r.enabled = False
-            elif op == Op.REMOVE:
-                regs.pop(ident, None)
-                self._oneshots.discard(ident)
-        if self._oneshots:
+            elif op == _OP_REMOVE:
+                if regs.pop(ident, None) is not None and oneshots:
+                    oneshots.discard(ident)
+        if oneshots:
             for key, _ov, events, kind in entries:
-                if kind != w.KIND_SOCKET or events & Event.REMOVE:
+                if kind != w.KIND_SOCKET or events & _EV_REMOVE:
                     continue
-                fired = [regs[i] for i in self._oneshots if regs[i].key == key and
+                fired = [regs[i] for i in oneshots if regs[i].key == key and
                          regs[i].armed and regs[i].enabled]
                 if len(fired) == 1:
                     # Disarmed until enabled again.  With several ONESHOT registrations of
