@@ -11,6 +11,15 @@ Descriptors are passed with ``socket.send_fds`` (``SCM_RIGHTS``).  An ENABLE alw
 socket (the daemon keeps the copy when it creates a registration and closes it otherwise), so
 the daemon never answers ESTALE to this client; DISABLE and REMOVE name the socket by its
 identity (``st_dev``, ``st_ino``) alone.
+
+Resuming (see :class:`Connection`): a connection has a generation, one more each time it
+resumes on a new daemon.  A request is encoded and sent under the send lock after checking
+that its generation is still the current one, and the thread that resumes holds that lock
+throughout, so no request packed with a lost daemon's port ids reaches the new one.  Each Port
+keeps a table of the registrations this connection made on it; it is changed under the table
+lock only when the reply came from the current generation and no resumption has begun, so the
+table a resumption copies holds every change this process saw the lost daemon apply (a call
+that loses that race is sent again on the new daemon).
 """
 
 from __future__ import annotations

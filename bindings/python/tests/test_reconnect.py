@@ -42,12 +42,14 @@ def place():
     start.path = os.path.join(d, "socknotify.sock")
     start.dir = d
     yield start
-    for dm in started:
-        if dm.proc.poll() is None:
-            dm.stop()
-        else:
-            dm.proc.stderr.close()
-    shutil.rmtree(d, ignore_errors=True)
+    try:
+        for dm in started:
+            if dm.proc.poll() is None:
+                assert dm.stop() == 0, "socknotifyd did not exit cleanly"
+            else:
+                dm.proc.stderr.close()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def wait_for(what: str, cond, timeout: float = 10.0) -> None:
