@@ -340,3 +340,82 @@ def test_daemon_of_another_user_is_refused(place, monkeypatch):
     conn.close()
     a.close()
     b.close()
+
+
+def test_threads_calling_through_resumptions(place, monkeypatch):
+    """Four threads register, drop, post and dequeue on an unnamed and a named port while the
+    daemon is replaced three times: no call fails but POSTs whose fate was unknown (EIO), and
+    at the end the new daemon holds exactly the registrations the ports' tables hold."""
+    monkeypatch.setenv("SOCKNOTIFY_RECONNECT_MS", str(int(scaled(30) * 1000)))
+    d = place()
+    conn = sn.Connection(place.path)
+    ports = [conn.create_port(), conn.create_port(name="py-threads")]
+    stop = threading.Event()
+    errors: list[str] = []
+    ops = [0] * 4
+    by_key: dict[int, socket.socket] = {}  # key -> the registered end (keys n * 100 + i)
+    all_pairs: list[tuple[socket.socket, socket.socket]] = []
+
+    def worker(n: int) -> None:
+        port = ports[n % 2]
+        pairs = [socket.socketpair() for _ in range(16)]
+        all_pairs.extend(pairs)
+        by_key.update((n * 100 + i, a) for i, (a, _) in enumerate(pairs))
+        i = 0
+        try:
+            while not stop.is_set():
+                a, b = pairs[(i * 7 + n) % len(pairs)]
+                step = i % 5
+                if step == 0:
+                    res = port.register([R.enable(a, n * 100 + (i * 7 + n) % 16, Filter.IN)])
+                    assert res == [0], res
+                elif step == 1:
+                    b.send(b"x")
+                elif step == 2:
+                    for e in port.dequeue(16, timeout=0.01):
+                        if not e.posted:
+                            try:  # level: drain, or it comes again
+                                by_key[e.key].recv(64, socket.MSG_DONTWAIT)
+                            except BlockingIOError:
+                                pass  # drained by the entry before (at least once)
+                elif step == 3:
+                    try:
+                        port.post(1)
+                    except sn.SocknotifyError as e:
+                        assert e.errno == errno.EIO, e
+                else:
+                    conn.drop_registration(a)
+                i += 1
+                ops[n] += 1
+        except BaseException as e:  # noqa: BLE001
+            errors.append(f"thread {n}: {e!r}")
+        finally:
+            stop.set()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for k in range(3):
+            mark = sum(ops)
+            wait_for("the threads made calls", lambda: sum(ops) > mark + 200 or stop.is_set(),
+                     30)
+            end(d, "kill" if k % 2 else "term")
+            d = place()
+            wait_for("resumed", lambda: conn.resumes == k + 1 or stop.is_set(), 30)
+        mark = sum(ops)
+        wait_for("the threads made calls", lambda: sum(ops) > mark + 200 or stop.is_set(), 30)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(scaled(30))
+    assert not errors, errors
+    assert conn.resumes == 3
+    with conn._table_lock:
+        held = sum(len(p._regs) for p in ports)
+    st = status_of(place.path)
+    assert (st["ports"], st["registrations"]) == (2, held)
+    conn.close()
+    for a, b in all_pairs:
+        a.close()
+        b.close()
