@@ -777,9 +777,9 @@ class Connection:
 
     def _connect_again(self, deadline: float) -> tuple[int, str] | None:
         """Replaces the ended socket with a connection to a new daemon, retrying with a
-        backoff (5 ms doubling to 200 ms) until deadline; checks the daemon's uid before
+        backoff (2 ms doubling to 100 ms) until deadline; checks the daemon's uid before
         anything is sent.  Returns None, or the (errno, text) to fail with."""
-        delay = 0.005
+        delay = 0.002
         old = self._sock
         while True:
             if self._closed:
@@ -805,7 +805,7 @@ class Connection:
                 return (_errno.ECONNRESET, f"connection to socknotifyd lost; no daemon "
                         f"answered at {self.path} within {self.reconnect_ms} ms")
             time.sleep(min(delay, left))
-            delay = min(delay * 2, 0.2)
+            delay = min(delay * 2, 0.1)
         old.close()
         with self._lock:
             self._gen += 1
@@ -832,7 +832,7 @@ class Connection:
             return
         raw = port.name.encode() if port.name else b""
         for _attempt in range(8):
-            m = self._replay_call(w.PORT_CREATE, w.PORT_CREATE_BODY.pack(port._asked, 0), raw,
+            m = self._replay_call(w.PORT_CREATE, w.PORT_CREATE_BODY.pack(port.concurrency, 0), raw,
                                   len(raw))
             if raw and m.status == _errno.EEXIST:
                 # Another process of this user made the named port again first: share it.
@@ -861,14 +861,14 @@ class Connection:
         """True once :meth:`close` was called."""
         return self._closed
 
-    def _add_port(self, m: w.Message, gen: int, asked: int, name: str | None) -> "Port | None":
+    def _add_port(self, m: w.Message, gen: int, name: str | None) -> "Port | None":
         """The Port of a PORT_CREATE/PORT_OPEN reply received on generation gen, or None when
         the connection resumed since (the port was made on the lost daemon: make it again)."""
         port_id, conc = w.PORT_REPLY_BODY.unpack(m.body)
         with self._table_lock:
             if gen != self._gen or self._resumer is not None:
                 return None
-            return Port(self, port_id, conc, name, asked)
+            return Port(self, port_id, conc, name)
 
     def create_port(self, concurrency: int = 0, name: str | None = None,
                     linger: float = 0) -> "Port":
@@ -888,7 +888,7 @@ class Connection:
         while port is None:
             m, gen = self._call_gen(w.PORT_CREATE, w.PORT_CREATE_BODY.pack(concurrency, 0), raw,
                                     len(raw), "PORT_CREATE")
-            port = self._add_port(m, gen, concurrency, name)
+            port = self._add_port(m, gen, name)
         if linger:
             try:
                 port.set_linger(linger)
@@ -903,7 +903,7 @@ class Connection:
         port = None
         while port is None:
             m, gen = self._call_gen(w.PORT_OPEN, b"", raw, len(raw), "PORT_OPEN")
-            port = self._add_port(m, gen, 0, name)
+            port = self._add_port(m, gen, name)
         return port
 
     def status(self) -> dict:
@@ -995,14 +995,12 @@ class Port:
     of them (socket identity, descriptor, key, filter, triggers, state), updated by every
     successful call."""
 
-    def __init__(self, conn: Connection, port_id: int, concurrency: int, name: str | None,
-                 asked: int = 0):
+    def __init__(self, conn: Connection, port_id: int, concurrency: int, name: str | None):
         self.connection = conn
         self.id = port_id
         self.concurrency = concurrency
         self.name = name
         self._closed = False
-        self._asked = asked      # the concurrency asked for (0: the daemon's processors)
         self._linger_ms = 0
         # (st_dev, st_ino) -> _Reg: the registrations this connection made on the port.
         self._regs: dict[tuple[int, int], _Reg] = {}
