@@ -666,10 +666,12 @@ class Connection:
         while True:
             gen = self._enter()
             msg_id = self._new_id()
+            sent = False
             try:
                 with self._send_lock:
                     raw = body() if callable(body) else body
                     self._send(w.encode(mtype, msg_id, raw, array, count), gen=gen)
+                    sent = True
                 m = self._wait(msg_id, gen)
                 if m.status == _errno.ESHUTDOWN and self.reconnect_ms:
                     self._wait(None, gen)  # the daemon stops: wait for the end, resume
@@ -679,9 +681,9 @@ class Connection:
                 self._recover(gen)
                 if retry is None:
                     return None, self._gen  # type: ignore[return-value]
-                if not retry:
+                if not retry and sent:
                     raise _error(_errno.EIO, f"{what}: the daemon ended before it answered")
-                continue
+                continue  # (a request that never left is sent once, to the new daemon)
             except BaseException:
                 with self._lock:
                     self._pending.discard(msg_id)
@@ -1347,16 +1349,20 @@ class Port:
             ask = min(max_sockets - len(taken), conn.limits.max_fds)
             gen = conn._enter()
             msg_id = conn._new_id()
+            sent = False
             try:
                 with conn._send_lock:
                     conn._send(w.encode(w.PORT_TAKE, msg_id,
                                         w.PORT_TAKE_BODY.pack(self.id, ask, 0)), gen=gen)
+                    sent = True
                 m = conn._wait(msg_id, gen)
             except _Lost:
                 # What the lost daemon handed over may be lost with it: never taken twice.
                 with conn._lock:
                     conn._pending.discard(msg_id)
                 conn._recover(gen)
+                if not sent and not taken:
+                    continue  # it never left: ask the new daemon
                 if taken:
                     break
                 raise _error(_errno.EIO, "PORT_TAKE: the daemon ended before it answered")
