@@ -1138,8 +1138,11 @@ class Port:
             if owed and not entries and max_entries and (
                     deadline is None and timeout is None or
                     deadline is not None and time.monotonic() < deadline):
-                continue  # another thread took the owed entries: wait after all
-            return entries, bool(m is not None and m.status == _errno.ETIMEDOUT)
+                # Another thread took the owed entries: wait after all, the items applied.
+                items, notes, sent = [], [], []
+                continue
+            return entries, bool(not entries and m is not None and
+                                 m.status == _errno.ETIMEDOUT)
 
     def _note(self, notes: list, results: list[int], entries: list) -> None:
         """With the table lock held: records in the port's table what the daemon applied
