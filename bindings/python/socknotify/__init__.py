@@ -23,19 +23,26 @@ it unchanged::
 Errors are :class:`SocknotifyError` (an ``OSError`` with ``errno`` and ``winerror``).  The
 daemon is found at ``$SOCKNOTIFY_SOCKET``, else ``$XDG_RUNTIME_DIR/socknotify.sock`` (not for
 root), else ``/run/socknotify/socknotify.sock`` (also when no daemon listens at the user's).
+
+When the daemon ends and a new one starts on the same path within
+``$SOCKNOTIFY_RECONNECT_MS`` milliseconds (default 10000; 0: never), a connection resumes on
+it: ports, registrations of sockets still held and waiting calls are made again, and port
+objects and keys stay valid (delivery is then at least once).  The new daemon must run as the
+same user as the one lost, or as root (``EACCES`` otherwise).  See :class:`Connection`.
 """
 
-from ._client import (INFINITE, Connection, Entry, Event, Filter, Limits, Op, Port,
-                      ProcessResult, Registration, SocknotifyError, TakenSocket, TakeResult,
-                      Trigger, default_path, default_paths, win32_code)
+from ._client import (INFINITE, RECONNECT_MS_DEFAULT, Connection, Entry, Event, Filter, Limits,
+                      Op, Port, ProcessResult, Registration, SocknotifyError, TakenSocket,
+                      TakeResult, Trigger, default_path, default_paths, reconnect_ms_from_env,
+                      win32_code)
 from .selector import Selector
 
 __all__ = [
-    "INFINITE", "Connection", "Entry", "Event", "Filter", "Limits", "Op", "Port",
+    "INFINITE", "RECONNECT_MS_DEFAULT", "Connection", "Entry", "Event", "Filter", "Limits", "Op", "Port",
     "ProcessResult", "Registration", "Selector", "SocknotifyError", "TakenSocket", "TakeResult",
     "Trigger", "default_path",
     "default_paths",
-    "new_event_loop", "win32_code",
+    "new_event_loop", "reconnect_ms_from_env", "win32_code",
 ]
 
 __version__ = "0.1"

@@ -11,6 +11,15 @@ Descriptors are passed with ``socket.send_fds`` (``SCM_RIGHTS``).  An ENABLE alw
 socket (the daemon keeps the copy when it creates a registration and closes it otherwise), so
 the daemon never answers ESTALE to this client; DISABLE and REMOVE name the socket by its
 identity (``st_dev``, ``st_ino``) alone.
+
+Resuming (see :class:`Connection`): a connection has a generation, one more each time it
+resumes on a new daemon.  A request is encoded and sent under the send lock after checking
+that its generation is still the current one, and the thread that resumes holds that lock
+throughout, so no request packed with a lost daemon's port ids reaches the new one.  Each Port
+keeps a table of the registrations this connection made on it; it is changed under the table
+lock only when the reply came from the current generation and no resumption has begun, so the
+table a resumption copies holds every change this process saw the lost daemon apply (a call
+that loses that race is sent again on the new daemon).
 """
 
 from __future__ import annotations
@@ -19,8 +28,10 @@ import enum
 import errno as _errno
 import json
 import os
+import select
 import socket
 import stat
+import struct
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -299,30 +310,134 @@ def default_path() -> str:
     return default_paths()[0]
 
 
+class _Lost(Exception):
+    """Internal: the connection a request was sent on ended before its reply came."""
+
+
+class _Reg:
+    """What the binding remembers of one registration it made, to make it again on a new
+    daemon (see Connection, "Resuming").  Slots and plain ints: one per registration."""
+
+    __slots__ = ("fd", "key", "filter", "trigger", "enabled", "armed")
+
+    def __init__(self, fd: int, key: int, filt: int, trigger: int, enabled: bool = True,
+                 armed: bool = True):
+        self.fd = fd            # the descriptor it was created through (the daemon's client_fd)
+        self.key = key          # its first key: a later ENABLE keeps it (rule 4)
+        self.filter = filt
+        self.trigger = trigger
+        self.enabled = enabled  # False after DISABLE
+        self.armed = armed      # False: a ONESHOT whose entry this process dequeued
+
+
+_OP_ENABLE, _OP_DISABLE, _OP_REMOVE = int(Op.ENABLE), int(Op.DISABLE), int(Op.REMOVE)
+_ONESHOT = int(Trigger.ONESHOT)
+_EV_REMOVE = int(Event.REMOVE)
+
+
+RECONNECT_MS_DEFAULT = 10000
+"""How long a connection waits for a new daemon when ``SOCKNOTIFY_RECONNECT_MS`` is unset."""
+
+
+def reconnect_ms_from_env() -> int:
+    """``SOCKNOTIFY_RECONNECT_MS`` as a number of milliseconds (0: do not resume).
+
+    Unset, empty or not a decimal number of at most 10 digits: :data:`RECONNECT_MS_DEFAULT`."""
+    raw = os.environ.get("SOCKNOTIFY_RECONNECT_MS", "")
+    if raw.isascii() and raw.isdigit() and len(raw) <= 10:
+        return int(raw)
+    return RECONNECT_MS_DEFAULT
+
+
+def _peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a connected Unix socket (SO_PEERCRED)."""
+    cred = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", cred)[1] & 0xFFFFFFFF
+
+
+_POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)  # Linux's value where not exported
+
+
+def _readiness(fd: int, filt: int) -> int:
+    """The event bits a socket reports now for this filter, read with poll() (an EDGE
+    registration made again on a new daemon reports what holds: see _resume)."""
+    p = select.poll()
+    p.register(fd, select.POLLIN | select.POLLOUT | _POLLRDHUP)
+    got = p.poll(0)
+    ev = got[0][1] if got else 0
+    try:
+        stream = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return 0
+    with stream:
+        kind = stream.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE)
+        is_stream = kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET)
+        if is_stream and not stream.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            try:
+                stream.getpeername()
+            except OSError:
+                # Never connected (rule 14: reports nothing) unless an error is pending.
+                if not ev & select.POLLERR and not ev & select.POLLIN:
+                    return 0
+    bits = 0
+    hup = is_stream and ev & (select.POLLHUP | _POLLRDHUP)
+    if filt & Filter.IN and (ev & select.POLLIN or hup):
+        bits |= Event.IN
+    if filt & Filter.OUT and ev & select.POLLOUT and not (ev & select.POLLHUP and
+                                                          ev & select.POLLERR):
+        bits |= Event.OUT
+    if filt & Filter.HANGUP and hup:
+        bits |= Event.HANGUP
+    if ev & select.POLLERR:
+        bits |= Event.ERR
+    return bits
+
+
 class Connection:
     """A connection to socknotifyd.  Use it as a context manager, or call :meth:`close`.
 
-    ``path`` defaults to the first of :func:`default_paths` where a daemon listens.  The handshake happens in the constructor; the
-    daemon's limits are in :attr:`limits`.  Raises :class:`SocknotifyError` (``EPROTO``: not a
-    socknotifyd or no common version; ``EUSERS``/``EDQUOT``: the daemon refused the connection)
-    or the ``OSError`` of ``connect()`` (``FileNotFoundError``, ``ConnectionRefusedError``).
+    ``path`` defaults to the first of :func:`default_paths` where a daemon listens.  The
+    handshake happens in the constructor; the daemon's limits are in :attr:`limits`.  Raises
+    :class:`SocknotifyError` (``EPROTO``: not a socknotifyd or no common version;
+    ``EUSERS``/``EDQUOT``: the daemon refused the connection) or the ``OSError`` of
+    ``connect()`` (``FileNotFoundError``, ``ConnectionRefusedError``).
+
+    **Resuming.**  When the connection ends (the daemon was stopped or killed and nothing kept
+    the connection for it), the connection waits up to ``reconnect_ms`` milliseconds (default
+    ``$SOCKNOTIFY_RECONNECT_MS``, else 10000; 0: fail at once) for a new daemon on the same
+    path, and makes again what this process holds: its ports (same objects, new ids), the
+    registrations of sockets it still holds, and the calls that were waiting.  The new daemon
+    must run as the user of the daemon that was lost, or as root: otherwise nothing is sent to
+    it and every call raises ``EACCES``.  When no daemon answers in time every call raises
+    ``ECONNRESET``, as without resuming.  :attr:`resumes` counts the resumptions.
 
     A connection belongs to the process that opened it; after ``fork()`` open a new one.
     """
 
-    def __init__(self, path: str | None = None):
+    def __init__(self, path: str | None = None, *, reconnect_ms: int | None = None):
         candidates = [path] if path else default_paths()
         self.path = candidates[0]
+        self.reconnect_ms = (reconnect_ms_from_env() if reconnect_ms is None
+                             else max(0, int(reconnect_ms)))
+        self.resumes = 0  #: how many times the connection resumed on a new daemon
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._lock = threading.Lock()  # guards everything below
         self._cond = threading.Condition(self._lock)
-        self._send_lock = threading.Lock()  # keeps the parts of one call together
+        # Keeps the parts of one call together; held for a whole resumption, so that nothing
+        # encoded with a lost daemon's port ids reaches the new one.
+        self._send_lock = threading.Lock()
+        # Guards the ports' registration tables and self._ports against a resumption's copy.
+        self._table_lock = threading.Lock()
         self._replies: dict[int, w.Message] = {}
         self._reply_fds: dict[int, tuple[list[int], bool]] = {}  # PORT_TAKE's descriptors
         self.version = 0  # the protocol version of the connection
         self._pending: set[int] = set()
         self._reading = False
-        self._broken: int = 0
+        self._broken: int = 0        # the current socket ended (errno)
+        self._failed: tuple[int, str] | None = None  # lost for good: every call raises this
+        self._closed = False
+        self._gen = 0                # which socket: one more at each resumption
+        self._resumer: int | None = None  # the thread making the connection again
         self._next_id = 0
         self._pid = os.getpid()
         self._ports: dict[int, Port] = {}
@@ -335,6 +450,7 @@ class Connection:
                 except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
                     if i == len(candidates) - 1:
                         raise  # no daemon at any of them: the last path's error
+            self._daemon_uid = _peer_uid(self._sock)
             self.limits = self._handshake()
         except BaseException:
             self._sock.close()
@@ -407,12 +523,22 @@ class Connection:
         return data, fds, bool(mflags & socket.MSG_CTRUNC)
 
     def _usable(self) -> None:
-        if self._sock.fileno() < 0:
+        if self._closed:
             raise _error(_errno.EBADF, "connection closed")
         if os.getpid() != self._pid:
             raise _error(_errno.EBADFD, "connection used after fork()")
-        if self._broken:
-            raise _error(self._broken, "connection to socknotifyd lost")
+        if self._failed:
+            raise _error(*self._failed)
+
+    def _enter(self) -> int:
+        """Checks that the connection can be used and returns its generation, waiting while
+        another thread resumes it."""
+        self._usable()
+        with self._cond:
+            while self._resumer is not None and self._resumer != threading.get_ident():
+                self._cond.wait()
+            self._usable()
+            return self._gen
 
     def _new_id(self) -> int:
         with self._lock:
@@ -420,7 +546,11 @@ class Connection:
             self._pending.add(self._next_id)
             return self._next_id
 
-    def _send(self, data: bytes, fds: Sequence[int] = ()) -> None:
+    def _send(self, data: bytes, fds: Sequence[int] = (), gen: int | None = None) -> None:
+        """Sends one message on the connection of generation gen (raises _Lost when that
+        one ended or was replaced); the caller holds _send_lock when gen is given."""
+        if gen is not None and (gen != self._gen or self._broken):
+            raise _Lost()
         try:
             if fds:
                 socket.send_fds(self._sock, [data], list(fds))
@@ -428,17 +558,23 @@ class Connection:
                 self._sock.send(data)
         except OSError as e:
             with self._lock:
-                self._broken = _errno.ECONNRESET
+                if not self._broken:
+                    self._broken = _errno.ECONNRESET
                 self._cond.notify_all()
+            if gen is not None:
+                raise _Lost() from None
             raise _error(_errno.ECONNRESET, f"sending to socknotifyd: {e.strerror}") from None
 
-    def _wait(self, msg_id: int) -> w.Message:
-        """Waits for the reply to msg_id, reading for every thread while nobody else does."""
+    def _wait(self, msg_id: int | None, gen: int) -> w.Message:
+        """Waits for the reply to msg_id, reading for every thread while nobody else does.
+        Raises _Lost when the connection of generation gen ends first; msg_id None waits for
+        that end (after ESHUTDOWN: the daemon stops and closes)."""
         with self._cond:
             try:
-                while msg_id not in self._replies:
-                    if self._broken:
-                        raise _error(self._broken, "connection to socknotifyd lost")
+                while msg_id is None or msg_id not in self._replies:
+                    if self._gen != gen or self._broken or (
+                            self._resumer not in (None, threading.get_ident())):
+                        raise _Lost()
                     if self._reading:
                         self._cond.wait()
                         continue
@@ -462,13 +598,15 @@ class Connection:
                     self._lock.acquire()
                     self._reading = False
                     if data == b"":
-                        self._broken = _errno.ECONNRESET
+                        if not self._broken:
+                            self._broken = _errno.ECONNRESET
                     elif data is not None:
                         self._store(data, fds, cut)
                     self._cond.notify_all()
                 return self._replies.pop(msg_id)
             finally:
-                self._pending.discard(msg_id)
+                if msg_id is not None:
+                    self._pending.discard(msg_id)
 
     def _store(self, data: bytes, fds: Sequence[int] = (), cut: bool = False) -> None:
         """With the lock held: files a received reply for its waiter.  Descriptors go with a
@@ -484,6 +622,7 @@ class Connection:
             for fd in fds:
                 os.close(fd)
             self._broken = _errno.ECONNRESET
+            self._failed = (_errno.ECONNRESET, "socknotifyd broke the protocol")
             if m is not None and m.id in self._pending:
                 self._replies[m.id] = replace(m, type=w.ERROR, status=_errno.EBADMSG)
             return
@@ -497,44 +636,241 @@ class Connection:
 
     def _violation(self, fds: Sequence[int], what: str) -> SocknotifyError:
         """A reply broke the protocol: closes the descriptors it brought, loses the connection
-        (every waiting and later call raises ECONNRESET) and returns the EBADMSG to raise."""
+        for good (every waiting and later call raises ECONNRESET; a daemon that breaks the
+        protocol is not resumed on) and returns the EBADMSG to raise."""
         for fd in fds:
             os.close(fd)
         with self._lock:
             self._broken = _errno.ECONNRESET
+            self._failed = (_errno.ECONNRESET, "socknotifyd broke the protocol")
             self._cond.notify_all()
         return _error(_errno.EBADMSG, what)
 
-    def _call(self, mtype: int, body: bytes = b"", array: bytes = b"", count: int = 0,
-              what: str = "") -> w.Message:
-        """One request, one reply; raises SocknotifyError for ERROR or a nonzero status."""
-        self._usable()
-        msg_id = self._new_id()
+    def _call(self, mtype: int, body=b"", array: bytes = b"", count: int = 0,
+              what: str = "", retry: bool | None = True) -> w.Message:
+        """One request, one reply; raises SocknotifyError for ERROR or a nonzero status.
+        See _call_gen."""
+        return self._call_gen(mtype, body, array, count, what, retry)[0]
+
+    def _call_gen(self, mtype: int, body=b"", array: bytes = b"", count: int = 0,
+                  what: str = "", retry: bool | None = True) -> tuple[w.Message, int]:
+        """One request, one reply, and the generation of the connection that answered it;
+        raises SocknotifyError (with that generation in ``_gen``) for ERROR or a nonzero
+        status.
+
+        ``body`` is bytes or a function returning them, called under the send lock so that
+        the port ids it packs are those of the daemon it goes to.  When the connection ends
+        before the reply and resumes, the request is sent again (``retry`` True), fails with
+        EIO (False: it must not be applied twice and its fate is unknown), or counts as done
+        (None: the lost daemon took what it would change with it; returns (None, gen))."""
+        while True:
+            gen = self._enter()
+            msg_id = self._new_id()
+            sent = False
+            try:
+                with self._send_lock:
+                    raw = body() if callable(body) else body
+                    self._send(w.encode(mtype, msg_id, raw, array, count), gen=gen)
+                    sent = True
+                m = self._wait(msg_id, gen)
+                if m.status == _errno.ESHUTDOWN and self.reconnect_ms:
+                    self._wait(None, gen)  # the daemon stops: wait for the end, resume
+            except _Lost:
+                with self._lock:
+                    self._pending.discard(msg_id)
+                self._recover(gen)
+                if retry is None:
+                    return None, self._gen  # type: ignore[return-value]
+                if not retry and sent:
+                    raise _error(_errno.EIO, f"{what}: the daemon ended before it answered")
+                continue  # (a request that never left is sent once, to the new daemon)
+            except BaseException:
+                with self._lock:
+                    self._pending.discard(msg_id)
+                raise
+            err = 0
+            if m.type == w.ERROR:
+                err, text = m.status or _errno.EPROTO, what
+            elif m.type != (mtype | w.REPLY_BIT):
+                err, text = _errno.EPROTO, f"{what}: reply of type 0x{m.type:02x}"
+            elif m.status:
+                err, text = m.status, what
+            if err:
+                e = _error(err, text)
+                e._gen = gen
+                raise e
+            return m, gen
+
+    # -- resuming ---------------------------------------------------------------------------
+
+    def _recover(self, gen: int) -> None:
+        """The connection of generation gen ended: resumes it on a new daemon (one thread
+        does, the others wait for it), or raises the error every call now gets."""
+        with self._cond:
+            while True:
+                self._usable()
+                if self._gen != gen and self._resumer is None:
+                    return  # resumed already
+                if self._resumer is not None:
+                    self._cond.wait()
+                    continue
+                if not self._broken:
+                    self._broken = _errno.ECONNRESET
+                if self.reconnect_ms <= 0:
+                    self._failed = (self._broken, "connection to socknotifyd lost")
+                    self._cond.notify_all()
+                    raise _error(*self._failed)
+                if self._reading:
+                    # A reader still blocked on the old socket (a send saw the end first).
+                    try:
+                        self._sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    self._cond.wait()
+                    continue
+                self._resumer = threading.get_ident()
+                break
+        failed: tuple[int, str] | None = (_errno.ECONNRESET, "resuming interrupted")
         try:
-            self._send(w.encode(mtype, msg_id, body, array, count))
-        except BaseException:
-            with self._lock:
-                self._pending.discard(msg_id)
-            raise
-        m = self._wait(msg_id)
-        if m.type == w.ERROR:
-            raise _error(m.status or _errno.EPROTO, what)
-        if m.type != (mtype | w.REPLY_BIT):
-            raise _error(_errno.EPROTO, f"{what}: reply of type 0x{m.type:02x}")
-        if m.status:
-            raise _error(m.status, what)
+            with self._send_lock:
+                failed = self._resume()
+        finally:
+            with self._cond:
+                self._resumer = None
+                for fds, _cut in self._reply_fds.values():
+                    for fd in fds:
+                        os.close(fd)
+                self._reply_fds.clear()
+                self._replies.clear()
+                if failed:
+                    self._failed = self._failed or failed
+                else:
+                    self.resumes += 1
+                self._cond.notify_all()
+        if failed:
+            raise _error(*self._failed)
+
+    def _resume(self) -> tuple[int, str] | None:
+        """Connects to a new daemon on self.path within reconnect_ms, checks its user and
+        makes this process's ports and registrations again.  Runs in one thread with the send
+        lock held; returns None, or the (errno, text) every call fails with from now on."""
+        deadline = time.monotonic() + self.reconnect_ms / 1000
+        while True:
+            failed = self._connect_again(deadline)
+            if failed:
+                return failed
+            try:
+                with self._table_lock:
+                    for port in list(self._ports.values()):
+                        try:
+                            self._replay_port(port)
+                        except SocknotifyError as e:
+                            if e.errno in (_errno.EBADMSG, _errno.EPROTO):
+                                raise
+                            # The new daemon would not make it (a limit, a name taken by a
+                            # port that cannot be opened): its calls raise EBADF from now on.
+                            port._closed = True
+                    self._ports = {p.id: p for p in self._ports.values() if not p._closed}
+                return None
+            except _Lost:
+                continue  # the new daemon ended too: wait for the next one
+            except SocknotifyError as e:
+                return (e.errno, f"the new daemon's reply: {e.strerror}")
+
+    def _connect_again(self, deadline: float) -> tuple[int, str] | None:
+        """Replaces the ended socket with a connection to a new daemon, retrying with a
+        backoff (2 ms doubling to 100 ms) until deadline; checks the daemon's uid before
+        anything is sent.  Returns None, or the (errno, text) to fail with."""
+        delay = 0.002
+        old = self._sock
+        while True:
+            if self._closed:
+                return (_errno.EBADF, "connection closed")
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                sock.connect(self.path)
+                uid = _peer_uid(sock)
+                if uid != self._daemon_uid and uid != 0:
+                    # Someone else's daemon took the path: not one descriptor goes to it.
+                    sock.close()
+                    return (_errno.EACCES, f"the daemon now at {self.path} runs as uid {uid}, "
+                            f"not as uid {self._daemon_uid} (the daemon lost) or root")
+                self._sock = sock
+                limits = self._handshake()
+                break
+            except (OSError, SocknotifyError):
+                # No daemon yet (ENOENT, ECONNREFUSED), or one starting or refusing us.
+                self._sock = old
+                sock.close()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return (_errno.ECONNRESET, f"connection to socknotifyd lost; no daemon "
+                        f"answered at {self.path} within {self.reconnect_ms} ms")
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.1)
+        old.close()
+        with self._lock:
+            self._gen += 1
+            self._broken = 0
+            self.limits = limits
+        return None
+
+    def _replay_call(self, mtype: int, body: bytes, array: bytes = b"",
+                     count: int = 0) -> w.Message:
+        """During a resumption (no other thread sends or reads): one request and its reply
+        on the new socket (ERROR or the request's reply type, else EPROTO)."""
+        gen = self._gen
+        msg_id = self._new_id()
+        self._send(w.encode(mtype, msg_id, body, array, count), gen=gen)
+        m = self._wait(msg_id, gen)
+        if m.type not in (w.ERROR, mtype | w.REPLY_BIT):
+            raise _error(_errno.EPROTO, f"reply of type 0x{m.type:02x}")
         return m
+
+    def _replay_port(self, port: "Port") -> None:
+        """Makes port again on the new daemon (table lock held): the port itself, its linger
+        time, then its registrations whose sockets this process still holds."""
+        if port._closed:
+            return
+        raw = port.name.encode() if port.name else b""
+        for _attempt in range(8):
+            m = self._replay_call(w.PORT_CREATE, w.PORT_CREATE_BODY.pack(port.concurrency, 0), raw,
+                                  len(raw))
+            if raw and m.status == _errno.EEXIST:
+                # Another process of this user made the named port again first: share it.
+                m = self._replay_call(w.PORT_OPEN, b"", raw, len(raw))
+                if m.status == _errno.ENOENT:
+                    continue  # it closed it meanwhile: create it after all
+            break
+        if m.type == w.ERROR or m.status:
+            raise _error(m.status or _errno.EPROTO, "PORT_CREATE")
+        port.id, port.concurrency = w.PORT_REPLY_BODY.unpack(m.body)
+        if port._linger_ms and self.version >= 2:
+            m = self._replay_call(w.PORT_LINGER, w.PORT_LINGER_BODY.pack(port.id,
+                                                                          port._linger_ms))
+            # A daemon with a lower --max-linger: the port stays, without a linger time.
+        port._replay_registrations()
 
     # -- public API -------------------------------------------------------------------------
 
     def fileno(self) -> int:
-        """The connection's own socket (for diagnostics; do not read from it)."""
+        """The connection's own socket (for diagnostics; do not read from it).  A new one
+        after each resumption."""
         return self._sock.fileno()
 
     @property
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
-        return self._sock.fileno() < 0
+        return self._closed
+
+    def _add_port(self, m: w.Message, gen: int, name: str | None) -> "Port | None":
+        """The Port of a PORT_CREATE/PORT_OPEN reply received on generation gen, or None when
+        the connection resumed since (the port was made on the lost daemon: make it again)."""
+        port_id, conc = w.PORT_REPLY_BODY.unpack(m.body)
+        with self._table_lock:
+            if gen != self._gen or self._resumer is not None:
+                return None
+            return Port(self, port_id, conc, name)
 
     def create_port(self, concurrency: int = 0, name: str | None = None,
                     linger: float = 0) -> "Port":
@@ -550,10 +886,11 @@ class Connection:
         raw = name.encode() if name else b""
         if linger and not name:
             raise _error(_errno.EINVAL, "only a named port can linger")
-        m = self._call(w.PORT_CREATE, w.PORT_CREATE_BODY.pack(concurrency, 0), raw, len(raw),
-                       "PORT_CREATE")
-        port_id, conc = w.PORT_REPLY_BODY.unpack(m.body)
-        port = Port(self, port_id, conc, name)
+        port = None
+        while port is None:
+            m, gen = self._call_gen(w.PORT_CREATE, w.PORT_CREATE_BODY.pack(concurrency, 0), raw,
+                                    len(raw), "PORT_CREATE")
+            port = self._add_port(m, gen, name)
         if linger:
             try:
                 port.set_linger(linger)
@@ -565,9 +902,11 @@ class Connection:
     def open_port(self, name: str) -> "Port":
         """Opens a named port of the same user.  Errors: ``ENOENT``, ``EACCES``, ``EEXIST``."""
         raw = name.encode()
-        m = self._call(w.PORT_OPEN, b"", raw, len(raw), "PORT_OPEN")
-        port_id, conc = w.PORT_REPLY_BODY.unpack(m.body)
-        return Port(self, port_id, conc, name)
+        port = None
+        while port is None:
+            m, gen = self._call_gen(w.PORT_OPEN, b"", raw, len(raw), "PORT_OPEN")
+            port = self._add_port(m, gen, name)
+        return port
 
     def status(self) -> dict:
         """The daemon's status document, parsed from its JSON text."""
@@ -580,7 +919,9 @@ class Connection:
         It then no longer counts as running on any port of this connection.  Use it when a
         green thread or task that passed its own ``thread`` to :meth:`Port.process` ends.
         """
-        self._call(w.THREAD_EXIT, w.THREAD_BODY.pack(thread & 0xFFFFFFFF), what="THREAD_EXIT")
+        # A daemon that ended took the waiter's state with it: nothing to tell the new one.
+        self._call(w.THREAD_EXIT, w.THREAD_BODY.pack(thread & 0xFFFFFFFF), what="THREAD_EXIT",
+                   retry=None)
 
     def drop_registration(self, sock: FileLike, *, identity: tuple[int, int] | None = None,
                           fd: int | None = None) -> bool:
@@ -596,13 +937,20 @@ class Connection:
             st = os.fstat(fdn)
             identity = (st.st_dev, st.st_ino)
         body = w.SOCKET_CLOSE_BODY.pack(identity[0], identity[1], fdn & 0xFFFFFFFF, 0)
-        try:
-            self._call(w.SOCKET_CLOSE, body, what="SOCKET_CLOSE")
-        except SocknotifyError as e:
-            if e.errno == _errno.ENOENT:
-                return False
-            raise
-        return True
+        while True:
+            try:
+                _m, gen = self._call_gen(w.SOCKET_CLOSE, body, what="SOCKET_CLOSE")
+                found = True
+            except SocknotifyError as e:
+                if e.errno != _errno.ENOENT:
+                    raise
+                gen, found = e._gen, False
+            with self._table_lock:
+                if gen != self._gen or self._resumer is not None:
+                    continue  # a resumption made it again meanwhile: drop it there too
+                for port in self._ports.values():
+                    port._forget(identity, fdn)
+            return found
 
     def close_socket(self, sock: FileLike) -> None:
         """Closes a socket that may be registered (closesocket, rule L1 of PROTOCOL.md).
@@ -611,7 +959,7 @@ class Connection:
         ``sock`` (a socket object or a descriptor number).
         """
         try:
-            if not self.closed and not self._broken:
+            if not self.closed and not self._failed:
                 self.drop_registration(sock)
         finally:
             if isinstance(sock, int):
@@ -621,9 +969,13 @@ class Connection:
 
     def close(self) -> None:
         """Closes the connection: the daemon closes every port of it.  Idempotent."""
-        for port in list(self._ports.values()):
-            port._closed = True
-        self._ports.clear()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        with self._table_lock:
+            for port in list(self._ports.values()):
+                port._closed = True
+            self._ports.clear()
         self._sock.close()
 
     def __enter__(self) -> "Connection":
@@ -638,7 +990,12 @@ class Connection:
 
 class Port:
     """A completion port on the daemon; made by :meth:`Connection.create_port` or
-    :meth:`Connection.open_port`.  Use it as a context manager, or call :meth:`close`."""
+    :meth:`Connection.open_port`.  Use it as a context manager, or call :meth:`close`.
+
+    The object stays valid when its connection resumes on a new daemon: :attr:`id` then
+    changes to the new daemon's id.  To make its registrations again the port keeps a table
+    of them (socket identity, descriptor, key, filter, triggers, state), updated by every
+    successful call."""
 
     def __init__(self, conn: Connection, port_id: int, concurrency: int, name: str | None):
         self.connection = conn
@@ -646,6 +1003,12 @@ class Port:
         self.concurrency = concurrency
         self.name = name
         self._closed = False
+        self._linger_ms = 0
+        # (st_dev, st_ino) -> _Reg: the registrations this connection made on the port.
+        self._regs: dict[tuple[int, int], _Reg] = {}
+        self._oneshots: set[tuple[int, int]] = set()  # those with ONESHOT
+        # Entries owed after a resumption (EDGE registrations whose condition held).
+        self._owed: list[tuple[int, int, int, int]] = []
         conn._ports[port_id] = self
 
     def process(self, registrations: Sequence[Registration] = (), max_entries: int = 0,
@@ -661,6 +1024,9 @@ class Port:
         ``EINVAL`` (a timeout without ``max_entries``), ``EDQUOT`` (too many waiting calls),
         ``E2BIG``, ``ECANCELED`` (port closed while waiting), ``ESHUTDOWN``.  A timeout is not
         an error: the result has no entries and ``timed_out`` set.
+
+        A call under way when the connection resumes on a new daemon is made again there (the
+        registrations are applied again, the wait goes on for what is left of ``timeout``).
         """
         raw, timed_out = self._process_raw(registrations, max_entries, timeout, thread)
         return ProcessResult([r.result or 0 for r in registrations], [Entry(*e) for e in raw],
@@ -676,15 +1042,16 @@ class Port:
             raise _error(_errno.EBADF, "port closed")
         if max_entries < 0 or (max_entries == 0 and timeout != 0):
             raise _error(_errno.EINVAL, "a timeout needs max_entries > 0")
-        tmo = _timeout_ms(timeout) if max_entries else 0
+        deadline = None
+        if max_entries and timeout is not None and timeout > 0:
+            deadline = time.monotonic() + timeout
         if thread is None:
             thread = threading.get_native_id() if max_entries else 0
-        lim = conn.limits
-        room = (lim.max_message - w.message_size(w.PROCESS | w.REPLY_BIT, len(registrations)))
-        max_entries = min(max_entries, max(room, 0) // w.ENTRY.size)
 
-        # Items to send: every item naming a socket; the daemon checks the rest.
+        # Items to send: every item naming a socket; the daemon checks the rest.  notes: what
+        # the port's table learns from each item sent, once it is applied.
         items: list[tuple[bytes, int | None]] = []
+        notes: list[tuple[tuple[int, int], int, int, int, int, int]] = []
         for reg in registrations:
             reg.result = None
             fd = _fileno(reg.sock)
@@ -699,37 +1066,203 @@ class Port:
                     reg.result = _errno.ENOTSOCK
                 continue
             attach = fd if reg.op == Op.ENABLE else None
-            items.append((w.REGISTRATION.pack(reg.key & 0xFFFFFFFFFFFFFFFF, st.st_dev,
-                                              st.st_ino, int(reg.filter) & 0xFFFF, int(reg.op),
-                                              int(reg.trigger) & 0xFF, 0, fd), attach))
+            key, filt, trig = reg.key & 0xFFFFFFFFFFFFFFFF, int(reg.filter) & 0xFFFF, \
+                int(reg.trigger) & 0xFF
+            items.append((w.REGISTRATION.pack(key, st.st_dev, st.st_ino, filt, int(reg.op),
+                                              trig, 0, fd), attach))
+            notes.append(((st.st_dev, st.st_ino), int(reg.op), key, filt, trig, fd))
         sent = [r for r in registrations if r.result is None]
 
+        # Entries dequeued from a daemon that ended before this call's items could be recorded
+        # for a resumption: they are delivered, and the items are sent again without waiting.
+        carried: list = []
+        while True:
+            gen = conn._enter()
+            if self._closed:
+                raise _error(_errno.EBADF, "port closed")
+            owed = min(len(self._owed), max_entries - len(carried))
+            ask = max_entries - len(carried) - owed
+            if owed or carried or not max_entries:
+                tmo = 0
+            elif timeout is None:
+                tmo = w.INFINITE
+            else:
+                tmo = _timeout_ms(deadline - time.monotonic() if deadline else 0) or 0
+            room = conn.limits.max_message - w.message_size(w.PROCESS | w.REPLY_BIT, len(items))
+            ask = min(ask, max(room, 0) // w.ENTRY.size)
+            m = None
+            if items or ask:
+                msg_id = conn._new_id()
+                try:
+                    with conn._send_lock:
+                        self._send_parts(msg_id, items, ask, tmo, thread, gen)
+                    m = conn._wait(msg_id, gen)
+                    if (m.type == w.PROCESS | w.REPLY_BIT and m.status == _errno.ESHUTDOWN and
+                            conn.reconnect_ms):
+                        conn._wait(None, gen)  # the daemon stops: wait for the end, resume
+                except _Lost:
+                    with conn._lock:
+                        conn._pending.discard(msg_id)
+                    conn._recover(gen)
+                    continue
+                except BaseException:
+                    with conn._lock:
+                        conn._pending.discard(msg_id)
+                    raise
+                if m.type == w.ERROR:
+                    raise _error(m.status or _errno.EPROTO, "PROCESS")
+                if m.type != (w.PROCESS | w.REPLY_BIT):
+                    raise _error(_errno.EPROTO, "PROCESS: unexpected reply")
+                if m.status and m.status != _errno.ETIMEDOUT:
+                    raise _error(m.status, "PROCESS")
+                results = [r[0] for r in w.RESULT.iter_unpack(m.array1)]
+                if len(results) != len(sent) or m.count2 > ask:
+                    # Missing results would read as successes, extra entries be lost: the
+                    # reply does not answer this call.
+                    raise conn._violation((), "PROCESS_REPLY does not fit its request")
+                entries = list(w.ENTRY.iter_unpack(m.array2))
+            else:
+                results, entries = [], []
+            with conn._table_lock:
+                if gen != conn._gen or conn._resumer is not None:
+                    # Resumed since: the new daemon has not seen these items.
+                    carried += entries
+                    continue
+                self._note(notes, results, entries)
+                if owed:
+                    entries = self._owed[:owed] + entries
+                    del self._owed[:owed]
+            entries = carried + entries
+            for reg, res in zip(sent, results):
+                reg.result = res
+            if owed and not entries and max_entries and (
+                    deadline is None and timeout is None or
+                    deadline is not None and time.monotonic() < deadline):
+                # Another thread took the owed entries: wait after all, the items applied.
+                items, notes, sent = [], [], []
+                continue
+            return entries, bool(not entries and m is not None and
+                                 m.status == _errno.ETIMEDOUT)
+
+    def _note(self, notes: list, results: list[int], entries: list) -> None:
+        """With the table lock held: records in the port's table what the daemon applied
+        (results, in the order of notes) and ONESHOT registrations that fired (entries)."""
+        regs = self._regs
+        oneshots = self._oneshots
+        for (ident, op, key, filt, trig, fd), res in zip(notes, results):
+            if res:
+                continue
+            if op == _OP_ENABLE:
+                r = regs.get(ident)
+                if r is None:
+                    regs[ident] = _Reg(fd, key, filt, trig)
+                else:  # rule 4: the first key stays
+                    r.filter, r.trigger, r.enabled, r.armed = filt, trig, True, True
+                if trig & _ONESHOT:
+                    oneshots.add(ident)
+                elif oneshots:
+                    oneshots.discard(ident)
+            elif op == _OP_DISABLE:
+                r = regs.get(ident)
+                if r is not None:
+                    r.enabled = False
+            elif op == _OP_REMOVE:
+                if regs.pop(ident, None) is not None and oneshots:
+                    oneshots.discard(ident)
+        if oneshots:
+            for key, _ov, events, kind in entries:
+                if kind != w.KIND_SOCKET or events & _EV_REMOVE:
+                    continue
+                fired = [regs[i] for i in oneshots if regs[i].key == key and
+                         regs[i].armed and regs[i].enabled]
+                if len(fired) == 1:
+                    # Disarmed until enabled again.  With several ONESHOT registrations of
+                    # one key it cannot be told which: they stay armed (at least once).
+                    fired[0].armed = False
+
+    def _forget(self, ident: tuple[int, int], fd: int) -> None:
+        """With the table lock held: SOCKET_CLOSE dropped the registration of ident made
+        through fd (or the daemon had none)."""
+        r = self._regs.get(ident)
+        if r is not None and r.fd == fd:
+            del self._regs[ident]
+            self._oneshots.discard(ident)
+
+    def _replay_registrations(self) -> None:
+        """During a resumption, on the new port: makes again the registrations whose socket is
+        still open under the descriptor that made it (same st_dev, st_ino), with their key,
+        filter, triggers and state; forgets the others.  Level conditions are read again by
+        the daemon; an enabled EDGE registration reports what holds now (an entry owed to the
+        next dequeue of this process), an armed ONESHOT one then counts as fired."""
+        items: list[tuple[bytes, int | None]] = []
+        idents: list[tuple[int, int]] = []
+        edges: list[tuple[int, int]] = []
+        self._owed.clear()
+        for ident, r in list(self._regs.items()):
+            try:
+                st = os.fstat(r.fd)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISSOCK(st.st_mode) or (st.st_dev, st.st_ino) != ident:
+                # Closed, or the number now names another socket: never replay it.
+                del self._regs[ident]
+                self._oneshots.discard(ident)
+                continue
+            items.append((w.REGISTRATION.pack(r.key, ident[0], ident[1], r.filter,
+                                              int(Op.ENABLE), r.trigger, 0, r.fd), r.fd))
+            idents.append(ident)
+            if not (r.enabled and r.armed):
+                items.append((w.REGISTRATION.pack(r.key, ident[0], ident[1], 0,
+                                                  int(Op.DISABLE), 0, 0, r.fd), None))
+                idents.append(ident)
+            elif r.trigger & Trigger.EDGE:
+                edges.append(ident)
+        if not items:
+            return
+        failed = self._replay_process(items, idents)
+        # EDGE skips what holds at ENABLE (rule 15): read it now, after the ENABLE, so that
+        # nothing that started to hold in between is lost.
+        disarm = []
+        for ident in edges:
+            r = self._regs.get(ident)
+            if r is None or ident in failed:
+                continue
+            bits = _readiness(r.fd, r.filter)
+            if bits:
+                self._owed.append((r.key, 0, bits, w.KIND_SOCKET))
+                if r.trigger & Trigger.ONESHOT:
+                    r.armed = False
+                    disarm.append(ident)
+        if disarm:
+            self._replay_process([(w.REGISTRATION.pack(self._regs[i].key, i[0], i[1], 0,
+                                                       int(Op.DISABLE), 0, 0,
+                                                       self._regs[i].fd), None)
+                                  for i in disarm], disarm)
+
+    def _replay_process(self, items: list[tuple[bytes, int | None]],
+                        idents: list[tuple[int, int]]) -> set[tuple[int, int]]:
+        """During a resumption: one PROCESS of items (no dequeue); forgets the registrations
+        the new daemon refused and returns their identities."""
+        conn = self.connection
+        gen = conn._gen
         msg_id = conn._new_id()
-        try:
-            with conn._send_lock:
-                self._send_parts(msg_id, items, max_entries, tmo, thread)
-        except BaseException:
-            with conn._lock:
-                conn._pending.discard(msg_id)
-            raise
-        m = conn._wait(msg_id)
-        if m.type == w.ERROR:
-            raise _error(m.status or _errno.EPROTO, "PROCESS")
-        if m.type != (w.PROCESS | w.REPLY_BIT):
-            raise _error(_errno.EPROTO, "PROCESS: unexpected reply")
-        if m.status and m.status != _errno.ETIMEDOUT:
-            raise _error(m.status, "PROCESS")
-        results = [r[0] for r in w.RESULT.iter_unpack(m.array1)]
-        if len(results) != len(sent) or m.count2 > max_entries:
-            # Missing results would read as successes, extra entries be lost: the reply does
-            # not answer this call.
-            raise conn._violation((), "PROCESS_REPLY does not fit its request")
-        for reg, res in zip(sent, results):
-            reg.result = res
-        return list(w.ENTRY.iter_unpack(m.array2)), m.status == _errno.ETIMEDOUT
+        self._send_parts(msg_id, items, 0, 0, 0, gen)
+        m = conn._wait(msg_id, gen)
+        if m.type != w.PROCESS | w.REPLY_BIT or m.status or m.count != len(items) or m.count2:
+            raise _error(m.status if m.type == w.ERROR and m.status else _errno.EPROTO,
+                         "PROCESS (making registrations again)")
+        failed = set()
+        for ident, (res,) in zip(idents, w.RESULT.iter_unpack(m.array1)):
+            if res:
+                failed.add(ident)
+                self._regs.pop(ident, None)
+                self._oneshots.discard(ident)
+        return failed
 
     def _send_parts(self, msg_id: int, items: list[tuple[bytes, int | None]], max_entries: int,
-                    tmo: int, thread: int) -> None:
+                    tmo: int, thread: int, gen: int) -> None:
+        """Sends a PROCESS call in as many parts as the limits need (send lock held), on the
+        connection of generation gen (_Lost otherwise)."""
         conn = self.connection
         lim = conn.limits
         per_msg = lim.max_items
@@ -751,7 +1284,7 @@ class Port:
             body = w.PROCESS_BODY.pack(self.id, tmo, max_entries, 0 if last else w.PROCESS_PART,
                                        thread & 0xFFFFFFFF)
             conn._send(w.encode(w.PROCESS, msg_id, body, b"".join(chunk), len(chunk), len(fds)),
-                       fds)
+                       fds, gen=gen)
             if last:
                 return
             first += len(chunk)
@@ -782,7 +1315,13 @@ class Port:
         ms = round(seconds * 1000)
         if not 0 <= ms <= 0xFFFFFFFF:
             raise _error(_errno.EINVAL, "linger time out of range")
-        conn._call(w.PORT_LINGER, w.PORT_LINGER_BODY.pack(self.id, ms), what="PORT_LINGER")
+        before, self._linger_ms = self._linger_ms, ms  # a resumption under way sets it too
+        try:
+            conn._call(w.PORT_LINGER, lambda: w.PORT_LINGER_BODY.pack(self.id, ms),
+                       what="PORT_LINGER")
+        except SocknotifyError:
+            self._linger_ms = before
+            raise
 
     def take_sockets(self, max_sockets: int = 1 << 20) -> TakeResult:
         """Takes over the port's registrations that have no owner (their process ended while
@@ -811,9 +1350,25 @@ class Port:
         busy = 0
         while True:
             ask = min(max_sockets - len(taken), conn.limits.max_fds)
+            gen = conn._enter()
             msg_id = conn._new_id()
-            conn._send(w.encode(w.PORT_TAKE, msg_id, w.PORT_TAKE_BODY.pack(self.id, ask, 0)))
-            m = conn._wait(msg_id)
+            sent = False
+            try:
+                with conn._send_lock:
+                    conn._send(w.encode(w.PORT_TAKE, msg_id,
+                                        w.PORT_TAKE_BODY.pack(self.id, ask, 0)), gen=gen)
+                    sent = True
+                m = conn._wait(msg_id, gen)
+            except _Lost:
+                # What the lost daemon handed over may be lost with it: never taken twice.
+                with conn._lock:
+                    conn._pending.discard(msg_id)
+                conn._recover(gen)
+                if not sent and not taken:
+                    continue  # it never left: ask the new daemon
+                if taken:
+                    break
+                raise _error(_errno.EIO, "PORT_TAKE: the daemon ended before it answered")
             with conn._lock:
                 fds, cut = conn._reply_fds.pop(msg_id, ([], False))
             if m.type == w.PORT_TAKE | w.REPLY_BIT and m.status == _errno.EAGAIN and busy < 1000:
@@ -859,6 +1414,11 @@ class Port:
                     break
                 raise err from None
             taken += batch
+            with conn._table_lock:
+                if gen == conn._gen and conn._resumer is None:
+                    for ts in batch:
+                        if ts.sock is not None:
+                            self._adopt(ts)
             if cut or any(t.sock is None for t in batch):
                 break
             if not m.count or not remaining or len(taken) >= max_sockets:
@@ -875,8 +1435,19 @@ class Port:
                                      b & 0xFFFFFFFF, 0) for k, b, o in packets)
         if self._closed:
             raise _error(_errno.EBADF, "port closed")
-        m = self.connection._call(w.POST, w.PORT_BODY.pack(self.id), arr, len(packets), "POST")
+        # Sent again after a resumption, a POST might be queued twice: EIO instead.
+        m = self.connection._call(w.POST, lambda: w.PORT_BODY.pack(self.id), arr, len(packets),
+                                  "POST", retry=False)
         return w.POST_REPLY_BODY.unpack(m.body)[0]
+
+    def _adopt(self, ts: TakenSocket) -> None:
+        """With the table lock held: a registration taken over (PORT_TAKE) is now ours."""
+        st = os.fstat(ts.sock.fileno())
+        ident = (st.st_dev, st.st_ino)
+        self._regs[ident] = _Reg(ts.sock.fileno(), ts.key, int(ts.filter), int(ts.trigger),
+                                 ts.enabled, ts.armed or not ts.enabled)
+        if ts.trigger & Trigger.ONESHOT:
+            self._oneshots.add(ident)
 
     def close(self) -> None:
         """Closes this connection's handle to the port (idempotent).
@@ -887,12 +1458,18 @@ class Port:
         """
         if self._closed:
             return
-        self._closed = True
         conn = self.connection
-        conn._ports.pop(self.id, None)
-        if conn.closed or conn._broken:
+        with conn._table_lock:
+            # From here a resumption does not make the port again (an ending daemon closes it).
+            self._closed = True
+            conn._ports.pop(self.id, None)
+            self._regs.clear()
+            self._oneshots.clear()
+            self._owed.clear()
+        if conn.closed or conn._failed:
             return
-        conn._call(w.PORT_CLOSE, w.PORT_BODY.pack(self.id), what="PORT_CLOSE")
+        conn._call(w.PORT_CLOSE, lambda: w.PORT_BODY.pack(self.id), what="PORT_CLOSE",
+                   retry=None)
 
     @property
     def closed(self) -> bool:

@@ -13,6 +13,10 @@ socket right after it and the daemon's copy must not keep the peer from seeing t
 
 Only sockets can be registered (``OSError(ENOTSOCK)`` otherwise): asyncio's own wake-up channel
 is a socket pair, so everything but subprocess pipes works.
+
+When the connection resumes on a new daemon (see ``Connection``) the selector's port and
+registrations come back with it and a ``select()`` under way goes on waiting; nothing here
+needs to know.  Only a ``wakeup()`` packet still queued in the daemon that ended is lost.
 """
 
 from __future__ import annotations

@@ -52,14 +52,20 @@ def daemon_binary() -> str:
 
 
 class Daemon:
-    """A socknotifyd process on its own socket; stop() ends it and checks its exit status."""
+    """A socknotifyd process on its own socket; stop() ends it and checks its exit status.
 
-    def __init__(self, *args: str):
-        self.dir = tempfile.mkdtemp(prefix="sn-py-")
-        self.path = os.path.join(self.dir, "socknotify.sock")
+    ``path``: a socket path to use instead of a new temporary directory's (the caller owns
+    that directory: a daemon started again where another one ran).  ``user``: a uid to run
+    the daemon as (root only)."""
+
+    def __init__(self, *args: str, path: str | None = None, user: int | None = None):
+        self.dir = None if path else tempfile.mkdtemp(prefix="sn-py-")
+        self.path = path or os.path.join(self.dir, "socknotify.sock")
         wrapper = shlex.split(os.environ.get("SN_TEST_DAEMON_WRAPPER", ""))
         cmd = wrapper + [daemon_binary(), "--socket", self.path, *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        extra = {} if user is None else {"user": user, "group": user, "extra_groups": []}
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     **extra)
         deadline = time.monotonic() + scaled(20)
         while True:
             if self.proc.poll() is not None:
@@ -88,6 +94,11 @@ class Daemon:
             time.sleep(0.01)
         return n
 
+    def kill(self) -> None:
+        """Ends the daemon with SIGKILL (its socket file stays behind) and reaps it."""
+        self.proc.kill()
+        self.proc.wait(60)
+
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -95,11 +106,12 @@ class Daemon:
             rc = self.proc.wait(60)
         finally:
             self.proc.stderr.close()
-            try:
-                os.unlink(self.path)
-            except OSError:
-                pass
-            os.rmdir(self.dir)
+            if self.dir:
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+                os.rmdir(self.dir)
         return rc
 
 

@@ -392,7 +392,7 @@ def test_connection_to_nothing():
 
 def test_daemon_death_fails_waiters(make_daemon):
     d = make_daemon()
-    c = d.connect()
+    c = sn.Connection(d.path, reconnect_ms=0)  # no resuming: the end is final (test_reconnect)
     port = c.create_port()
     err: list[BaseException] = []
 
