@@ -26,6 +26,7 @@
 
 #include <check.h>
 
+#include "proto/codec.h"
 #include "tests/helpers/daemon.h"
 
 int test_run_suite(Suite *s)
@@ -68,6 +69,40 @@ static bool can_connect(const char *path)
         if (fd >= 0)
                 close(fd);
         return ok;
+}
+
+/*
+ * The daemon's loop runs: a connection is accepted and its HELLO answered (or refused: any
+ * reply or end will do), then closed, and its descriptor is gone from the daemon before this
+ * returns.  A bare connect() is not enough on a busy machine: it succeeds as soon as the socket
+ * listens, and the daemon may still be starting when the test counts its descriptors, then
+ * accept the probe and count it in the test's baseline.
+ */
+static void probe_served(struct test_daemon *d)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct snw_hello hello = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 1 };
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        long long deadline = now_ms() + test_timeout_ms(10000);
+        uint8_t buf[256];
+        bool refused;
+        int open_fds;
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &hello);
+        ck_assert_int_eq(send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), MSG_NOSIGNAL),
+                         (ssize_t)sn_msg_size(SN_MSG_HELLO, 0, 0));
+        ck_assert_msg(poll(&p, 1, test_timeout_ms(10000)) == 1, "socknotifyd does not answer");
+        open_fds = test_daemon_fds(d);
+        /* Refused connections are closed by the daemon after the reply: read to the end. */
+        refused = recv(fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0 ||
+                  (poll(&p, 1, 0) == 1 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 0);
+        close(fd);
+        while (!refused && test_daemon_fds(d) >= open_fds && now_ms() < deadline)
+                usleep(2000);
 }
 
 /* In the child: passes fds (n, names joined by ':') as socket activation does, at 3, 4, ... */
@@ -146,6 +181,7 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
                 usleep(5000);
         }
         /* The probe connection above must be gone before descriptors are counted. */
+        probe_served(d);
         test_daemon_wait_fds(d, -1, 0);
 }
 
