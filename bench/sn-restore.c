@@ -5,8 +5,8 @@
  * orderly restart, for 1,000 / 10,000 / 100,000 items of each kind a daemon keeps, and what a
  * registration costs in the daemon's memory.  Never run by make check: timings are not tests.
  *
- *   bench/sn-restore                      everything, 3 runs a point (about 15 minutes)
- *   bench/sn-restore --quick              1,000 items, one run a point (a minute)
+ *   bench/sn-restore                      everything, 3 runs a point (a quarter of an hour)
+ *   bench/sn-restore --quick              1,000 items, one run a point (20 seconds)
  *   bench/sn-restore [--kinds connections,ports,registrations,posted,waits]
  *                    [--sizes 1000,10000,100000] [--scenarios reexec,crash,stop,nostore]
  *                    [--runs N] [--no-memory] [--daemon PATH]
@@ -20,7 +20,8 @@
  * Scenarios, each on a fresh daemon started by this program (daemon/socknotifyd of the build
  * tree), the time running from the event to the first call answered on the connection that
  * holds the items (the status call, sn_conn_status):
- *   reexec   SIGUSR2; answered by the new image (its "reexecs" count is one higher);
+ *   reexec   SIGUSR2; answered by the new image (its "reexecs" count is one higher; without
+ *            that count in the status document, once the log says it listens again);
  *   crash    the daemon keeps its state in a descriptor store this program plays
  *            (NOTIFY_SOCKET, FDSTORE; bench/store.c); kill -9, and the next daemon starts at
  *            once with the stored descriptors (LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID);
@@ -367,6 +368,22 @@ static double logged_restore(const char *log, off_t offset)
         return t;
 }
 
+/* True when the daemon's log holds a line with what after offset. */
+static bool log_has(const char *log, off_t offset, const char *what)
+{
+        char line[2048];
+        bool found = false;
+        FILE *f = fopen(log, "r");
+
+        if (!f)
+                return false;
+        fseeko(f, offset, SEEK_SET);
+        while (!found && fgets(line, sizeof(line), f))
+                found = strstr(line, what) != NULL;
+        fclose(f);
+        return found;
+}
+
 /* ---- the items ------------------------------------------------------------------------------ */
 
 struct items {
@@ -495,6 +512,11 @@ static void items_free(struct items *it)
         if (it->calls && !waits_end(it))
                 it->conn = NULL;
         free(it->calls);
+        /* Their handles are ours to free, before the connection. */
+        sn_port_close(it->port);
+        if (it->ports && it->conn)
+                for (int i = 0; i < it->n; i++)
+                        sn_port_close(it->ports[i]);
         if (it->conns)
                 for (int i = it->n - 1; i > 0; i--)
                         sn_conn_close(it->conns[i]);
@@ -677,8 +699,10 @@ static struct outcome measure(enum kind kind, int n, enum scenario sc)
                 kill(d.pid, SIGUSR2);
                 watchdog_start(&w, d.pid);
                 /* The old image may still answer before it execs: the new one counts one more
-                 * re-exec. */
-                while ((r = status_call(&it, &re, NULL, 0)) == 0 && re <= reexecs)
+                 * re-exec.  A status document without the count: the new image has logged that
+                 * it listens. */
+                while ((r = status_call(&it, &re, NULL, 0)) == 0 &&
+                       !(reexecs >= 0 ? re > reexecs : log_has(d.log, log_at, "listening on")))
                         ;
                 o.served = r == 0 ? now() - t0 : -1;
                 watchdog_stop(&w);
@@ -705,6 +729,7 @@ static struct outcome measure(enum kind kind, int n, enum scenario sc)
                  * connections and are retried for a second (a library that resumes may fail
                  * the first call of a lost connection). */
                 daemon_spawn(&d, false, NULL, 0, NULL, true);
+                watchdog_start(&w, d.pid);
                 deadline = now() + 1;
                 while ((r = status_call(&it, NULL, NULL, 0)) < 0 && now() < deadline)
                         usleep(1000);
@@ -718,6 +743,7 @@ static struct outcome measure(enum kind kind, int n, enum scenario sc)
                         }
                         o.all_served = r == 0 ? now() - t0 : -1;
                 }
+                watchdog_stop(&w);
                 break;
         default:
                 abort();

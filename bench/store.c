@@ -112,11 +112,15 @@ void store_start(void)
 int store_sync(int timeout_ms)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        char text[] = "BARRIER=1", cbuf[CMSG_SPACE(sizeof(int))];
+        char text[] = "BARRIER=1";
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } cbuf = { { 0 } };
         struct iovec iov = { text, sizeof(text) - 1 };
         struct msghdr mh = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov,
-                             .msg_iovlen = 1, .msg_control = cbuf,
-                             .msg_controllen = sizeof(cbuf) };
+                             .msg_iovlen = 1, .msg_control = cbuf.buf,
+                             .msg_controllen = sizeof(cbuf.buf) };
         struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
         struct pollfd pfd;
         int p[2], fd, r;
