@@ -271,6 +271,9 @@ static void daemon_spawn(struct daemon *d, bool store_on, const int *fds, unsign
         if (d->pid == 0) {
                 int moved[BENCH_STORE_MAX];
 
+                /* Before the passed descriptors take 3..3+n, where logfd may be. */
+                if (dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+                        _exit(126);
                 /* Out of the way of 3..3+n first: above every target, never over another. */
                 for (unsigned i = 0; i < n; i++)
                         if ((moved[i] = fcntl(fds[i], F_DUPFD, (int)(3 + n))) < 0)
@@ -278,8 +281,6 @@ static void daemon_spawn(struct daemon *d, bool store_on, const int *fds, unsign
                 for (unsigned i = 0; i < n; i++)
                         if (dup2(moved[i], 3 + (int)i) < 0)
                                 _exit(126);
-                if (dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
-                        _exit(126);
                 /* Dies with us, also after it re-execs itself. */
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 close_range(3 + n, ~0u, 0);
