@@ -60,6 +60,8 @@
 #include "socknotify.h"
 #include "socknotify/winsock.h"
 
+#include "bench/store.h"
+
 static bool quick;
 static bool smoke;
 static int idle_max; /* sockets the scale and memory workloads may open (fd limit) */
@@ -147,90 +149,7 @@ static void report(const char *name, const char *unit, double x, double y, doubl
                 smoke ? "(smoke: not judged)" : met ? "met" : "MISSED");
 }
 
-/* ---- a service manager's descriptor store, for registration_store -------------------------- */
-
-/* What systemd does with FDSTORE=1 / FDSTOREREMOVE=1 messages, on a thread of its own (systemd
- * is another process on another core): keeps the descriptors by name, closes them on removal,
- * answers BARRIER=1 by closing its descriptor. */
-static struct {
-        int sock;
-        char path[108];
-        int fds[4096];
-        char names[4096][48];
-        unsigned n;
-        unsigned long messages;
-} store;
-
-static void *store_loop(void *arg)
-{
-        (void)arg;
-        for (;;) {
-                char text[1024], cbuf[CMSG_SPACE(sizeof(int) * 16)];
-                struct iovec iov = { text, sizeof(text) - 1 };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                                     .msg_controllen = sizeof(cbuf) };
-                ssize_t len = recvmsg(store.sock, &mh, MSG_CMSG_CLOEXEC);
-                const char *name;
-                int fds[16];
-                unsigned nfds = 0;
-
-                if (len < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return NULL;
-                }
-                text[len] = 0;
-                store.messages++;
-                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                                unsigned k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-                                memcpy(fds + nfds, CMSG_DATA(cm), k * sizeof(int));
-                                nfds += k;
-                        }
-                name = strstr(text, "FDNAME=");
-                name = name ? name + 7 : "";
-                if (strstr(text, "FDSTORE=1")) {
-                        for (unsigned i = 0; i < nfds && store.n < 4096; i++) {
-                                store.fds[store.n] = fds[i];
-                                snprintf(store.names[store.n++], sizeof(store.names[0]), "%.*s",
-                                         (int)strcspn(name, "\n"), name);
-                        }
-                        continue;
-                }
-                if (strstr(text, "FDSTOREREMOVE=1")) {
-                        size_t k = strcspn(name, "\n");
-
-                        for (unsigned i = 0; i < store.n;) {
-                                if (strncmp(store.names[i], name, k) || store.names[i][k]) {
-                                        i++;
-                                        continue;
-                                }
-                                close(store.fds[i]);
-                                store.fds[i] = store.fds[--store.n];
-                                memcpy(store.names[i], store.names[store.n],
-                                       sizeof(store.names[0]));
-                        }
-                }
-                for (unsigned i = 0; i < nfds; i++)
-                        close(fds[i]);
-        }
-}
-
-static void store_start(void)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        pthread_t th;
-
-        snprintf(store.path, sizeof(store.path), "/tmp/sn-bench-notify-%d", (int)getpid());
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", store.path);
-        store.sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (store.sock < 0 || bind(store.sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-                die("notify socket", errno);
-        if (pthread_create(&th, NULL, store_loop, NULL))
-                die("pthread_create", EAGAIN);
-        pthread_detach(th);
-}
+/* ---- a service manager's descriptor store, for registration_store: bench/store.c ---------- */
 
 /* Starts socknotifyd on a new private path (written to path); with_store: under our store. */
 static pid_t spawn_daemon(const char *argv0, unsigned long nofile, char *path, size_t pathsz,
