@@ -39,7 +39,6 @@ daemon/objects/port.c daemon/service/conn.h
 daemon/objects/registration.c daemon/service/conn.h
 daemon/objects/world.c daemon/service/conn.h
 daemon/restore/fdstore.c daemon/service/lastgood.h
-daemon/restore/restore.c daemon/service/conn.h
 "
 
 if [ ! -d "$src/daemon" ]; then

@@ -46,7 +46,6 @@
 #include "daemon/objects/registry.h"
 #include "daemon/objects/world.h"
 #include "daemon/restore/restore.h"
-#include "daemon/service/conn.h"
 #include "daemon/state/journal.h"
 #include "proto/codec.h"
 #include "socknotify.h"
@@ -167,6 +166,7 @@ void restore_fds_done(struct restore_fds *s, uint32_t *ret_unused)
 
 struct reader {
         struct server *srv;
+        const struct restore_conn_ops *ops;
         const struct jr_record *recs;
         uint32_t n; /* records, the header included */
         struct restore_fds *fds;
@@ -239,29 +239,23 @@ static int sort_records(struct reader *rd)
         return 0;
 }
 
-/* An index of what was restored: connections by serial or ports by id. */
-static struct idx *index_objects(struct server *srv, bool ports, uint32_t *ret_n)
+/* An index of the restored ports by id. */
+static struct idx *index_ports(struct server *srv, uint32_t *ret_n)
 {
-        struct sn_list *head = ports ? &srv->ports : &srv->conns, *pos;
+        struct sn_list *pos;
         uint32_t n = 0;
         struct idx *v;
 
-        for (pos = head->next; pos != head; pos = pos->next)
+        for (pos = srv->ports.next; pos != &srv->ports; pos = pos->next)
                 n++;
         v = calloc(n ? n : 1, sizeof(*v));
         if (!v)
                 return NULL;
         n = 0;
-        for (pos = head->next; pos != head; pos = pos->next, n++) {
-                if (ports) {
-                        struct port *p = sn_list_entry(pos, struct port, srv_link);
+        for (pos = srv->ports.next; pos != &srv->ports; pos = pos->next, n++) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
 
-                        v[n] = (struct idx){ .key = p->id, .obj = p };
-                } else {
-                        struct conn *c = sn_list_entry(pos, struct conn, link);
-
-                        v[n] = (struct idx){ .key = c->serial, .obj = c };
-                }
+                v[n] = (struct idx){ .key = p->id, .obj = p };
         }
         qsort(v, n, sizeof(*v), cmp_idx);
         *ret_n = n;
@@ -280,35 +274,33 @@ static struct port *port_of(const struct reader *rd, uint32_t id)
 
 /* ---- connections -------------------------------------------------------------------------- */
 
-static void restore_conns(struct reader *rd)
+/* Every connection, by the layer that owns connections (ops->adopt), indexed by serial. */
+static int restore_conns(struct reader *rd)
 {
         struct server *srv = rd->srv;
 
+        rd->conns = calloc(rd->count[JR_CONN] + 1, sizeof(*rd->conns));
+        if (!rd->conns)
+                return -ENOMEM;
         for (uint32_t k = 0; k < rd->count[JR_CONN]; k++) {
                 uint32_t i = rd->of[JR_CONN][k];
                 const struct jr_record *r = rec(rd, i);
-                struct ucred cred;
-                socklen_t len = sizeof(cred);
                 struct conn *c;
                 int fd = restore_fds_take(rd->fds, i, r->u32d, r->dev, r->ino);
 
                 if (fd < 0)
                         continue;
-                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
-                    lookup(rd->conns, rd->nconns, r->serial) ||
-                    !(c = conn_adopt(srv, fd, &cred, r->serial, r->u8b & 4))) {
+                c = rd->ops->adopt(srv, fd, r);
+                if (!c) {
                         close(fd);
                         continue;
                 }
-                c->passed_fds = true; /* swept when its process is gone */
-                c->version = (uint16_t)SN_MIN(SN_MAX(r->u32c, 1u), (uint32_t)SN_PROTO_VERSION);
-                if (r->u8b & 2) {
-                        c->discarding = true;
-                        c->discard_id = r->u32e;
-                }
+                rd->conns[rd->nconns++] = (struct idx){ .key = r->serial, .obj = c };
                 srv->next_conn_serial = SN_MAX(srv->next_conn_serial, r->serial + 1);
                 rd->out->conns++;
         }
+        qsort(rd->conns, rd->nconns, sizeof(*rd->conns), cmp_idx);
+        return 0;
 }
 
 /* Joins a chain of blobs from head into a new buffer (*ret_len bytes); NULL when the chain is
@@ -376,29 +368,11 @@ static void restore_output(struct reader *rd)
 
                 if (!buf)
                         continue;
-                if (len >= SN_HEADER_SIZE && conn_adopt_output(c, buf, len) == 0)
+                if (len >= SN_HEADER_SIZE && rd->ops->output(c, buf, len) == 0)
                         rd->out->replies++;
                 free(buf);
         }
         free(v);
-}
-
-/* Whether a reply to request id is among c's queued replies. */
-static bool answered(const struct conn *c, uint32_t id)
-{
-        const struct sn_list *pos;
-
-        for (pos = c->outq.next; pos != &c->outq; pos = pos->next) {
-                const struct outmsg *m = sn_list_entry(pos, struct outmsg, link);
-                struct snw_header h;
-
-                if (m->len < SN_HEADER_SIZE)
-                        continue;
-                snw_header_decode(m->data, &h);
-                if (h.id == id)
-                        return true;
-        }
-        return false;
 }
 
 /* A connection's multi-part call, as far as it was received. */
@@ -414,9 +388,9 @@ static void restore_stage(struct reader *rd, struct conn *c, const struct jr_rec
         bool whole = true;
 
         /* Its parts' items, in the order they came. */
-        while (lo < nheads && heads[lo].key < c->serial)
+        while (lo < nheads && heads[lo].key < r->serial)
                 lo++;
-        for (; lo < nheads && heads[lo].key == c->serial && whole; lo++) {
+        for (; lo < nheads && heads[lo].key == r->serial && whole; lo++) {
                 size_t len;
                 uint8_t *part = join_blobs(rd, heads[lo].rec, JR_STAGE, &len), *grown;
 
@@ -432,9 +406,9 @@ static void restore_stage(struct reader *rd, struct conn *c, const struct jr_rec
                 free(part);
         }
         /* Its descriptors, by index; a missing one leaves the call incomplete. */
-        for (lo = 0; lo < nsfds && sfds[lo].key < c->serial; lo++)
+        for (lo = 0; lo < nsfds && sfds[lo].key < r->serial; lo++)
                 ;
-        for (size_t k = lo; k < nsfds && sfds[k].key == c->serial; k++)
+        for (size_t k = lo; k < nsfds && sfds[k].key == r->serial; k++)
                 nfds++;
         fds = calloc(nfds ? nfds : 1, sizeof(*fds));
         if (!fds)
@@ -450,16 +424,15 @@ static void restore_stage(struct reader *rd, struct conn *c, const struct jr_rec
         }
         nitems = (uint32_t)(size / SN_WIRE_SIZE_registration);
         if (!whole || size % SN_WIRE_SIZE_registration ||
-            conn_adopt_stage(c, r->u32b, (uint32_t)r->u64a, (uint32_t)(r->u64a >> 32), items,
-                             nitems, fds, nfds) < 0) {
-                /* Taken by conn_adopt_stage() on success; on failure closed here (the adopt
-                 * closes what it was given). */
+            rd->ops->stage(c, r->u32b, (uint32_t)r->u64a, (uint32_t)(r->u64a >> 32), items,
+                           nitems, fds, nfds) < 0) {
+                /* Taken by ops->stage() on success, which closes what it was given when it
+                 * fails; closed here when the call was not whole. */
                 if (!whole)
                         for (uint32_t k = 0; fds && k < nfds; k++)
                                 sn_close(fds[k]);
-                conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
-                c->discarding = true;
-                c->discard_id = r->u32b;
+                rd->ops->fail(c, r->u32b, true);
+                rd->ops->discard(c, r->u32b);
                 rd->out->interrupted++;
         } else {
                 rd->out->staged++;
@@ -486,14 +459,14 @@ static void restore_calls(struct reader *rd)
         for (uint32_t k = 0; k < rd->count[JR_CONN]; k++) {
                 const struct jr_record *r = rec(rd, rd->of[JR_CONN][k]);
                 struct conn *c = conn_of(rd, r->serial);
-                bool staged = r->u8b & 1;
+                bool staged = r->u8b & JR_CONN_STAGED;
 
                 if (!c)
                         continue;
-                if (r->u8a && (!staged || r->u32a != r->u32b) && !answered(c, r->u32a)) {
+                if (r->u8a && (!staged || r->u32a != r->u32b) && !rd->ops->answered(c, r->u32a)) {
                         /* Its request was being handled when the daemon died: whether it
                          * took effect is unknown, so it fails rather than hang. */
-                        conn_reply_error(c, r->u32a, EIO);
+                        rd->ops->fail(c, r->u32a, false);
                         rd->out->interrupted++;
                 }
                 if (!staged)
@@ -501,9 +474,8 @@ static void restore_calls(struct reader *rd)
                 if (r->u8a && r->u32a == r->u32b) {
                         /* A part of it was being received: the parts were held, not applied;
                          * the call fails once and its remaining parts are dropped. */
-                        conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
-                        c->discarding = true;
-                        c->discard_id = r->u32b;
+                        rd->ops->fail(c, r->u32b, true);
+                        rd->ops->discard(c, r->u32b);
                         rd->out->interrupted++;
                         continue;
                 }
@@ -583,7 +555,7 @@ static int restore_ports(struct reader *rd)
                         restore_port(rd, rec(rd, seen[k].rec), names, nnames);
         free(names);
         free(seen);
-        rd->ports = index_objects(rd->srv, true, &rd->nports);
+        rd->ports = index_ports(rd->srv, &rd->nports);
         return rd->ports ? 0 : -ENOMEM;
 }
 
@@ -615,7 +587,7 @@ static void restore_handles(struct reader *rd)
                 rd->out->ports--;
         }
         free(rd->ports);
-        rd->ports = index_objects(srv, true, &rd->nports);
+        rd->ports = index_ports(srv, &rd->nports);
 }
 
 /* ---- registrations, the queue, runners ---------------------------------------------------- */
@@ -790,7 +762,7 @@ static void restore_waits(struct reader *rd)
                     !(res = calloc(nres ? nres : 1, sizeof(*res))) ||
                     !wait_results(rd, r, res, nres)) {
                         /* Its per-registration results are not all known: it fails. */
-                        conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
+                        rd->ops->fail(c, r->u32b, true);
                         rd->out->interrupted++;
                         free(res);
                         continue;
@@ -802,7 +774,7 @@ static void restore_waits(struct reader *rd)
                         left = ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)0xfffffffe);
                 }
                 if (port_wait(p, c, r->u32b, r->u32c, r->u32d, left, res, nres) < 0)
-                        conn_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
+                        rd->ops->fail(c, r->u32b, true);
                 else
                         rd->out->waits++;
                 free(res);
@@ -844,11 +816,13 @@ int restore_listen(const uint8_t *journal, size_t size, struct restore_fds *fds,
         return -ENOENT;
 }
 
-int restore_state(struct server *srv, const uint8_t *journal, size_t size,
-                  struct restore_fds *fds, struct restore_counts *out)
+int restore_state(struct server *srv, const struct restore_conn_ops *ops,
+                  const uint8_t *journal, size_t size, struct restore_fds *fds,
+                  struct restore_counts *out)
 {
         const struct jr_header *h = (const void *)journal;
-        struct reader rd = { .srv = srv, .recs = (const void *)journal, .fds = fds, .out = out };
+        struct reader rd = { .srv = srv, .ops = ops, .recs = (const void *)journal, .fds = fds,
+                             .out = out };
         int r;
 
         memset(out, 0, sizeof(*out));
@@ -869,12 +843,9 @@ int restore_state(struct server *srv, const uint8_t *journal, size_t size,
         memcpy(srv->port_id_key, h->port_id_key, sizeof(srv->port_id_key));
         srv->next_conn_serial = SN_MAX(srv->next_conn_serial, h->next_conn_serial);
         srv->counters.reexecs = h->reexecs + 1;
-        restore_conns(&rd);
-        rd.conns = index_objects(srv, false, &rd.nconns);
-        if (!rd.conns) {
-                r = -ENOMEM;
+        r = restore_conns(&rd);
+        if (r < 0)
                 goto out;
-        }
         /* Replies owed first: whatever is sent from here on comes after them. */
         restore_output(&rd);
         restore_calls(&rd);

@@ -10,7 +10,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct conn;
+struct jr_record;
 struct server;
+
+/*
+ * What the reader asks of the layer that owns connections (daemon/service/conn.c), which sits
+ * above it: restore.c knows a connection only as this handle.
+ *
+ *   adopt     a connection on fd (its socket to the client) as record r describes it
+ *             (serial, protocol version, flags); NULL when it cannot be made (fd stays the
+ *             caller's)
+ *   output    a reply that was queued and not taken by the kernel, queued again (0 or -ENOMEM)
+ *   answered  whether a reply to request id is among c's queued replies
+ *   stage     a multi-part call received as far as items and fds (taken, closed on failure);
+ *             0 or a negative errno
+ *   fail      answers request id with EIO: a PROCESS_REPLY when process, else an ERROR
+ *   discard   the rest of call id's parts, still to come, are dropped
+ */
+struct restore_conn_ops {
+        struct conn *(*adopt)(struct server *srv, int fd, const struct jr_record *r);
+        int (*output)(struct conn *c, const uint8_t *buf, size_t len);
+        bool (*answered)(const struct conn *c, uint32_t id);
+        int (*stage)(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
+                     const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds);
+        void (*fail)(struct conn *c, uint32_t id, bool process);
+        void (*discard)(struct conn *c, uint32_t id);
+};
 
 /*
  * Where the descriptors come from.  After a stop or a crash: by_tag[record number] is the
@@ -59,9 +85,11 @@ int restore_check(const uint8_t *journal, size_t size);
  * or a negative errno (-ENOENT: none). */
 int restore_listen(const uint8_t *journal, size_t size, struct restore_fds *fds,
                    bool *ret_owns_path);
-/* Rebuilds srv's sessions from journal; 0 or a negative errno (what was restored stays). */
-int restore_state(struct server *srv, const uint8_t *journal, size_t size,
-                  struct restore_fds *fds, struct restore_counts *out);
+/* Rebuilds srv's sessions from journal, its connections through ops; 0 or a negative errno
+ * (what was restored stays). */
+int restore_state(struct server *srv, const struct restore_conn_ops *ops,
+                  const uint8_t *journal, size_t size, struct restore_fds *fds,
+                  struct restore_counts *out);
 /* After a re-exec: closes the descriptors the journal named that no object took. */
 void restore_sweep(const uint8_t *journal, size_t size, struct restore_fds *fds,
                    uint32_t *ret_unused);

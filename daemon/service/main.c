@@ -184,7 +184,7 @@ static void restore_previous(struct server *srv, struct previous *pv, bool reexe
         int r;
 
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        r = restore_state(srv, pv->journal, pv->size, &pv->fds, &out);
+        r = restore_state(srv, &live_restore_ops, pv->journal, pv->size, &pv->fds, &out);
         if (reexec)
                 restore_sweep(pv->journal, pv->size, &pv->fds, &out.unused);
         previous_free(pv, &out.unused);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "common/log.h"
@@ -20,6 +21,7 @@
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
 #include "daemon/objects/world.h"
+#include "daemon/restore/restore.h"
 #include "daemon/service/conn.h"
 #include "daemon/service/persist.h"
 #include "daemon/state/journal.h"
@@ -40,8 +42,9 @@ void live_conn_update(struct conn *c)
         if (!j || !c->jr)
                 return;
         r = journal_rec(j, c->jr);
-        r->u8b = (uint8_t)(c->stage.active | c->discarding << 1 | c->hello << 2 |
-                           c->passed_fds << 3);
+        r->u8b = (uint8_t)((c->stage.active ? JR_CONN_STAGED : 0) |
+                           (c->discarding ? JR_CONN_DISCARD : 0) | (c->hello ? JR_CONN_HELLO : 0) |
+                           (c->passed_fds ? JR_CONN_PASSED : 0));
         r->u32b = c->stage.id;
         r->u32c = c->version;
         r->u32e = c->discard_id;
@@ -375,3 +378,65 @@ void live_set_cloexec(struct server *srv, bool on)
         }
 }
 
+
+/* ---- what the reader asks of connections (restore.h) --------------------------------------- */
+
+static struct conn *restore_adopt(struct server *srv, int fd, const struct jr_record *r)
+{
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        struct conn *c;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return NULL;
+        c = conn_adopt(srv, fd, &cred, r->serial, r->u8b & JR_CONN_HELLO);
+        if (!c)
+                return NULL;
+        c->passed_fds = true; /* swept when its process is gone */
+        c->version = (uint16_t)SN_MIN(SN_MAX(r->u32c, 1u), (uint32_t)SN_PROTO_VERSION);
+        if (r->u8b & JR_CONN_DISCARD) {
+                c->discarding = true;
+                c->discard_id = r->u32e;
+        }
+        return c;
+}
+
+static bool restore_answered(const struct conn *c, uint32_t id)
+{
+        const struct sn_list *pos;
+
+        for (pos = c->outq.next; pos != &c->outq; pos = pos->next) {
+                const struct outmsg *m = sn_list_entry(pos, struct outmsg, link);
+                struct snw_header h;
+
+                if (m->len < SN_HEADER_SIZE)
+                        continue;
+                snw_header_decode(m->data, &h);
+                if (h.id == id)
+                        return true;
+        }
+        return false;
+}
+
+static void restore_fail(struct conn *c, uint32_t id, bool process)
+{
+        if (process)
+                conn_reply_process(c, id, EIO, NULL, 0, NULL, 0);
+        else
+                conn_reply_error(c, id, EIO);
+}
+
+static void restore_discard(struct conn *c, uint32_t id)
+{
+        c->discarding = true;
+        c->discard_id = id;
+}
+
+const struct restore_conn_ops live_restore_ops = {
+        .adopt = restore_adopt,
+        .output = conn_adopt_output,
+        .answered = restore_answered,
+        .stage = conn_adopt_stage,
+        .fail = restore_fail,
+        .discard = restore_discard,
+};

@@ -22,6 +22,7 @@
 
 struct conn;
 struct outmsg;
+struct restore_conn_ops;
 struct server;
 
 int live_start(struct server *srv, uint32_t gen);
@@ -50,5 +51,7 @@ void live_stage_gone(struct conn *c);
 /* Staged descriptor idx of c is about to become a registration's (live_reg() takes over its
  * record and box). */
 void live_stage_lend(struct conn *c, uint32_t idx);
+/* How the reader (daemon/restore/restore.h) makes connections again. */
+extern const struct restore_conn_ops live_restore_ops;
 /* Sets or clears FD_CLOEXEC on every descriptor the journal names. */
 void live_set_cloexec(struct server *srv, bool on);

@@ -40,6 +40,14 @@ enum jr_type {
         JR_TYPES
 };
 
+/* A connection record's flags (u8b). */
+enum {
+        JR_CONN_STAGED = 1,  /* a multi-part call is being received */
+        JR_CONN_DISCARD = 2, /* the remaining parts of call u32e are dropped */
+        JR_CONN_HELLO = 4,   /* its handshake is done */
+        JR_CONN_PASSED = 8,  /* it passed descriptors */
+};
+
 /* Host byte order: the journal is read only by a daemon of the same machine. */
 struct jr_header {
         char magic[8];
