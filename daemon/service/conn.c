@@ -957,14 +957,17 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                         return ENOMEM;
                 }
                 st->fds = nf;
-                struct stage_keep **nk = realloc(st->keep, (size_t)cap * sizeof(*nk));
+                /* Only kept in a journal (live_stage_part() makes it when one starts). */
+                if (st->keep) {
+                        struct stage_keep **nk = realloc(st->keep, (size_t)cap * sizeof(*nk));
 
-                if (!nk) {
-                        closer_close_all(fds, nfds);
-                        return ENOMEM;
+                        if (!nk) {
+                                closer_close_all(fds, nfds);
+                                return ENOMEM;
+                        }
+                        memset(nk + st->fdcap, 0, (size_t)(cap - st->fdcap) * sizeof(*nk));
+                        st->keep = nk;
                 }
-                memset(nk + st->fdcap, 0, (size_t)(cap - st->fdcap) * sizeof(*nk));
-                st->keep = nk;
                 st->fdcap = cap;
         }
         for (uint32_t i = 0; i < n; i++) {

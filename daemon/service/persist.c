@@ -125,6 +125,8 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
                 if (first)
                         st->jr_last = first;
         }
+        if (nfds && !st->keep && !(st->keep = calloc(st->fdcap, sizeof(*st->keep))))
+                return;
         for (uint32_t i = st->nfds - nfds; i < st->nfds; i++) {
                 struct stage_keep *k = st->keep[i];
                 struct jr_record *r;
@@ -147,7 +149,7 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
                 uint32_t idx = sn_get_u32(it + SN_REG_FD_INDEX_OFFSET);
                 struct jr_record *r;
 
-                if (idx >= st->nfds || !st->keep[idx] || !st->keep[idx]->jr)
+                if (!st->keep || idx >= st->nfds || !st->keep[idx] || !st->keep[idx]->jr)
                         continue;
                 r = journal_rec(j, st->keep[idx]->jr);
                 r->dev = sn_get_u64(it + 8);
