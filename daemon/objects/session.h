@@ -17,9 +17,8 @@
  *    session.  When a client cannot take an answer (its transport is full past its limit),
  *    the op ends the session the way kill does, and returns normally.
  *  - kill marks the session dead and detaches its waits (wait_detach()), so no object path
- *    reaches them or answers them again; the session and what it holds are freed later, off
- *    every object's stack, by the transport (which calls port_close_handle(), reg_free() or
- *    reg_orphan(), runner_free() and wait_free() for what it holds).
+ *    reaches them or answers them again (holdings_detach_waits()); the session and what it
+ *    holds are freed later, off every object's stack, by the transport (holdings_release()).
  *  - reply_process and reply_error copy what they need before they return: results and
  *    entries point into the caller's buffers.
  *  - An answer to a dead session goes nowhere and is no error: a kill deeper in the same call
@@ -95,10 +94,11 @@ static inline void session_kill(struct session *s, const char *why)
 
 /* Starts s with ops and nothing held; the caller sets who it is (srv, user, serial, pid, uid,
  * gid) and charges its user. */
-void session_init(struct session *s, const struct session_ops *ops);
-/* Takes the waits of s off their ports and stops their timers (a kill): they stay on s. */
-void session_detach_waits(struct session *s);
-/* Lets go of all s holds: its runners, then its registrations (orphaned on a port that
- * lingers, else freed), its handles (the last one closes a port: its waits are answered with
- * status) and its waits.  The transport frees s itself afterwards. */
-void session_release(struct session *s, uint32_t status);
+static inline void session_init(struct session *s, const struct session_ops *ops)
+{
+        s->ops = ops;
+        sn_list_init(&s->handles);
+        sn_list_init(&s->regs);
+        sn_list_init(&s->runners);
+        sn_list_init(&s->waits);
+}

@@ -41,6 +41,7 @@
 #include "common/macro.h"
 #include "daemon/base/closer.h"
 #include "daemon/base/settings.h"
+#include "daemon/objects/holdings.h"
 #include "daemon/objects/persist.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
@@ -297,7 +298,7 @@ void conn_free(struct conn *c, uint32_t status)
         live_conn_gone(c);
         if (event_initialized(&c->hello_timer))
                 evtimer_del(&c->hello_timer);
-        session_release(&c->session, status);
+        holdings_release(&c->session, status);
         stage_reset(c);
         while (!sn_list_empty(&c->outq)) {
                 struct outmsg *m = sn_list_first(&c->outq, struct outmsg, link);
@@ -331,7 +332,7 @@ void conn_kill(struct conn *c, const char *why)
         event_del(&c->ev);
         evtimer_del(&c->hello_timer);
         /* Off every port, so no dispatch hands them entries; freed later, never here. */
-        session_detach_waits(&c->session);
+        holdings_detach_waits(&c->session);
         sn_list_add_tail(&c->srv->dead, &c->dead_link);
         event_active(&c->srv->reaper, 0, 0);
 }

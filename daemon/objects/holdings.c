@@ -1,28 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* Copyright (c) 2026 The socknotify authors */
 /*
- * session.c - what every transport does with its session at the start, at a kill and at the
- * end, so that the objects' rules hold whichever transport a client came through: a dead
- * session's waits are off their ports at once, and at its end its threads stop counting
- * against concurrency before its registrations go (rule L3) and its handles close (rule 9).
+ * holdings.c - what a session holds, let go of the same way whichever transport the client
+ * came through: at a kill its waits leave their ports at once; at its end its threads stop
+ * counting against concurrency before its registrations go (rule L3) and its handles close
+ * (rule 9).  Above ports and registrations, below every transport.
  */
 #include "config.h"
 
 #include "common/list.h"
+#include "daemon/objects/holdings.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
 #include "daemon/objects/session.h"
 
-void session_init(struct session *s, const struct session_ops *ops)
-{
-        s->ops = ops;
-        sn_list_init(&s->handles);
-        sn_list_init(&s->regs);
-        sn_list_init(&s->runners);
-        sn_list_init(&s->waits);
-}
-
-void session_detach_waits(struct session *s)
+void holdings_detach_waits(struct session *s)
 {
         struct sn_list *pos, *tmp;
 
@@ -30,7 +22,7 @@ void session_detach_waits(struct session *s)
                 wait_detach(sn_list_entry(pos, struct wait, conn_link));
 }
 
-void session_release(struct session *s, uint32_t status)
+void holdings_release(struct session *s, uint32_t status)
 {
         /* A dead session's own waits need no answer. */
         if (s->dead)
