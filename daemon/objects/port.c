@@ -14,8 +14,8 @@
  *  - Waiters are a stack: the most recent waiter is served first (row 73); packets leave FIFO.
  *  - Port names are per user: (uid, name) is the key, so no user can take or probe another
  *    user's names.  A port and its posted packets are charged to the user that created it.
- *  - Any send may kill its connection (conn_kill), which frees nothing: a wait being answered
- *    stays valid until its holder frees it, and a dead connection's waits are off every port.
+ *  - Any answer may kill its session (session.h), which frees nothing: a wait being answered
+ *    stays valid until its holder frees it, and a dead session's waits are off every port.
  */
 #include "config.h"
 
@@ -30,9 +30,9 @@
 #include "daemon/objects/persist.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
+#include "daemon/objects/session.h"
 #include "daemon/objects/users.h"
 #include "daemon/objects/world.h"
-#include "daemon/service/conn.h"
 #include "proto/codec.h"
 #include "socknotify.h"
 
@@ -60,22 +60,22 @@ static void port_watch(struct port *port)
                 port->ev_added = true;
 }
 
-int port_handle_add(struct conn *conn, struct port *p)
+int port_handle_add(struct session *session, struct port *p)
 {
         struct handle *h;
 
-        if (conn->nports >= conn->srv->limits.max_ports && !conn->srv->restoring) {
-                server_log_refusal(conn->srv, conn, conn->uid, "max-ports");
+        if (session->nports >= session->srv->limits.max_ports && !session->srv->restoring) {
+                server_log_refusal(session->srv, session, session->uid, "max-ports");
                 return -EDQUOT;
         }
         h = calloc(1, sizeof(*h));
         if (!h)
                 return -ENOMEM;
-        h->conn = conn;
+        h->session = session;
         h->port = p;
-        sn_list_add_head(&conn->handles, &h->conn_link);
+        sn_list_add_head(&session->handles, &h->conn_link);
         sn_list_add_tail(&p->handles, &h->port_link);
-        conn->nports++;
+        session->nports++;
         p->nhandles++;
         live_handle(h);
         if (p->lingering) {
@@ -169,14 +169,14 @@ uint32_t port_linger_left(const struct port *p)
         return ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)UINT32_MAX);
 }
 
-int port_set_linger(struct port *p, struct conn *conn, uint32_t linger_ms)
+int port_set_linger(struct port *p, struct session *session, uint32_t linger_ms)
 {
         struct server *srv = p->srv;
 
         if (!p->name)
                 return -EINVAL; /* nobody could open it again */
         if (linger_ms > srv->limits.max_linger_ms) {
-                server_log_refusal(srv, conn, conn->uid, "max-linger");
+                server_log_refusal(srv, session, session->uid, "max-linger");
                 return -EDQUOT;
         }
         p->linger_ms = linger_ms;
@@ -211,10 +211,10 @@ uint32_t port_take_prepare(struct port *p, uint8_t *items, int *fds, uint32_t ma
         return n;
 }
 
-void port_take_commit(struct port *p, struct conn *conn, uint32_t n)
+void port_take_commit(struct port *p, struct session *session, uint32_t n)
 {
         while (n-- && !sn_list_empty(&p->orphans))
-                reg_adopt_owner(sn_list_first(&p->orphans, struct reg, conn_link), conn);
+                reg_adopt_owner(sn_list_first(&p->orphans, struct reg, conn_link), session);
 }
 
 /*
@@ -246,25 +246,26 @@ static uint32_t port_id_of(const struct server *srv, uint32_t n)
         return (uint32_t)l << 16 | r;
 }
 
-int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct port **ret_port)
+int port_new(struct session *session, uint32_t concurrency, const char *name,
+             struct port **ret_port)
 {
-        struct server *srv = conn->srv;
+        struct server *srv = session->srv;
         struct port *p;
         int r;
 
-        if (conn->nports >= srv->limits.max_ports) {
-                server_log_refusal(srv, conn, conn->uid, "max-ports");
+        if (session->nports >= srv->limits.max_ports) {
+                server_log_refusal(srv, session, session->uid, "max-ports");
                 return -EDQUOT;
         }
-        if (conn->user->nports >= srv->limits.max_ports_per_user) {
-                conn->user->refused++;
-                server_log_refusal(srv, conn, conn->uid, "max-ports-per-user");
+        if (session->user->nports >= srv->limits.max_ports_per_user) {
+                session->user->refused++;
+                server_log_refusal(srv, session, session->uid, "max-ports-per-user");
                 return -EDQUOT;
         }
-        r = user_check_fds(srv, conn->user, conn, 1); /* its epoll instance */
+        r = user_check_fds(srv, session->user, session, 1); /* its epoll instance */
         if (r < 0)
                 return r;
-        if (name && *name && port_by_name(srv, conn->uid, name))
+        if (name && *name && port_by_name(srv, session->uid, name))
                 return -EEXIST;
         p = calloc(1, sizeof(*p));
         if (!p)
@@ -281,8 +282,8 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
                 return r;
         }
         p->srv = srv;
-        p->uid = conn->uid;
-        p->user = conn->user;
+        p->uid = session->uid;
+        p->user = session->user;
         sn_list_init(&p->handles);
         sn_list_init(&p->runners);
         sn_list_init(&p->queue);
@@ -299,7 +300,7 @@ int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct p
         /* Edge-triggered: the callback only needs to hear that something new became ready;
          * waiters arriving later harvest by themselves. */
         event_assign(&p->ev, srv->base, p->epfd, EV_READ | EV_PERSIST | EV_ET, port_ready_cb, p);
-        if (port_handle_add(conn, p) < 0) {
+        if (port_handle_add(session, p) < 0) {
                 close(p->epfd);
                 free(p->name);
                 free(p);
@@ -380,18 +381,18 @@ int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint
         return 0;
 }
 
-int port_open(struct conn *conn, const char *name, struct port **ret_port)
+int port_open(struct session *session, const char *name, struct port **ret_port)
 {
         /* Only the user that created it (SO_PEERCRED of both connections) finds it: another
          * user's port of that name is absent, which tells nothing about it. */
-        struct port *p = name && *name ? port_by_name(conn->srv, conn->uid, name) : NULL;
+        struct port *p = name && *name ? port_by_name(session->srv, session->uid, name) : NULL;
         int r;
 
         if (!p)
                 return -ENOENT;
-        if (port_handle_of(conn, p->id))
+        if (port_handle_of(session, p->id))
                 return -EEXIST;
-        r = port_handle_add(conn, p);
+        r = port_handle_add(session, p);
         if (r < 0)
                 return r;
         *ret_port = p;
@@ -415,7 +416,7 @@ void port_free(struct port *p, uint32_t status)
 
                 sn_list_del(&h->port_link);
                 sn_list_del(&h->conn_link);
-                h->conn->nports--;
+                h->session->nports--;
                 live_handle_gone(h);
                 free(h);
         }
@@ -452,18 +453,18 @@ void port_free(struct port *p, uint32_t status)
 void port_close_handle(struct handle *h, uint32_t status)
 {
         struct port *p = h->port;
-        struct conn *conn = h->conn;
+        struct session *session = h->session;
         struct sn_list *pos, *tmp;
 
         if (p->nhandles == 1 && !(p->name && p->linger_ms)) {
                 port_free(p, status);
                 return;
         }
-        /* Others still hold the port: only this connection's waits end.  Walked on the
-         * connection's list, not the port's: a cancellation's send may kill the connection,
+        /* Others still hold the port: only this session's waits end.  Walked on the
+         * session's list, not the port's: a cancellation's send may kill the session,
          * which takes its other waits off the port (the next element of a walk there) but
-         * never off the connection, and wait_cancel() frees only the wait it answers. */
-        sn_list_foreach_safe(pos, tmp, &conn->waits) {
+         * never off the session, and wait_cancel() frees only the wait it answers. */
+        sn_list_foreach_safe(pos, tmp, &session->waits) {
                 struct wait *w = sn_list_entry(pos, struct wait, conn_link);
 
                 if (w->port == p && !w->detached)
@@ -472,14 +473,14 @@ void port_close_handle(struct handle *h, uint32_t status)
         sn_list_foreach_safe(pos, tmp, &p->runners) {
                 struct runner *r = sn_list_entry(pos, struct runner, port_link);
 
-                if (r->conn == conn)
+                if (r->session == session)
                         runner_free(r);
         }
-        /* On a port with a linger time, letting go of it hands the connection's registrations
-         * on it to the port, as ending the connection would: a successor holding it takes them
-         * over (a walk of the connection's own registrations, bounded by its quota). */
+        /* On a port with a linger time, letting go of it hands the session's registrations
+         * on it to the port, as ending the session would: a successor holding it takes them
+         * over (a walk of the session's own registrations, bounded by its quota). */
         if (p->name && p->linger_ms) {
-                sn_list_foreach_safe(pos, tmp, &conn->regs) {
+                sn_list_foreach_safe(pos, tmp, &session->regs) {
                         struct reg *g = sn_list_entry(pos, struct reg, conn_link);
 
                         if (g->port == p)
@@ -488,7 +489,7 @@ void port_close_handle(struct handle *h, uint32_t status)
         }
         sn_list_del(&h->port_link);
         sn_list_del(&h->conn_link);
-        conn->nports--;
+        session->nports--;
         p->nhandles--;
         live_handle_gone(h);
         free(h);
@@ -498,17 +499,17 @@ void port_close_handle(struct handle *h, uint32_t status)
                 port_dispatch(p);
 }
 
-struct handle *port_handle_of(struct conn *conn, uint32_t id)
+struct handle *port_handle_of(struct session *session, uint32_t id)
 {
         struct sn_list *pos, *tmp;
 
-        sn_list_foreach_safe(pos, tmp, &conn->handles) {
+        sn_list_foreach_safe(pos, tmp, &session->handles) {
                 struct handle *h = sn_list_entry(pos, struct handle, conn_link);
 
                 if (h->port->id == id) {
-                        if (pos != conn->handles.next) { /* most recently used first */
+                        if (pos != session->handles.next) { /* most recently used first */
                                 sn_list_del(pos);
-                                sn_list_add_head(&conn->handles, pos);
+                                sn_list_add_head(&session->handles, pos);
                         }
                         return h;
                 }
@@ -516,9 +517,9 @@ struct handle *port_handle_of(struct conn *conn, uint32_t id)
         return NULL;
 }
 
-struct port *port_find(struct conn *conn, uint32_t id)
+struct port *port_find(struct session *session, uint32_t id)
 {
-        struct handle *h = port_handle_of(conn, id);
+        struct handle *h = port_handle_of(session, id);
 
         return h ? h->port : NULL;
 }
@@ -530,33 +531,33 @@ bool port_may_run(const struct port *port)
         return port->nrunning < port->concurrency;
 }
 
-void port_mark_running(struct port *port, struct conn *conn, uint32_t thread)
+void port_mark_running(struct port *port, struct session *session, uint32_t thread)
 {
         struct runner *r;
         struct sn_list *pos, *tmp;
 
-        /* Looked up on the connection, whose list is bounded below; the port's list grows
-         * with every connection holding the port. */
-        sn_list_foreach_safe(pos, tmp, &conn->runners) {
+        /* Looked up on the session, whose list is bounded below; the port's list grows
+         * with every session holding the port. */
+        sn_list_foreach_safe(pos, tmp, &session->runners) {
                 r = sn_list_entry(pos, struct runner, conn_link);
                 if (r->port == port && r->thread == thread)
                         return;
         }
-        /* Thread ids are the client's numbers and concurrency can be 2^32-1: a connection
+        /* Thread ids are the client's numbers and concurrency can be 2^32-1: a session
          * running more threads than it may park calls (max-waits) has the rest not recorded,
          * as when out of memory, so what it makes the daemon hold and scan stays bounded.
          * Only its own ports (per user) run more threads than asked. */
-        if (conn->nrunners >= conn->srv->limits.max_waits)
+        if (session->nrunners >= session->srv->limits.max_waits)
                 return;
         r = calloc(1, sizeof(*r));
         if (!r)
                 return; /* it then simply does not count: never blocks anyone */
-        r->conn = conn;
+        r->session = session;
         r->port = port;
         r->thread = thread;
         sn_list_add_tail(&port->runners, &r->port_link);
-        sn_list_add_tail(&conn->runners, &r->conn_link);
-        conn->nrunners++;
+        sn_list_add_tail(&session->runners, &r->conn_link);
+        session->nrunners++;
         port->nrunning++;
         live_runner(r);
 }
@@ -566,16 +567,16 @@ void runner_free(struct runner *r)
         sn_list_del(&r->port_link);
         sn_list_del(&r->conn_link);
         live_runner_gone(r);
-        r->conn->nrunners--;
+        r->session->nrunners--;
         r->port->nrunning--;
         free(r);
 }
 
-void runner_release(struct conn *conn, uint32_t thread, struct port *no_dispatch)
+void runner_release(struct session *session, uint32_t thread, struct port *no_dispatch)
 {
         struct sn_list *pos, *tmp;
 
-        sn_list_foreach_safe(pos, tmp, &conn->runners) {
+        sn_list_foreach_safe(pos, tmp, &session->runners) {
                 struct runner *r = sn_list_entry(pos, struct runner, conn_link);
                 struct port *p = r->port;
 
@@ -606,22 +607,22 @@ void port_queue_reg(struct port *port, struct reg *g, uint32_t events)
         live_reg_queued(g);
 }
 
-int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32_t n)
+int port_post(struct port *port, struct session *session, const uint8_t *items, uint32_t n)
 {
         struct server *srv = port->srv;
         struct user *u = port->user;
         struct sn_list batch = SN_LIST_INIT(batch);
 
         if (n > srv->limits.max_posted || port->nposted > srv->limits.max_posted - n) {
-                server_log_refusal(srv, conn, conn->uid, "max-posted");
+                server_log_refusal(srv, session, session->uid, "max-posted");
                 return -EDQUOT;
         }
         if (n > srv->limits.max_posted_per_user || u->nposted > srv->limits.max_posted_per_user - n) {
                 u->refused++;
-                server_log_refusal(srv, conn, conn->uid, "max-posted-per-user");
+                server_log_refusal(srv, session, session->uid, "max-posted-per-user");
                 return -EDQUOT;
         }
-        if (user_check_posted(srv, u, conn, n) < 0)
+        if (user_check_posted(srv, u, session, n) < 0)
                 return -EDQUOT;
         for (uint32_t i = 0; i < n; i++) {
                 struct snw_packet in;
@@ -798,7 +799,7 @@ void port_dispatch(struct port *port)
         struct server *srv = port->srv;
 
         /* Most recent waiter first, and only while fewer than concurrency threads run.  A
-         * waiter's connection is alive here: conn_kill() takes dead ones off the list.  If the
+         * waiter's session is alive here: its kill takes dead ones off the list.  If the
          * answer's send kills it, the entries go with it, as with any waiter that dies. */
         while (!sn_list_empty(&port->waiters) && port_may_run(port)) {
                 struct wait *w = sn_list_first(&port->waiters, struct wait, port_link);
@@ -806,8 +807,8 @@ void port_dispatch(struct port *port)
 
                 if (!n)
                         break;
-                port_mark_running(port, w->conn, w->thread);
-                conn_reply_process(w->conn, w->id, 0, w->results, w->nresults, srv->ebuf, n);
+                port_mark_running(port, w->session, w->thread);
+                session_reply_process(w->session, w->id, 0, w->results, w->nresults, srv->ebuf, n);
                 wait_free(w);
         }
 }
@@ -820,41 +821,41 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
         wait_cancel(w, ETIMEDOUT);
 }
 
-int port_wait_check(struct conn *conn, uint32_t n)
+int port_wait_check(struct session *session, uint32_t n)
 {
-        struct server *srv = conn->srv;
-        struct user *u = conn->user;
+        struct server *srv = session->srv;
+        struct user *u = session->user;
         size_t size = sizeof(struct wait) + (size_t)n * sizeof(uint32_t);
         const char *limit = NULL;
 
         if (srv->restoring)
                 return 0;
-        if (conn->nwaits >= srv->limits.max_waits)
+        if (session->nwaits >= srv->limits.max_waits)
                 limit = "max-waits";
         else if (u->nwaits >= srv->limits.max_waits_per_user)
                 limit = "max-waits-per-user";
         else if (u->output + size > srv->limits.max_output_per_user)
                 limit = "max-output-per-user";
-        else if (user_check_waits(srv, u, conn, 1) < 0)
+        else if (user_check_waits(srv, u, session, 1) < 0)
                 return -EDQUOT;
         else
-                return user_check_output(srv, u, conn, size);
+                return user_check_output(srv, u, session, size);
         if (strstr(limit, "per-user"))
                 u->refused++;
-        server_log_refusal(srv, conn, conn->uid, limit);
+        server_log_refusal(srv, session, session->uid, limit);
         return -EDQUOT;
 }
 
-int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread,
+int port_wait(struct port *port, struct session *session, uint32_t id, uint32_t thread,
               uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n)
 {
         size_t size = sizeof(struct wait) + (size_t)n * sizeof(uint32_t);
         struct wait *w;
         int r;
 
-        if (conn->dead)
+        if (session->dead)
                 return -EPIPE; /* killed by a send earlier in this request: nobody to answer */
-        r = port_wait_check(conn, n);
+        r = port_wait_check(session, n);
         if (r < 0)
                 return r;
         w = malloc(size);
@@ -863,7 +864,7 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         w->detached = false;
         w->jr = 0;
         w->charge = size;
-        w->conn = conn;
+        w->session = session;
         w->port = port;
         w->id = id;
         w->thread = thread;
@@ -876,7 +877,7 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         if (timeout_ms != SN_PROTO_INFINITE) {
                 struct timeval tv = deadline_in(&w->deadline, timeout_ms);
 
-                evtimer_assign(&w->timer, conn->srv->base, wait_timeout_cb, w);
+                evtimer_assign(&w->timer, session->srv->base, wait_timeout_cb, w);
                 if (evtimer_add(&w->timer, &tv) < 0) {
                         free(w);
                         return -ENOMEM;
@@ -886,11 +887,11 @@ int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread
         sn_list_add_head(&port->waiters, &w->port_link);
         port->nwaiters++;
         port_watch(port);
-        sn_list_add_tail(&conn->waits, &w->conn_link);
-        conn->nwaits++;
-        conn->srv->nwaits++;
-        user_charge_waits(conn->user, 1);
-        user_charge_output(conn->user, (int64_t)w->charge);
+        sn_list_add_tail(&session->waits, &w->conn_link);
+        session->nwaits++;
+        session->srv->nwaits++;
+        user_charge_waits(session->user, 1);
+        user_charge_output(session->user, (int64_t)w->charge);
         live_wait(w);
         return 0;
 }
@@ -909,11 +910,11 @@ void wait_detach(struct wait *w)
 
 void wait_free(struct wait *w)
 {
-        struct conn *c;
+        struct session *c;
 
         if (!w)
                 return;
-        c = w->conn;
+        c = w->session;
         live_wait_gone(w);
         wait_detach(w);
         sn_list_del(&w->conn_link);
@@ -926,7 +927,7 @@ void wait_free(struct wait *w)
 
 void wait_cancel(struct wait *w, uint32_t status)
 {
-        /* The send may kill the connection; w stays ours to free (conn_kill frees nothing). */
-        conn_reply_process(w->conn, w->id, status, w->results, w->nresults, NULL, 0);
+        /* The send may kill the session; w stays ours to free (a kill frees nothing). */
+        session_reply_process(w->session, w->id, status, w->results, w->nresults, NULL, 0);
         wait_free(w);
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Copyright (c) 2026 The socknotify authors */
 /*
- * port.h - completion ports, the handles connections hold on them, parked calls (waits) and
+ * port.h - completion ports, the handles sessions hold on them, parked calls (waits) and
  * running threads (runners) (port.c).
  *
  * Ownership: a port lives while any handle to it exists, so a named port shared by several
- * processes outlives any one of them.  A wait belongs to its connection and is linked on its
- * port; it is freed by whichever of answer, timeout, port close or connection close comes
+ * processes outlives any one of them.  A wait belongs to its session and is linked on its
+ * port; it is freed by whichever of answer, timeout, port close or session close comes
  * first, and unlinked from the other.  A runner records that a client thread took entries from
  * a port and has not come back to wait: it counts against the port's concurrency.
  *
@@ -27,22 +27,27 @@
 
 #include "common/list.h"
 
-struct conn;
 struct reg;
 struct server;
+struct session;
 struct user;
 
 struct wait {
         struct sn_list port_link; /* in port->waiters, most recent first; empty once detached */
-        struct sn_list conn_link; /* in conn->waits */
-        struct conn *conn;
+        struct sn_list conn_link; /* in session->waits */
+        /* Its session.  conn names the same pointer for code written before sessions
+         * (objects/persist.c): to be removed once it says session. */
+        union {
+                struct session *session;
+                struct session *conn;
+        };
         struct port *port;
         uint32_t id;
         uint32_t thread;
         uint32_t max_entries;
         struct event timer;
         bool timer_armed;
-        bool detached;            /* its connection died: off the port, no timer, never answered */
+        bool detached;            /* its session died: off the port, no timer, never answered */
         uint32_t timeout_ms;      /* as asked; SN_PROTO_INFINITE: none */
         struct timespec deadline; /* CLOCK_MONOTONIC, when timeout_ms is finite */
         size_t charge;            /* bytes counted against the user's output budget */
@@ -51,11 +56,16 @@ struct wait {
         uint32_t results[]; /* per-registration results of the call, sent with the answer */
 };
 
-/* A connection's hold on a port. */
+/* A session's hold on a port. */
 struct handle {
-        struct sn_list conn_link; /* in conn->handles */
+        struct sn_list conn_link; /* in session->handles */
         struct sn_list port_link; /* in port->handles */
-        struct conn *conn;
+        /* Its session.  conn names the same pointer for code written before sessions
+         * (objects/persist.c): to be removed once it says session. */
+        union {
+                struct session *session;
+                struct session *conn;
+        };
         struct port *port;
         uint32_t jr;              /* journal record (live.c), 0 for none */
 };
@@ -63,8 +73,13 @@ struct handle {
 /* A client thread that took entries from a port and has not come back to wait. */
 struct runner {
         struct sn_list port_link; /* in port->runners */
-        struct sn_list conn_link; /* in conn->runners */
-        struct conn *conn;
+        struct sn_list conn_link; /* in session->runners */
+        /* Its session.  conn names the same pointer for code written before sessions
+         * (objects/persist.c): to be removed once it says session. */
+        union {
+                struct session *session;
+                struct session *conn;
+        };
         struct port *port;
         uint32_t thread;
         uint32_t jr;              /* journal record (persist.c), 0 for none */
@@ -107,48 +122,49 @@ struct port {
         uint32_t norphans;
 };
 
-/* Creates a port and conn's handle to it; name NULL or empty for a private port.  Returns 0,
- * -EDQUOT (conn holds max_ports handles), -EEXIST (name taken), -ENOMEM. */
-int port_new(struct conn *conn, uint32_t concurrency, const char *name, struct port **ret_port);
-/* Opens a named port for conn.  Returns 0, -ENOENT, -EACCES (another user's), -EDQUOT. */
-int port_open(struct conn *conn, const char *name, struct port **ret_port);
-/* Gives conn a handle to p.  Returns 0, -EDQUOT (max_ports) or -ENOMEM. */
-int port_handle_add(struct conn *conn, struct port *p);
+/* Creates a port and session's handle to it; name NULL or empty for a private port.  Returns 0,
+ * -EDQUOT (session holds max_ports handles), -EEXIST (name taken), -ENOMEM. */
+int port_new(struct session *session, uint32_t concurrency, const char *name,
+             struct port **ret_port);
+/* Opens a named port for session.  Returns 0, -ENOENT, -EACCES (another user's), -EDQUOT. */
+int port_open(struct session *session, const char *name, struct port **ret_port);
+/* Gives session a handle to p.  Returns 0, -EDQUOT (max_ports) or -ENOMEM. */
+int port_handle_add(struct session *session, struct port *p);
 /* Re-exec: a port restored with its kernel epoll instance epfd (taken), charged to user uid. */
 struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t uid,
                         uint32_t concurrency, int epfd, uint64_t epoch);
 /* Re-exec: a posted packet appended to the queue.  Returns 0 or -ENOMEM. */
 int port_adopt_posted(struct port *port, uint64_t key, uint64_t overlapped, uint32_t bytes,
                       uint64_t epoch);
-/* Drops conn's handle; the last handle closes the port (rule 9).  conn's waits on the port are
- * answered with status; other connections' waits only when the port closes. */
+/* Drops a session's handle; the last handle closes the port (rule 9).  The session's waits on
+ * the port are answered with status; other sessions' waits only when the port closes. */
 void port_close_handle(struct handle *h, uint32_t status);
 /* Closes the port at once (rule 9): every wait answered with status. */
 void port_free(struct port *port, uint32_t status);
 /* Sets a named port's linger time.  Returns 0, -EINVAL (no name) or -EDQUOT (over max-linger,
- * logged for conn). */
-int port_set_linger(struct port *port, struct conn *conn, uint32_t linger_ms);
+ * logged for session). */
+int port_set_linger(struct port *port, struct session *session, uint32_t linger_ms);
 /* Re-exec and restore: a port restored with no handle lingers for ms more (at least 1). */
 void port_linger_resume(struct port *port, uint32_t ms);
 /* Milliseconds a lingering port has left (0 when it does not linger). */
 uint32_t port_linger_left(const struct port *port);
-/* Takes up to max ownerless registrations of port for conn (encoded as registration items into
- * items, their sockets into fds); they are conn's once the caller has sent them: call
+/* Takes up to max ownerless registrations of port for session (encoded as registration items
+ * into items, their sockets into fds); they are the session's once the caller has sent them: call
  * port_take_commit() then, with the same count.  Returns how many. */
 uint32_t port_take_prepare(struct port *port, uint8_t *items, int *fds, uint32_t max);
-void port_take_commit(struct port *port, struct conn *conn, uint32_t n);
-/* The port id as conn may use it, or NULL. */
-struct port *port_find(struct conn *conn, uint32_t id);
-struct handle *port_handle_of(struct conn *conn, uint32_t id);
-/* Thread (conn, thread) is back to wait, has exited, or its connection went: it no longer
+void port_take_commit(struct port *port, struct session *session, uint32_t n);
+/* The port id as session may use it, or NULL. */
+struct port *port_find(struct session *session, uint32_t id);
+struct handle *port_handle_of(struct session *session, uint32_t id);
+/* Thread (session, thread) is back to wait, has exited, or its session went: it no longer
  * runs on any port.  Ports whose concurrency thereby frees up are dispatched. */
-void runner_release(struct conn *conn, uint32_t thread, struct port *no_dispatch);
+void runner_release(struct session *session, uint32_t thread, struct port *no_dispatch);
 void runner_free(struct runner *r);
 /* Queues a packet of registration reg (OR-ing into one already queued). */
 void port_queue_reg(struct port *port, struct reg *reg, uint32_t events);
-/* Posts n packets for conn; all or none.  Returns 0 or -EDQUOT (a limit on the port, on the
+/* Posts n packets for session; all or none.  Returns 0 or -EDQUOT (a limit on the port, on the
  * port's user or on the unprivileged users' pool) or -ENOMEM. */
-int port_post(struct port *port, struct conn *conn, const uint8_t *items, uint32_t n);
+int port_post(struct port *port, struct session *session, const uint8_t *items, uint32_t n);
 /* Harvests readiness for up to want new packets. */
 void port_harvest(struct port *port, uint32_t want);
 /* Consumes the initial reports of EDGE registrations enabled while ready (rule 15). */
@@ -157,22 +173,22 @@ void port_harvest_skips(struct port *port);
 uint32_t port_take(struct port *port, uint8_t *out, uint32_t max);
 /* Hands queued entries to parked waiters, most recent first. */
 void port_dispatch(struct port *port);
-/* Whether conn may park one more call with n results: 0, or -EDQUOT (logged) when a limit on
- * the connection's waits or its user's (or the unprivileged pool's) waits or output budget
+/* Whether session may park one more call with n results: 0, or -EDQUOT (logged) when a limit on
+ * the session's waits or its user's (or the unprivileged pool's) waits or output budget
  * would be exceeded. */
-int port_wait_check(struct conn *conn, uint32_t n);
+int port_wait_check(struct session *session, uint32_t n);
 /* Parks a PROCESS request.  results (n) are copied.  Returns 0, -EDQUOT (max-waits, or the
  * user's waits or output budget) or -ENOMEM. */
-int port_wait(struct port *port, struct conn *conn, uint32_t id, uint32_t thread,
+int port_wait(struct port *port, struct session *session, uint32_t id, uint32_t thread,
               uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n);
 /* Whether a caller may take entries now (fewer than concurrency threads running). */
 bool port_may_run(const struct port *port);
-/* Entries were handed to (conn, thread): it now runs on port.  A connection has at most
+/* Entries were handed to (session, thread): it now runs on port.  A session has at most
  * max_waits threads recorded as running; beyond that they are not counted. */
-void port_mark_running(struct port *port, struct conn *conn, uint32_t thread);
+void port_mark_running(struct port *port, struct session *session, uint32_t thread);
 /* Answers a wait with status and no entries, and frees it. */
 void wait_cancel(struct wait *w, uint32_t status);
 /* Frees a wait without answering it (detached or not). */
 void wait_free(struct wait *w);
-/* Takes a wait off its port and stops its timer; it stays on its connection.  Idempotent. */
+/* Takes a wait off its port and stops its timer; it stays on its session.  Idempotent. */
 void wait_detach(struct wait *w);

@@ -53,9 +53,9 @@
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
 #include "daemon/objects/registry.h"
+#include "daemon/objects/session.h"
 #include "daemon/objects/users.h"
 #include "daemon/objects/world.h"
-#include "daemon/service/conn.h"
 #include "proto/codec.h"
 #include "socknotify.h"
 
@@ -353,7 +353,7 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
 }
 
 /* type: the socket's SO_TYPE, read by the caller (reg_apply). */
-static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev, uint64_t ino,
+static uint32_t reg_create(struct port *port, struct session *creator, uint64_t dev, uint64_t ino,
                            const struct snw_registration *it, uint16_t filter, uint8_t trigger,
                            int fd, int type)
 {
@@ -416,7 +416,7 @@ static uint32_t reg_create(struct port *port, struct conn *creator, uint64_t dev
         return err;
 }
 
-struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg *tmpl,
+struct reg *reg_adopt(struct port *port, struct session *creator, const struct reg *tmpl,
                       uint32_t slot)
 {
         struct server *srv = port->srv;
@@ -465,16 +465,120 @@ struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg 
         return g;
 }
 
-uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_registration *it, int fd)
+/* The kernel's identity of a passed socket (never the client's word for it) and its type.
+ * Returns 0 or ENOTSOCK. */
+static uint32_t socket_identity(int fd, uint64_t *ret_dev, uint64_t *ret_ino, int *ret_type)
+{
+        struct stat st;
+        int type = 0;
+
+        /* SO_TYPE first: it fails at once on anything but a socket, where fstat() of a FUSE
+         * file could wait for its server. */
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) }) < 0 ||
+            fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+                return ENOTSOCK;
+        *ret_dev = st.st_dev;
+        *ret_ino = st.st_ino;
+        *ret_type = type;
+        return 0;
+}
+
+/* ENABLE of socket (dev, ino), registered as g or not at all, with fd (or -1) of type: a new
+ * registration or a changed one (rule 4).  Consumes fd; returns 0 or the entry's error. */
+static uint32_t apply_enable(struct port *port, struct session *session,
+                             const struct snw_registration *it, struct reg *g, uint64_t dev,
+                             uint64_t ino, int fd, int type)
 {
         struct server *srv = port->srv;
-        uint64_t dev = it->dev, ino = it->ino;
         uint8_t trigger = 0;
+        uint32_t err;
+
+        err = check_enable(it->filter, it->trigger, &trigger);
+        if (err)
+                goto out;
+        if (g && g->port != port && fd < 0) {
+                /* By identity only another port's socket is as unknown as an absent one: the
+                 * answer must not tell whether others registered it. */
+                err = ESTALE;
+                goto out;
+        }
+        if (g) {
+                if (g->port != port || g->state == REG_REMOVING) {
+                        err = EEXIST; /* row 64, rule 10 */
+                        goto out;
+                }
+                closer_close(fd);
+                /* Rule 4: overwrite filter and triggers, keep the original key. */
+                return reg_configure(g, it->filter, trigger);
+        }
+        if (fd < 0) {
+                err = ESTALE; /* the client must pass the socket itself */
+                goto out;
+        }
+        if (port->nregs >= srv->limits.max_registrations && !srv->restoring) {
+                server_log_refusal(srv, session, session->uid, "max-registrations");
+                err = EDQUOT;
+                goto out;
+        }
+        if (port->user->nsockets >= srv->limits.max_sockets_per_user && !srv->restoring) {
+                session->user->refused++;
+                server_log_refusal(srv, session, session->uid, "max-sockets-per-user");
+                err = EDQUOT;
+                goto out;
+        }
+        if (user_check_fds(srv, port->user, session, 1) < 0) {
+                err = EDQUOT;
+                goto out;
+        }
+        return reg_create(port, session, dev, ino, it, it->filter, trigger, fd, type);
+out:
+        closer_close(fd);
+        return err;
+}
+
+/* DISABLE of g (NULL: not registered): out of epoll, a packet already queued stays
+ * deliverable (rule 3).  Returns 0 or ENOENT. */
+static uint32_t apply_disable(struct port *port, struct reg *g)
+{
+        if (!g || g->port != port || g->state == REG_REMOVING)
+                return ENOENT; /* rules 8, 13 */
+        reg_epoll_remove(g);
+        g->state = REG_DISABLED;
+        reg_skip_clear(g);
+        live_reg(g);
+        return 0;
+}
+
+/* REMOVE of g (NULL: not registered): its REMOVE packet is queued, once (rule 8), and the
+ * registration is freed when that packet is dequeued.  Returns 0 or ENOENT. */
+static uint32_t apply_remove(struct port *port, struct reg *g)
+{
+        if (!g || g->port != port)
+                return ENOENT;
+        if (g->state == REG_REMOVING)
+                return 0; /* rule 8: no second packet */
+        reg_epoll_remove(g);
+        reg_skip_clear(g);
+        g->state = REG_REMOVING;
+        if (g->ownerless) {
+                sn_list_del(&g->conn_link);
+                g->ownerless = false;
+                port->norphans--;
+        }
+        live_reg(g);
+        port_queue_reg(port, g, SN_EVENT_REMOVE);
+        return 0;
+}
+
+uint32_t reg_apply(struct port *port, struct session *session, const struct snw_registration *it,
+                   int fd)
+{
+        uint64_t dev = it->dev, ino = it->ino;
         struct reg *g;
         uint32_t err;
         int type = 0;
 
-        srv->counters.registrations_applied++;
+        port->srv->counters.registrations_applied++;
         if (it->op == SN_OP_NONE) {
                 closer_close(fd); /* row 14: no change */
                 return 0;
@@ -483,94 +587,15 @@ uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_regist
                 closer_close(fd);
                 return EINVAL; /* row 13 */
         }
-        if (fd >= 0) {
-                struct stat st;
-
-                /* The identity of a passed socket is read here, never taken from the client.
-                 * SO_TYPE first: it fails at once on anything but a socket, where fstat() of a
-                 * FUSE file could wait for its server. */
-                if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) }) < 0 ||
-                    fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-                        closer_close(fd);
-                        return ENOTSOCK;
-                }
-                dev = st.st_dev;
-                ino = st.st_ino;
+        /* The identity of a passed socket is read here, never taken from the client. */
+        if (fd >= 0 && socket_identity(fd, &dev, &ino, &type)) {
+                closer_close(fd);
+                return ENOTSOCK;
         }
-        g = registry_find(&srv->registry, dev, ino);
-
-        switch (it->op) {
-        case SN_OP_ENABLE:
-                err = check_enable(it->filter, it->trigger, &trigger);
-                if (err)
-                        break;
-                if (g && g->port != port && fd < 0) {
-                        /* By identity only another port's socket is as unknown as an absent
-                         * one: the answer must not tell whether others registered it. */
-                        err = ESTALE;
-                        break;
-                }
-                if (g) {
-                        if (g->port != port || g->state == REG_REMOVING) {
-                                err = EEXIST; /* row 64, rule 10 */
-                                break;
-                        }
-                        closer_close(fd);
-                        /* Rule 4: overwrite filter and triggers, keep the original key. */
-                        return reg_configure(g, it->filter, trigger);
-                }
-                if (fd < 0) {
-                        err = ESTALE; /* the client must pass the socket itself */
-                        break;
-                }
-                if (port->nregs >= srv->limits.max_registrations && !srv->restoring) {
-                        server_log_refusal(srv, conn, conn->uid, "max-registrations");
-                        err = EDQUOT;
-                        break;
-                }
-                if (port->user->nsockets >= srv->limits.max_sockets_per_user &&
-                    !srv->restoring) {
-                        conn->user->refused++;
-                        server_log_refusal(srv, conn, conn->uid, "max-sockets-per-user");
-                        err = EDQUOT;
-                        break;
-                }
-                if (user_check_fds(srv, port->user, conn, 1) < 0) {
-                        err = EDQUOT;
-                        break;
-                }
-                return reg_create(port, conn, dev, ino, it, it->filter, trigger, fd, type);
-        case SN_OP_DISABLE:
-                if (!g || g->port != port || g->state == REG_REMOVING) {
-                        err = ENOENT; /* rules 8, 13 */
-                        break;
-                }
-                reg_epoll_remove(g);
-                g->state = REG_DISABLED;
-                reg_skip_clear(g);
-                live_reg(g);
-                err = 0; /* rule 3: a packet already queued stays deliverable */
-                break;
-        default: /* SN_OP_REMOVE */
-                if (!g || g->port != port) {
-                        err = ENOENT;
-                        break;
-                }
-                err = 0;
-                if (g->state == REG_REMOVING)
-                        break; /* rule 8: no second packet */
-                reg_epoll_remove(g);
-                reg_skip_clear(g);
-                g->state = REG_REMOVING;
-                if (g->ownerless) {
-                        sn_list_del(&g->conn_link);
-                        g->ownerless = false;
-                        port->norphans--;
-                }
-                live_reg(g);
-                port_queue_reg(port, g, SN_EVENT_REMOVE);
-                break;
-        }
+        g = registry_find(&port->srv->registry, dev, ino);
+        if (it->op == SN_OP_ENABLE)
+                return apply_enable(port, session, it, g, dev, ino, fd, type);
+        err = it->op == SN_OP_DISABLE ? apply_disable(port, g) : apply_remove(port, g);
         closer_close(fd);
         return err;
 }
@@ -684,13 +709,13 @@ uint32_t reg_recheck(struct reg *g)
         return raw_bits(g, poll_now(g));
 }
 
-int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino, uint32_t client_fd)
+int reg_close_socket(struct session *session, uint64_t dev, uint64_t ino, uint32_t client_fd)
 {
-        struct reg *g = registry_find(&conn->srv->registry, dev, ino);
+        struct reg *g = registry_find(&session->srv->registry, dev, ino);
 
         /* A registration taken over (PORT_TAKE) has no known descriptor number: any of its
          * new owner's will do. */
-        if (!g || g->creator != conn ||
+        if (!g || g->creator != session ||
             (g->client_fd != client_fd && g->client_fd != SN_PROTO_NO_FD))
                 return -ENOENT;
         reg_free(g);
@@ -712,14 +737,14 @@ void reg_orphan(struct reg *g)
         live_reg(g);
 }
 
-void reg_adopt_owner(struct reg *g, struct conn *conn)
+void reg_adopt_owner(struct reg *g, struct session *session)
 {
         sn_list_del(&g->conn_link);
         if (g->ownerless)
                 g->port->norphans--;
         g->ownerless = false;
-        g->creator = conn;
+        g->creator = session;
         g->client_fd = SN_PROTO_NO_FD;
-        sn_list_add_tail(&conn->regs, &g->conn_link);
+        sn_list_add_tail(&session->regs, &g->conn_link);
         live_reg(g);
 }

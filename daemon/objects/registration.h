@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 The socknotify authors */
 /*
  * registration.h - a socket registered on a port and its packet (registration.c); posted
- * packets.  A registration is owned by its port and remembers the connection that made it
+ * packets.  A registration is owned by its port and remembers the session that made it
  * (its creator): when that goes, the registration goes too (rule L3), or waits on the port's
  * orphans when the port lingers.
  */
@@ -15,9 +15,9 @@
 #include "daemon/state/journal.h"
 #include "proto/codec.h"
 
-struct conn;
 struct port;
 struct server;
+struct session;
 
 struct packet {
         struct sn_list link; /* in port->queue */
@@ -51,7 +51,7 @@ struct reg {
         struct sn_list port_link;  /* in port->regs */
         struct sn_list skip_link;  /* in port->skips while edge_skip is set */
         struct sn_list conn_link;  /* in creator->regs */
-        struct conn *creator;
+        struct session *creator;   /* the session that made it; NULL: an orphan */
         struct port *port;
         uint32_t slot;             /* index in server->slots: the epoll item's data */
         uint32_t jr;               /* journal record (live.c), 0 for none */
@@ -81,18 +81,19 @@ struct reg {
 };
 
 /*
- * Applies one registration item of conn to port (rule order and codes of the spec, section 3).
+ * Applies one registration item of session to port (rule order and codes of the spec,
+ * section 3).
  * fd is the descriptor received with the item or -1; it is consumed (kept by a new
  * registration or closed).  Returns 0 or a positive errno value for the entry's result.
  */
-uint32_t reg_apply(struct port *port, struct conn *conn, const struct snw_registration *item,
+uint32_t reg_apply(struct port *port, struct session *session, const struct snw_registration *item,
                    int fd);
 /* Re-exec: a registration restored from its saved fields (tmpl: fd, identity, key, client_fd,
  * filter, trigger, state, edge_skip, stream, fresh, in_epoll, parked, and the EDGE OUT side:
  * out_fd, out_in_epoll, out_seen, out_state, hup_seen) in slot; its kernel epoll items live on
  * in the port's kept epoll instance.  Takes tmpl->fd and tmpl->out_fd.  Returns NULL on failure
  * (fds closed). */
-struct reg *reg_adopt(struct port *port, struct conn *creator, const struct reg *tmpl,
+struct reg *reg_adopt(struct port *port, struct session *creator, const struct reg *tmpl,
                       uint32_t slot);
 /* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
 void reg_rearm(struct reg *reg);
@@ -105,8 +106,8 @@ void reg_free(struct reg *reg);
 /* The registration's creator is gone but its port keeps it (a lingering port): it goes on the
  * port's orphans, without a creator, until a PORT_TAKE gives it a new one. */
 void reg_orphan(struct reg *reg);
-/* Makes an ownerless registration conn's own (PORT_TAKE). */
-void reg_adopt_owner(struct reg *reg, struct conn *conn);
+/* Makes an ownerless registration session's own (PORT_TAKE). */
+void reg_adopt_owner(struct reg *reg, struct session *session);
 /* Translates epoll readiness of one of the registration's epoll items (out_side: the EDGE OUT
  * item) into notification bits; handles rule 14 (fresh sockets), rule 15 (EDGE transitions) and
  * hung-up sockets.  0 means nothing to report. */
@@ -116,6 +117,6 @@ struct reg *reg_of_epoll(const struct server *srv, uint64_t data, bool *ret_out_
 /* Re-reads readiness of a queued level-triggered packet that has waited past a dequeue; returns
  * the current bits (0: drop the packet). */
 uint32_t reg_recheck(struct reg *reg);
-/* Drops the registration of socket (dev, ino) if conn made it through its descriptor client_fd
- * (row 62), without a REMOVE packet (rule L1).  Returns 0 or -ENOENT. */
-int reg_close_socket(struct conn *conn, uint64_t dev, uint64_t ino, uint32_t client_fd);
+/* Drops the registration of socket (dev, ino) if session made it through its descriptor
+ * client_fd (row 62), without a REMOVE packet (rule L1).  Returns 0 or -ENOENT. */
+int reg_close_socket(struct session *session, uint64_t dev, uint64_t ino, uint32_t client_fd);

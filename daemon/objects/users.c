@@ -43,7 +43,7 @@ struct user *user_get(struct server *srv, uid_t uid)
         return u;
 }
 
-int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+int user_check_fds(struct server *srv, struct user *u, const struct session *s, uint64_t n)
 {
         /* The closer thread's backlog is still in the table (as in user_fd_room()): a close()
          * that blocks (SO_LINGER) must not let what the daemon makes itself (connections,
@@ -53,42 +53,42 @@ int user_check_fds(struct server *srv, struct user *u, const struct conn *c, uin
                     limits_fd_pool(&srv->limits, srv->fd_capacity))
                 return 0;
         u->refused++;
-        server_log_refusal(srv, c, u->uid, "reserve-fds");
+        server_log_refusal(srv, s, u->uid, "reserve-fds");
         return -EDQUOT;
 }
 
 /* Whether the pool's count used may grow by n within max; else the refusal, named by limit. */
-static int pool_check(struct server *srv, struct user *u, const struct conn *c, uint64_t used,
+static int pool_check(struct server *srv, struct user *u, const struct session *s, uint64_t used,
                       uint64_t n, uint64_t max, const char *limit)
 {
         if (!u->pool || srv->restoring || used + n <= max)
                 return 0;
         u->refused++;
-        server_log_refusal(srv, c, u->uid, limit);
+        server_log_refusal(srv, s, u->uid, limit);
         return -EDQUOT;
 }
 
-int user_check_output(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+int user_check_output(struct server *srv, struct user *u, const struct session *s, uint64_t n)
 {
-        return pool_check(srv, u, c, u->pool ? u->pool->output : 0, n,
+        return pool_check(srv, u, s, u->pool ? u->pool->output : 0, n,
                           srv->limits.max_output_unprivileged, "max-output-unprivileged");
 }
 
-int user_check_waits(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+int user_check_waits(struct server *srv, struct user *u, const struct session *s, uint64_t n)
 {
-        return pool_check(srv, u, c, u->pool ? u->pool->waits : 0, n,
+        return pool_check(srv, u, s, u->pool ? u->pool->waits : 0, n,
                           srv->limits.max_waits_unprivileged, "max-waits-unprivileged");
 }
 
-int user_check_posted(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+int user_check_posted(struct server *srv, struct user *u, const struct session *s, uint64_t n)
 {
-        return pool_check(srv, u, c, u->pool ? u->pool->posted : 0, n,
+        return pool_check(srv, u, s, u->pool ? u->pool->posted : 0, n,
                           srv->limits.max_posted_unprivileged, "max-posted-unprivileged");
 }
 
-int user_check_staged(struct server *srv, struct user *u, const struct conn *c, uint64_t n)
+int user_check_staged(struct server *srv, struct user *u, const struct session *s, uint64_t n)
 {
-        return pool_check(srv, u, c, u->pool ? u->pool->staged : 0, n,
+        return pool_check(srv, u, s, u->pool ? u->pool->staged : 0, n,
                           srv->limits.max_staged_unprivileged, "max-staged-unprivileged");
 }
 

@@ -3,8 +3,7 @@
 /*
  * world.c - what the objects ask of their shared context (struct server, world.h): the slots
  * that name registrations in epoll items, the refusal log, the counters, the memory-trim
- * account, and whether a socket is a connection to this daemon.  Nothing here knows a
- * connection beyond the serial and pid it logs.
+ * account, and whether a socket is a connection to this daemon.
  */
 #include "config.h"
 
@@ -17,8 +16,8 @@
 #include "common/log.h"
 #include "daemon/base/counters.h"
 #include "daemon/objects/registration.h"
+#include "daemon/objects/session.h"
 #include "daemon/objects/world.h"
-#include "daemon/service/conn.h"
 
 bool server_is_own_connection(const struct server *srv, int fd)
 {
@@ -32,15 +31,15 @@ bool server_is_own_connection(const struct server *srv, int fd)
                !memcmp(&sa, &srv->listen_addr, len);
 }
 
-void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, const char *limit)
+void server_log_refusal(struct server *srv, const struct session *s, uid_t uid, const char *limit)
 {
         unsigned long long dropped;
 
         if (!sn_ratelimit_ok(&srv->refuse_log, &dropped))
                 return;
-        if (c)
+        if (s)
                 log_notice("connection %llu (pid %d, uid %u): refused by --%s",
-                           (unsigned long long)c->serial, (int)c->pid, (unsigned)uid, limit);
+                           (unsigned long long)s->serial, (int)s->pid, (unsigned)uid, limit);
         else
                 log_notice("refused a connection of uid %u: --%s", (unsigned)uid, limit);
         if (dropped)

@@ -28,7 +28,7 @@
 #include "daemon/objects/users.h"
 #include "daemon/state/journal.h"
 
-struct conn;
+struct session;
 struct epoll_event;
 struct journal;
 struct stage_keep;
@@ -114,7 +114,7 @@ int server_slot_take(struct server *srv, struct reg *g);
 int server_slot_put(struct server *srv, struct reg *g, uint32_t slot);
 void server_slot_release(struct server *srv, struct reg *g);
 /* Rate-limited notice that a client was refused by limit (name as in socknotifyd(8)). */
-void server_log_refusal(struct server *srv, const struct conn *c, uid_t uid, const char *limit);
+void server_log_refusal(struct server *srv, const struct session *s, uid_t uid, const char *limit);
 /* Gives memory back to the system after much client-made state was freed. */
 void server_note_freed(struct server *srv, size_t bytes);
 /* True when fd (a SOCK_SEQPACKET socket) is a client end of a connection to this daemon. */

@@ -44,6 +44,7 @@
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
 #include "daemon/objects/registry.h"
+#include "daemon/objects/session.h"
 #include "daemon/objects/world.h"
 #include "daemon/restore/restore.h"
 #include "daemon/state/journal.h"
@@ -262,7 +263,7 @@ static struct idx *index_ports(struct server *srv, uint32_t *ret_n)
         return v;
 }
 
-static struct conn *conn_of(const struct reader *rd, uint64_t serial)
+static struct session *conn_of(const struct reader *rd, uint64_t serial)
 {
         return lookup(rd->conns, rd->nconns, serial);
 }
@@ -285,7 +286,7 @@ static int restore_conns(struct reader *rd)
         for (uint32_t k = 0; k < rd->count[JR_CONN]; k++) {
                 uint32_t i = rd->of[JR_CONN][k];
                 const struct jr_record *r = rec(rd, i);
-                struct conn *c;
+                struct session *c;
                 int fd = restore_fds_take(rd->fds, i, r->u32d, r->dev, r->ino);
 
                 if (fd < 0)
@@ -362,7 +363,7 @@ static void restore_output(struct reader *rd)
         struct idx *v = blob_heads(rd, JR_OUT, &n);
 
         for (uint32_t k = 0; v && k < n; k++) {
-                struct conn *c = conn_of(rd, v[k].key);
+                struct session *c = conn_of(rd, v[k].key);
                 size_t len;
                 uint8_t *buf = c ? join_blobs(rd, v[k].rec, JR_OUT, &len) : NULL;
 
@@ -376,7 +377,7 @@ static void restore_output(struct reader *rd)
 }
 
 /* A connection's multi-part call, as far as it was received. */
-static void restore_stage(struct reader *rd, struct conn *c, const struct jr_record *r,
+static void restore_stage(struct reader *rd, struct session *c, const struct jr_record *r,
                           const struct idx *heads, uint32_t nheads, const struct idx *sfds,
                           uint32_t nsfds)
 {
@@ -431,7 +432,7 @@ static void restore_stage(struct reader *rd, struct conn *c, const struct jr_rec
                 if (!whole)
                         for (uint32_t k = 0; fds && k < nfds; k++)
                                 sn_close(fds[k]);
-                rd->ops->fail(c, r->u32b, true);
+                session_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
                 rd->ops->discard(c, r->u32b);
                 rd->out->interrupted++;
         } else {
@@ -458,7 +459,7 @@ static void restore_calls(struct reader *rd)
                 qsort(sfds, nsfds, sizeof(*sfds), cmp_idx);
         for (uint32_t k = 0; k < rd->count[JR_CONN]; k++) {
                 const struct jr_record *r = rec(rd, rd->of[JR_CONN][k]);
-                struct conn *c = conn_of(rd, r->serial);
+                struct session *c = conn_of(rd, r->serial);
                 bool staged = r->u8b & JR_CONN_STAGED;
 
                 if (!c)
@@ -466,7 +467,7 @@ static void restore_calls(struct reader *rd)
                 if (r->u8a && (!staged || r->u32a != r->u32b) && !rd->ops->answered(c, r->u32a)) {
                         /* Its request was being handled when the daemon died: whether it
                          * took effect is unknown, so it fails rather than hang. */
-                        rd->ops->fail(c, r->u32a, false);
+                        session_reply_error(c, r->u32a, EIO);
                         rd->out->interrupted++;
                 }
                 if (!staged)
@@ -474,7 +475,7 @@ static void restore_calls(struct reader *rd)
                 if (r->u8a && r->u32a == r->u32b) {
                         /* A part of it was being received: the parts were held, not applied;
                          * the call fails once and its remaining parts are dropped. */
-                        rd->ops->fail(c, r->u32b, true);
+                        session_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
                         rd->ops->discard(c, r->u32b);
                         rd->out->interrupted++;
                         continue;
@@ -565,7 +566,7 @@ static void restore_handles(struct reader *rd)
 
         for (uint32_t k = 0; k < rd->count[JR_HANDLE]; k++) {
                 const struct jr_record *r = rec(rd, rd->of[JR_HANDLE][k]);
-                struct conn *c = conn_of(rd, r->serial);
+                struct session *c = conn_of(rd, r->serial);
                 struct port *p = port_of(rd, r->u32a);
 
                 if (c && p && !port_handle_of(c, p->id))
@@ -597,7 +598,7 @@ static struct reg *restore_reg(struct reader *rd, uint32_t i)
 {
         const struct jr_record *r = rec(rd, i);
         struct snw_registration it = { 0 };
-        struct conn *c = r->serial ? conn_of(rd, r->serial) : NULL;
+        struct session *c = r->serial ? conn_of(rd, r->serial) : NULL;
         struct port *p = port_of(rd, r->u32a);
         struct reg *g;
         bool lingers = p && p->name && p->linger_ms;
@@ -707,7 +708,7 @@ static int restore_regs(struct reader *rd)
         free(q);
         for (uint32_t k = 0; k < rd->count[JR_RUNNER]; k++) {
                 const struct jr_record *r = rec(rd, rd->of[JR_RUNNER][k]);
-                struct conn *c = conn_of(rd, r->serial);
+                struct session *c = conn_of(rd, r->serial);
                 struct port *p = port_of(rd, r->u32a);
 
                 if (c && p && port_handle_of(c, p->id))
@@ -752,7 +753,7 @@ static void restore_waits(struct reader *rd)
         for (uint32_t k = 0; k < rd->count[JR_WAIT]; k++) {
                 const struct jr_record *r = rec(rd, rd->of[JR_WAIT][k]);
                 uint32_t nres = (uint32_t)r->u64b, left = SN_PROTO_INFINITE, *res = NULL;
-                struct conn *c = conn_of(rd, r->serial);
+                struct session *c = conn_of(rd, r->serial);
                 struct port *p = port_of(rd, r->u32a);
 
                 if (!c)
@@ -762,7 +763,7 @@ static void restore_waits(struct reader *rd)
                     !(res = calloc(nres ? nres : 1, sizeof(*res))) ||
                     !wait_results(rd, r, res, nres)) {
                         /* Its per-registration results are not all known: it fails. */
-                        rd->ops->fail(c, r->u32b, true);
+                        session_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
                         rd->out->interrupted++;
                         free(res);
                         continue;
@@ -774,7 +775,7 @@ static void restore_waits(struct reader *rd)
                         left = ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)0xfffffffe);
                 }
                 if (port_wait(p, c, r->u32b, r->u32c, r->u32d, left, res, nres) < 0)
-                        rd->ops->fail(c, r->u32b, true);
+                        session_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
                 else
                         rd->out->waits++;
                 free(res);

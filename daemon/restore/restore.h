@@ -10,32 +10,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct conn;
 struct jr_record;
 struct server;
+struct session;
 
 /*
- * What the reader asks of the layer that owns connections (daemon/service/conn.c), which sits
- * above it: restore.c knows a connection only as this handle.
+ * What the reader asks of the transport that owns connections (daemon/service/, above it):
+ * restore.c knows a client only as its session (daemon/objects/session.h), and answers it
+ * through the session's ops.
  *
- *   adopt     a connection on fd (its socket to the client) as record r describes it
- *             (serial, protocol version, flags); NULL when it cannot be made (fd stays the
- *             caller's)
+ *   adopt     a session on fd (its socket to the client) as record r describes it (serial,
+ *             protocol version, flags); NULL when it cannot be made (fd stays the caller's)
  *   output    a reply that was queued and not taken by the kernel, queued again (0 or -ENOMEM)
- *   answered  whether a reply to request id is among c's queued replies
+ *   answered  whether a reply to request id is among s's queued replies
  *   stage     a multi-part call received as far as items and fds (taken, closed on failure);
  *             0 or a negative errno
- *   fail      answers request id with EIO: a PROCESS_REPLY when process, else an ERROR
  *   discard   the rest of call id's parts, still to come, are dropped
  */
 struct restore_conn_ops {
-        struct conn *(*adopt)(struct server *srv, int fd, const struct jr_record *r);
-        int (*output)(struct conn *c, const uint8_t *buf, size_t len);
-        bool (*answered)(const struct conn *c, uint32_t id);
-        int (*stage)(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
+        struct session *(*adopt)(struct server *srv, int fd, const struct jr_record *r);
+        int (*output)(struct session *s, const uint8_t *buf, size_t len);
+        bool (*answered)(const struct session *s, uint32_t id);
+        int (*stage)(struct session *s, uint32_t id, uint32_t port, uint32_t error,
                      const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds);
-        void (*fail)(struct conn *c, uint32_t id, bool process);
-        void (*discard)(struct conn *c, uint32_t id);
+        void (*discard)(struct session *s, uint32_t id);
 };
 
 /*

@@ -41,6 +41,7 @@
 #include "common/macro.h"
 #include "daemon/base/closer.h"
 #include "daemon/base/settings.h"
+#include "daemon/objects/holdings.h"
 #include "daemon/objects/persist.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
@@ -93,6 +94,31 @@ static void hello_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Builds a connection on fd for user u (already counted by the caller's check), with its
  * events armed; NULL when out of memory (fd and u untouched then). */
+/* The session ops of a connection (objects/session.h): answers go out as messages on its
+ * socket, through conn_send(), which ends the connection when it cannot take them. */
+static void session_reply_process_cb(struct session *s, uint32_t id, uint32_t status,
+                                     const uint32_t *results, uint32_t nresults,
+                                     const uint8_t *entries, uint32_t nentries)
+{
+        conn_reply_process(conn_of_session(s), id, status, results, nresults, entries, nentries);
+}
+
+static void session_reply_error_cb(struct session *s, uint32_t id, uint32_t status)
+{
+        conn_reply_error(conn_of_session(s), id, status);
+}
+
+static void session_kill_cb(struct session *s, const char *why)
+{
+        conn_kill(conn_of_session(s), why);
+}
+
+static const struct session_ops conn_session_ops = {
+        .reply_process = session_reply_process_cb,
+        .reply_error = session_reply_error_cb,
+        .kill = session_kill_cb,
+};
+
 static struct conn *conn_make(struct server *srv, struct user *u, int fd, const struct ucred *cred,
                               uint64_t serial, bool hello)
 {
@@ -102,6 +128,7 @@ static struct conn *conn_make(struct server *srv, struct user *u, int fd, const 
 
         if (!c)
                 return NULL;
+        session_init(&c->session, &conn_session_ops);
         c->user = u;
         c->srv = srv;
         c->fd = fd;
@@ -111,10 +138,6 @@ static struct conn *conn_make(struct server *srv, struct user *u, int fd, const 
         c->serial = serial;
         c->hello = hello;
         clock_gettime(CLOCK_MONOTONIC, &c->started);
-        sn_list_init(&c->handles);
-        sn_list_init(&c->regs);
-        sn_list_init(&c->runners);
-        sn_list_init(&c->waits);
         sn_list_init(&c->outq);
         sn_list_init(&c->take_link);
         sn_list_init(&c->dead_link);
@@ -273,35 +296,9 @@ void conn_free(struct conn *c, uint32_t status)
         if (!c)
                 return;
         live_conn_gone(c);
-        /* The connection's own waits need no answer once it is dead. */
-        if (c->dead)
-                while (!sn_list_empty(&c->waits))
-                        wait_free(sn_list_first(&c->waits, struct wait, conn_link));
         if (event_initialized(&c->hello_timer))
                 evtimer_del(&c->hello_timer);
-        /* Its threads no longer run anywhere: others' waiters may proceed. */
-        while (!sn_list_empty(&c->runners)) {
-                struct runner *r = sn_list_first(&c->runners, struct runner, conn_link);
-                struct port *p = r->port;
-
-                runner_free(r);
-                if (p->nwaiters)
-                        port_dispatch(p);
-        }
-        /* Rule L3: its registrations go, on shared ports too, without REMOVE packets; a port
-         * with a linger time keeps them, without an owner, for a successor to take over. */
-        while (!sn_list_empty(&c->regs)) {
-                struct reg *g = sn_list_first(&c->regs, struct reg, conn_link);
-
-                if (g->port->name && g->port->linger_ms)
-                        reg_orphan(g);
-                else
-                        reg_free(g);
-        }
-        while (!sn_list_empty(&c->handles))
-                port_close_handle(sn_list_first(&c->handles, struct handle, conn_link), status);
-        while (!sn_list_empty(&c->waits))
-                wait_free(sn_list_first(&c->waits, struct wait, conn_link));
+        holdings_release(&c->session, status);
         stage_reset(c);
         while (!sn_list_empty(&c->outq)) {
                 struct outmsg *m = sn_list_first(&c->outq, struct outmsg, link);
@@ -328,8 +325,6 @@ void conn_free(struct conn *c, uint32_t status)
 
 void conn_kill(struct conn *c, const char *why)
 {
-        struct sn_list *pos, *tmp;
-
         if (c->dead)
                 return;
         c->dead = true;
@@ -337,8 +332,7 @@ void conn_kill(struct conn *c, const char *why)
         event_del(&c->ev);
         evtimer_del(&c->hello_timer);
         /* Off every port, so no dispatch hands them entries; freed later, never here. */
-        sn_list_foreach_safe(pos, tmp, &c->waits)
-                wait_detach(sn_list_entry(pos, struct wait, conn_link));
+        holdings_detach_waits(&c->session);
         sn_list_add_tail(&c->srv->dead, &c->dead_link);
         event_active(&c->srv->reaper, 0, 0);
 }
@@ -583,7 +577,7 @@ static void handle_port_create(struct conn *c, const struct snw_header *h, const
                 reply_simple(c, SN_MSG_PORT_CREATE_REPLY, h->id, EINVAL);
                 return;
         }
-        r = port_new(c, in.concurrency, name, &port);
+        r = port_new(&c->session, in.concurrency, name, &port);
         if (r < 0) {
                 server_count_call_error(c->srv, (uint32_t)-r);
                 reply_simple(c, SN_MSG_PORT_CREATE_REPLY, h->id, (uint32_t)-r);
@@ -603,7 +597,7 @@ static void handle_port_open(struct conn *c, const struct snw_header *h, const u
                 reply_simple(c, SN_MSG_PORT_OPEN_REPLY, h->id, EINVAL);
                 return;
         }
-        r = port_open(c, name, &port);
+        r = port_open(&c->session, name, &port);
         if (r < 0) {
                 server_count_call_error(c->srv, (uint32_t)-r);
                 reply_simple(c, SN_MSG_PORT_OPEN_REPLY, h->id, (uint32_t)-r);
@@ -618,7 +612,7 @@ static void handle_port_close(struct conn *c, const struct snw_header *h, const 
         struct handle *hd;
 
         snw_port_decode(sn_msg_body(buf), &in);
-        hd = port_handle_of(c, in.port);
+        hd = port_handle_of(&c->session, in.port);
         if (!hd) {
                 server_count_call_error(c->srv, EBADF);
                 reply_simple(c, SN_MSG_PORT_CLOSE_REPLY, h->id, EBADF);
@@ -633,7 +627,7 @@ static void handle_thread_exit(struct conn *c, const struct snw_header *h, const
         struct snw_thread in;
 
         snw_thread_decode(sn_msg_body(buf), &in);
-        runner_release(c, in.thread, NULL);
+        runner_release(&c->session, in.thread, NULL);
         reply_simple(c, SN_MSG_THREAD_EXIT_REPLY, h->id, 0);
 }
 
@@ -647,13 +641,13 @@ static void handle_post(struct conn *c, const struct snw_header *h, const uint8_
         int r;
 
         snw_post_decode(sn_msg_body(buf), &in);
-        port = port_find(c, in.port);
+        port = port_find(&c->session, in.port);
         if (!port) {
                 server_count_call_error(c->srv, EBADF);
                 reply_simple(c, SN_MSG_POST_REPLY, h->id, EBADF);
                 return;
         }
-        r = port_post(port, c, sn_msg_array(buf, d, 1), h->count);
+        r = port_post(port, &c->session, sn_msg_array(buf, d, 1), h->count);
         if (r < 0) {
                 server_count_call_error(c->srv, (uint32_t)-r);
                 reply_simple(c, SN_MSG_POST_REPLY, h->id, (uint32_t)-r);
@@ -674,8 +668,8 @@ static void handle_port_linger(struct conn *c, const struct snw_header *h, const
         int r;
 
         snw_port_linger_decode(sn_msg_body(buf), &in);
-        port = port_find(c, in.port);
-        r = port ? port_set_linger(port, c, in.linger_ms) : -EBADF;
+        port = port_find(&c->session, in.port);
+        r = port ? port_set_linger(port, &c->session, in.linger_ms) : -EBADF;
         if (r < 0) {
                 server_count_call_error(c->srv, (uint32_t)-r);
                 reply_simple(c, SN_MSG_PORT_LINGER_REPLY, h->id, (uint32_t)-r);
@@ -770,7 +764,7 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         int r;
 
         snw_port_take_decode(sn_msg_body(buf), &in);
-        port = port_find(c, in.port);
+        port = port_find(&c->session, in.port);
         if (!port || in.flags) {
                 take_refuse(c, h->id, port ? EINVAL : EBADF, NULL);
                 return;
@@ -823,7 +817,7 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         srv->counters.messages_out++;
         if (srv->trace)
                 trace(c, "->", srv->wbuf, len);
-        port_take_commit(port, c, n);
+        port_take_commit(port, &c->session, n);
         if (n) {
                 c->take_unread = n;
                 take_charge(c, n);
@@ -839,7 +833,7 @@ static void handle_socket_close(struct conn *c, const struct snw_header *h, cons
         int r;
 
         snw_socket_close_decode(sn_msg_body(buf), &in);
-        r = reg_close_socket(c, in.dev, in.ino, in.client_fd);
+        r = reg_close_socket(&c->session, in.dev, in.ino, in.client_fd);
         reply_simple(c, SN_MSG_SOCKET_CLOSE_REPLY, h->id, (uint32_t)-r);
 }
 
@@ -906,10 +900,10 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         if (c->user->nstaged + (uint64_t)n > srv->limits.max_staged_per_user && !srv->restoring) {
                 closer_close_all(fds, nfds);
                 c->user->refused++;
-                server_log_refusal(srv, c, c->uid, "max-staged-per-user");
+                server_log_refusal(srv, &c->session, c->uid, "max-staged-per-user");
                 return EDQUOT;
         }
-        if (user_check_staged(srv, c->user, c, n) < 0) {
+        if (user_check_staged(srv, c->user, &c->session, n) < 0) {
                 closer_close_all(fds, nfds);
                 return EDQUOT;
         }
@@ -930,10 +924,10 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
             !srv->restoring) {
                 closer_close_all(fds, nfds);
                 c->user->refused++;
-                server_log_refusal(srv, c, c->uid, "max-sockets-per-user");
+                server_log_refusal(srv, &c->session, c->uid, "max-sockets-per-user");
                 return EDQUOT;
         }
-        if (user_check_fds(srv, c->user, c, nfds) < 0) {
+        if (user_check_fds(srv, c->user, &c->session, nfds) < 0) {
                 closer_close_all(fds, nfds);
                 return EDQUOT;
         }
@@ -1001,101 +995,195 @@ static void discard_rest(struct conn *c, uint32_t id, uint32_t flags)
         }
 }
 
-static void handle_process(struct conn *c, const struct snw_header *h, const uint8_t *buf,
-                           const struct sn_msg_desc *d, int *fds, uint32_t nfds)
+/* A PROCESS part that is not run: the rest of a call already answered, descriptors that do not
+ * match the items, a part of another call interleaved, unknown flags.  Discards or answers it,
+ * closing fds; returns whether it was such a part. */
+static bool process_refuse(struct conn *c, const struct snw_header *h, const struct snw_process *in,
+                           const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds)
 {
-        struct server *srv = c->srv;
         struct stage *st = &c->stage;
-        const uint8_t *items = sn_msg_array(buf, d, 1);
-        uint32_t nitems = h->count;
-        uint32_t *results = NULL, stack_results[256];
-        uint32_t status = 0, max, n;
-        struct snw_process in;
-        struct port *port;
-        size_t room;
 
-        snw_process_decode(sn_msg_body(buf), &in);
         if (c->discarding && h->id == c->discard_id) {
                 /* The rest of a call already answered with its failure: read, its descriptors
                  * closed, never applied nor answered again. */
                 closer_close_all(fds, nfds);
-                if (!(in.flags & SN_PROTO_PROCESS_PART)) {
+                if (!(in->flags & SN_PROTO_PROCESS_PART)) {
                         c->discarding = false;
                         live_conn_update(c);
                 }
-                return;
+                return true;
         }
         if (!fds_consistent(items, nitems, nfds)) {
                 closer_close_all(fds, nfds);
                 if (st->active && st->id == h->id)
                         stage_reset(c);
-                discard_rest(c, h->id, in.flags);
+                discard_rest(c, h->id, in->flags);
                 violation(c, h->id, EBADMSG, "fds attached do not match the registrations");
-                return;
+                return true;
         }
         if (st->active && st->id != h->id) {
                 closer_close_all(fds, nfds);
-                discard_rest(c, h->id, in.flags);
+                discard_rest(c, h->id, in->flags);
                 violation(c, h->id, EBUSY, "interleaved multi-part PROCESS calls");
-                return;
+                return true;
         }
-        if (in.flags & ~SN_PROTO_PROCESS_PART) {
+        if (in->flags & ~SN_PROTO_PROCESS_PART) {
                 closer_close_all(fds, nfds);
                 stage_reset(c);
-                discard_rest(c, h->id, in.flags);
+                discard_rest(c, h->id, in->flags);
                 reply_simple(c, SN_MSG_PROCESS_REPLY, h->id, EINVAL);
+                return true;
+        }
+        return false;
+}
+
+/* The registration items of a PROCESS call and the descriptors they name. */
+struct process_call {
+        const uint8_t *items;
+        uint32_t nitems;
+        int *fds;
+        uint32_t nfds;
+};
+
+/* A part of a multi-part call (every part but the last has SN_PROTO_PROCESS_PART) is staged.
+ * Returns true when the call goes on in later parts; else the last part arrived, *call is the
+ * whole call (the stage's items and descriptors) and *ret_status its failure, 0 for none. */
+static bool process_stage(struct conn *c, const struct snw_header *h, const struct snw_process *in,
+                          struct process_call *call, uint32_t *ret_status)
+{
+        struct stage *st = &c->stage;
+        uint32_t err;
+
+        if (!st->active) {
+                st->active = true;
+                st->id = h->id;
+                st->port = in->port;
+                live_conn_update(c);
+        }
+        /* After a failure the rest of the call is only read, never held. */
+        if (st->error) {
+                closer_close_all(call->fds, call->nfds);
+                err = 0;
+        } else {
+                err = stage_append(c, call->items, call->nitems, call->fds, call->nfds);
+        }
+        if (err && !st->error)
+                st->error = err;
+        if (st->port != in->port && !st->error)
+                st->error = EINVAL;
+        if (in->flags & SN_PROTO_PROCESS_PART)
+                return true; /* answered with the last part */
+        *ret_status = st->error;
+        /* From here the items themselves are accounted (reg_apply). */
+        user_charge_sockets(c->user, -(int64_t)st->held);
+        st->held = 0;
+        call->items = st->items;
+        call->nitems = st->nitems;
+        call->fds = st->fds;
+        call->nfds = st->nfds;
+        return false;
+}
+
+/* Whether a call of nitems items may run on port (NULL: not the connection's): 0 or the
+ * failure it is answered with. */
+static uint32_t process_check(struct conn *c, const struct snw_process *in, const struct port *port,
+                              uint32_t nitems)
+{
+        if (!port)
+                return EBADF;
+        if (in->max_entries == 0 && in->timeout_ms != 0)
+                return EINVAL; /* row 2 */
+        if (in->max_entries && in->timeout_ms && port_wait_check(&c->session, nitems) < 0)
+                return EDQUOT;
+        if (sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, in->max_entries ? 1 : 0) >
+            c->srv->limits.max_message)
+                return E2BIG; /* cannot happen within limits_call_items(); never overflow */
+        return 0;
+}
+
+/* Applies the call's items to port in order, each taking its descriptor out of call->fds;
+ * results[i] is the i-th item's status. */
+static void process_apply(struct conn *c, struct port *port, const struct process_call *call,
+                          uint32_t *results)
+{
+        for (uint32_t i = 0; i < call->nitems; i++) {
+                struct snw_registration it;
+                int fd = -1;
+
+                snw_registration_decode(call->items + (size_t)i * SN_WIRE_SIZE_registration, &it);
+                if (it.fd_index != SN_PROTO_NO_FD) {
+                        if (c->stage.active)
+                                live_stage_lend(c, it.fd_index);
+                        fd = call->fds[it.fd_index];
+                        call->fds[it.fd_index] = -1;
+                }
+                results[i] = reg_apply(port, &c->session, &it, fd);
+                c->srv->lent = NULL;
+                if (results[i])
+                        server_count_entry_error(c->srv, results[i]);
+        }
+}
+
+/* Answers call id, whose items were applied with results (nitems): at once when it asked for
+ * no entries, found some or would not wait, else later, from a wait parked on port. */
+static void process_answer(struct conn *c, uint32_t id, const struct snw_process *in,
+                           struct port *port, const uint32_t *results, uint32_t nitems)
+{
+        struct server *srv = c->srv;
+        uint32_t max, n;
+        size_t room;
+
+        if (in->max_entries == 0) {
+                conn_reply_process(c, id, 0, results, nitems, NULL, 0);
                 return;
         }
-        if (in.flags & SN_PROTO_PROCESS_PART || st->active) {
-                uint32_t err;
+        room = srv->limits.max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, 0);
+        max = (uint32_t)SN_MIN((size_t)in->max_entries, room / SN_WIRE_SIZE_entry);
+        /* The calling thread is back: it no longer runs anywhere (row 72), and it is first in
+         * line for this port, before parked waiters. */
+        runner_release(&c->session, in->thread, port);
+        /* Row 11: this call's own registrations come first, then the dequeue. */
+        n = max && port_may_run(port) ? port_take(port, srv->ebuf, max) : 0;
+        if (n)
+                port_mark_running(port, &c->session, in->thread);
+        if (n || in->timeout_ms == 0) {
+                conn_reply_process(c, id, n ? 0 : ETIMEDOUT, results, nitems, srv->ebuf, n);
+        } else {
+                int r = port_wait(port, &c->session, id, in->thread, max, in->timeout_ms, results,
+                                  nitems);
 
-                if (!st->active) {
-                        st->active = true;
-                        st->id = h->id;
-                        st->port = in.port;
-                        live_conn_update(c);
-                }
-                /* After a failure the rest of the call is only read, never held. */
-                if (st->error) {
-                        closer_close_all(fds, nfds);
-                        err = 0;
-                } else {
-                        err = stage_append(c, items, nitems, fds, nfds);
-                }
-                if (err && !st->error)
-                        st->error = err;
-                if (st->port != in.port && !st->error)
-                        st->error = EINVAL;
-                if (in.flags & SN_PROTO_PROCESS_PART)
-                        return; /* answered with the last part */
-                status = st->error;
-                /* From here the items themselves are accounted (reg_apply). */
-                user_charge_sockets(c->user, -(int64_t)st->held);
-                st->held = 0;
-                items = st->items;
-                nitems = st->nitems;
-                fds = st->fds;
-                nfds = st->nfds;
+                if (r < 0)
+                        conn_reply_process(c, id, (uint32_t)-r, results, nitems, NULL, 0);
         }
+}
 
-        port = port_find(c, in.port);
-        if (!status && !port)
-                status = EBADF;
-        if (!status && in.max_entries == 0 && in.timeout_ms != 0)
-                status = EINVAL; /* row 2 */
-        if (!status && in.max_entries && in.timeout_ms && port_wait_check(c, nitems) < 0)
-                status = EDQUOT;
-        if (!status && sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, in.max_entries ? 1 : 0) >
-                               srv->limits.max_message)
-                status = E2BIG; /* cannot happen within limits_call_items(); never overflow */
-        if (!status && nitems > SN_ARRAY_SIZE(stack_results)) {
-                results = malloc((size_t)nitems * sizeof(uint32_t));
+static void handle_process(struct conn *c, const struct snw_header *h, const uint8_t *buf,
+                           const struct sn_msg_desc *d, int *fds, uint32_t nfds)
+{
+        struct process_call call = { sn_msg_array(buf, d, 1), h->count, fds, nfds };
+        uint32_t *results = NULL, stack_results[256];
+        struct stage *st = &c->stage;
+        uint32_t status = 0;
+        struct snw_process in;
+        struct port *port;
+
+        snw_process_decode(sn_msg_body(buf), &in);
+        if (process_refuse(c, h, &in, call.items, call.nitems, fds, nfds))
+                return;
+        if ((in.flags & SN_PROTO_PROCESS_PART || st->active) &&
+            process_stage(c, h, &in, &call, &status))
+                return;
+        port = port_find(&c->session, in.port);
+        if (!status)
+                status = process_check(c, &in, port, call.nitems);
+        if (!status && call.nitems > SN_ARRAY_SIZE(stack_results)) {
+                results = malloc((size_t)call.nitems * sizeof(uint32_t));
                 if (!results)
                         status = ENOMEM;
         }
         if (status) {
                 /* Row 7: a failed call changes nothing. */
-                closer_close_all(fds, nfds);
+                closer_close_all(call.fds, call.nfds);
                 if (st->active)
                         st->nfds = 0, stage_reset(c);
                 conn_reply_process(c, h->id, status, NULL, 0, NULL, 0);
@@ -1103,50 +1191,12 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
         }
         if (!results)
                 results = stack_results;
-
-        for (uint32_t i = 0; i < nitems; i++) {
-                struct snw_registration it;
-                int fd = -1;
-
-                snw_registration_decode(items + (size_t)i * SN_WIRE_SIZE_registration, &it);
-                if (it.fd_index != SN_PROTO_NO_FD) {
-                        if (st->active)
-                                live_stage_lend(c, it.fd_index);
-                        fd = fds[it.fd_index];
-                        fds[it.fd_index] = -1;
-                }
-                results[i] = reg_apply(port, c, &it, fd);
-                srv->lent = NULL;
-                if (results[i])
-                        server_count_entry_error(srv, results[i]);
-        }
+        process_apply(c, port, &call, results);
         if (st->active)
                 st->nfds = 0, stage_reset(c); /* every fd was consumed above */
         if (!sn_list_empty(&port->skips))
                 port_harvest_skips(port);
-
-        if (in.max_entries == 0) {
-                conn_reply_process(c, h->id, 0, results, nitems, NULL, 0);
-                goto out;
-        }
-        room = srv->limits.max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, 0);
-        max = (uint32_t)SN_MIN((size_t)in.max_entries, room / SN_WIRE_SIZE_entry);
-        /* The calling thread is back: it no longer runs anywhere (row 72), and it is first in
-         * line for this port, before parked waiters. */
-        runner_release(c, in.thread, port);
-        /* Row 11: this call's own registrations come first, then the dequeue. */
-        n = max && port_may_run(port) ? port_take(port, srv->ebuf, max) : 0;
-        if (n)
-                port_mark_running(port, c, in.thread);
-        if (n || in.timeout_ms == 0) {
-                conn_reply_process(c, h->id, n ? 0 : ETIMEDOUT, results, nitems, srv->ebuf, n);
-        } else {
-                int r = port_wait(port, c, h->id, in.thread, max, in.timeout_ms, results, nitems);
-
-                if (r < 0)
-                        conn_reply_process(c, h->id, (uint32_t)-r, results, nitems, NULL, 0);
-        }
-out:
+        process_answer(c, h->id, &in, port, results, call.nitems);
         if (port->nwaiters)
                 port_dispatch(port);
         if (results != stack_results)
@@ -1184,7 +1234,7 @@ static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t
                 stage_reset(c);
         c->user->refused++;
         if (cut == FDS_CUT_POOL)
-                server_log_refusal(c->srv, c, c->uid, "reserve-fds");
+                server_log_refusal(c->srv, &c->session, c->uid, "reserve-fds");
         else if (sn_ratelimit_ok(&c->srv->refuse_log, &dropped))
                 log_warning("connection %llu (pid %d, uid %u): its descriptors could not be "
                             "taken, the daemon is out of descriptors (RLIMIT_NOFILE %llu)",
@@ -1196,93 +1246,112 @@ static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t
 
 /* Handles one message of len bytes and its nfds descriptors (taken); fds_cut: the kernel
  * dropped some it carried, and why. */
-static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds, uint32_t nfds,
-                        enum fds_cut fds_cut)
+/* Checks a received message before any request runs: well formed, descriptors where a request
+ * may carry them, HELLO first.  Returns whether it may run (*h and *d describe it); if not, it
+ * was answered or the connection dropped, and fds are closed. */
+static bool conn_admit(struct conn *c, const uint8_t *buf, size_t len, int *fds, uint32_t nfds,
+                       enum fds_cut fds_cut, struct snw_header *h, const struct sn_msg_desc **d)
 {
-        const struct sn_msg_desc *d;
-        struct snw_header h;
         int r;
 
-        c->srv->counters.messages_in++;
-        if (c->srv->trace)
-                trace(c, "<-", buf, len);
-        r = sn_msg_check(buf, len, &h, &d);
+        r = sn_msg_check(buf, len, h, d);
         if (r < 0) {
                 closer_close_all(fds, nfds);
                 violation(c, len >= SN_HEADER_SIZE ? sn_get_u32(buf + 8) : 0, (uint32_t)-r,
                           r == -EOPNOTSUPP ? "unknown message type" : "malformed message");
-                return;
+                return false;
         }
         if ((nfds || fds_cut) && !c->passed_fds) {
                 c->passed_fds = true;
                 live_conn_update(c);
         }
-        if (fds_cut && h.type == SN_MSG_PROCESS && c->hello && !h.status) {
+        if (fds_cut && h->type == SN_MSG_PROCESS && c->hello && !h->status) {
                 closer_close_all(fds, nfds);
-                refuse_fds(c, &h, buf, fds_cut);
-                return;
+                refuse_fds(c, h, buf, fds_cut);
+                return false;
         }
-        if (h.nfds != nfds || h.status || (nfds && h.type != SN_MSG_PROCESS)) {
+        if (h->nfds != nfds || h->status || (nfds && h->type != SN_MSG_PROCESS)) {
                 closer_close_all(fds, nfds);
-                violation(c, h.id, EBADMSG,
-                          h.status ? "nonzero status in a request"
-                                   : "file descriptors missing or not expected");
-                return;
+                violation(c, h->id, EBADMSG,
+                          h->status ? "nonzero status in a request"
+                                    : "file descriptors missing or not expected");
+                return false;
         }
-        if (!c->hello && h.type != SN_MSG_HELLO) {
+        if (!c->hello && h->type != SN_MSG_HELLO) {
                 closer_close_all(fds, nfds); /* a PROCESS may carry some */
-                violation(c, h.id, EPROTO, "request before HELLO");
+                violation(c, h->id, EPROTO, "request before HELLO");
                 conn_kill(c, "request before HELLO");
-                return;
+                return false;
         }
-        live_conn_request(c, h.id, true);
-        switch (h.type) {
+        return true;
+}
+
+/* Runs one admitted request by its type. */
+static void conn_run(struct conn *c, const struct snw_header *h, const uint8_t *buf,
+                     const struct sn_msg_desc *d, int *fds, uint32_t nfds)
+{
+        switch (h->type) {
         case SN_MSG_HELLO:
-                handle_hello(c, &h, buf);
+                handle_hello(c, h, buf);
                 break;
         case SN_MSG_PORT_CREATE:
-                handle_port_create(c, &h, buf, d);
+                handle_port_create(c, h, buf, d);
                 break;
         case SN_MSG_PORT_OPEN:
-                handle_port_open(c, &h, buf, d);
+                handle_port_open(c, h, buf, d);
                 break;
         case SN_MSG_THREAD_EXIT:
-                handle_thread_exit(c, &h, buf);
+                handle_thread_exit(c, h, buf);
                 break;
         case SN_MSG_PORT_CLOSE:
-                handle_port_close(c, &h, buf);
+                handle_port_close(c, h, buf);
                 break;
         case SN_MSG_PROCESS:
-                handle_process(c, &h, buf, d, fds, nfds);
+                handle_process(c, h, buf, d, fds, nfds);
                 break;
         case SN_MSG_POST:
-                handle_post(c, &h, buf, d);
+                handle_post(c, h, buf, d);
                 break;
         case SN_MSG_SOCKET_CLOSE:
-                handle_socket_close(c, &h, buf);
+                handle_socket_close(c, h, buf);
                 break;
         case SN_MSG_STATUS:
-                handle_status(c, &h);
+                handle_status(c, h);
                 break;
         case SN_MSG_CONTROL:
-                control_handle(c, h.id, sn_msg_array(buf, d, 1), h.count);
+                control_handle(c, h->id, sn_msg_array(buf, d, 1), h->count);
                 break;
         case SN_MSG_PORT_LINGER:
         case SN_MSG_PORT_TAKE:
                 if (c->version < 2) {
-                        violation(c, h.id, EOPNOTSUPP, "a version 2 request on a version 1 "
-                                                      "connection");
+                        violation(c, h->id, EOPNOTSUPP, "a version 2 request on a version 1 "
+                                                       "connection");
                         break;
                 }
-                if (h.type == SN_MSG_PORT_LINGER)
-                        handle_port_linger(c, &h, buf);
+                if (h->type == SN_MSG_PORT_LINGER)
+                        handle_port_linger(c, h, buf);
                 else
-                        handle_port_take(c, &h, buf);
+                        handle_port_take(c, h, buf);
                 break;
         default:
-                violation(c, h.id, EPROTO, "a reply type sent as a request");
+                violation(c, h->id, EPROTO, "a reply type sent as a request");
                 break;
         }
+}
+
+static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds, uint32_t nfds,
+                        enum fds_cut fds_cut)
+{
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+
+        c->srv->counters.messages_in++;
+        if (c->srv->trace)
+                trace(c, "<-", buf, len);
+        if (!conn_admit(c, buf, len, fds, nfds, fds_cut, &h, &d))
+                return;
+        live_conn_request(c, h.id, true);
+        conn_run(c, &h, buf, d, fds, nfds);
         live_conn_request(c, 0, false);
 }
 

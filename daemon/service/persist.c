@@ -383,7 +383,7 @@ void live_set_cloexec(struct server *srv, bool on)
 
 /* ---- what the reader asks of connections (restore.h) --------------------------------------- */
 
-static struct conn *restore_adopt(struct server *srv, int fd, const struct jr_record *r)
+static struct session *restore_adopt(struct server *srv, int fd, const struct jr_record *r)
 {
         struct ucred cred;
         socklen_t len = sizeof(cred);
@@ -400,11 +400,17 @@ static struct conn *restore_adopt(struct server *srv, int fd, const struct jr_re
                 c->discarding = true;
                 c->discard_id = r->u32e;
         }
-        return c;
+        return &c->session;
 }
 
-static bool restore_answered(const struct conn *c, uint32_t id)
+static int restore_output(struct session *s, const uint8_t *buf, size_t len)
 {
+        return conn_adopt_output(conn_of_session(s), buf, len);
+}
+
+static bool restore_answered(const struct session *s, uint32_t id)
+{
+        const struct conn *c = conn_of_session((struct session *)s);
         const struct sn_list *pos;
 
         for (pos = c->outq.next; pos != &c->outq; pos = pos->next) {
@@ -420,25 +426,24 @@ static bool restore_answered(const struct conn *c, uint32_t id)
         return false;
 }
 
-static void restore_fail(struct conn *c, uint32_t id, bool process)
+static int restore_stage(struct session *s, uint32_t id, uint32_t port, uint32_t error,
+                         const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds)
 {
-        if (process)
-                conn_reply_process(c, id, EIO, NULL, 0, NULL, 0);
-        else
-                conn_reply_error(c, id, EIO);
+        return conn_adopt_stage(conn_of_session(s), id, port, error, items, nitems, fds, nfds);
 }
 
-static void restore_discard(struct conn *c, uint32_t id)
+static void restore_discard(struct session *s, uint32_t id)
 {
+        struct conn *c = conn_of_session(s);
+
         c->discarding = true;
         c->discard_id = id;
 }
 
 const struct restore_conn_ops live_restore_ops = {
         .adopt = restore_adopt,
-        .output = conn_adopt_output,
+        .output = restore_output,
         .answered = restore_answered,
-        .stage = conn_adopt_stage,
-        .fail = restore_fail,
+        .stage = restore_stage,
         .discard = restore_discard,
 };

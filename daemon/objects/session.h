@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * session.h - a client as the objects see it, and the way their answers leave.
+ *
+ * Ports, registrations, waits, runners and the users' accounting never know how a client
+ * reaches the daemon.  They hold a struct session: who the client is (serial, credentials,
+ * its user), what it holds (handles, registrations, runners, parked calls, and their counts),
+ * and ops, through which an answer goes out.  A transport embeds a session and fills in the
+ * ops: today a connection on the daemon's socket (service/conn.c).  A shared-memory transport
+ * is one more implementation of the same ops, writing the answer into its ring instead of a
+ * socket; nothing below it changes.  Waits, handles and runners point to their session, a
+ * registration to the session that made it (its creator, NULL once it is an orphan).
+ *
+ * What every implementation of the ops keeps, because the objects rely on it:
+ *  - An op runs at any depth, inside any object's function, and frees nothing: no object, no
+ *    session.  When a client cannot take an answer (its transport is full past its limit),
+ *    the op ends the session the way kill does, and returns normally.
+ *  - kill marks the session dead and detaches its waits (wait_detach()), so no object path
+ *    reaches them or answers them again (holdings_detach_waits()); the session and what it
+ *    holds are freed later, off every object's stack, by the transport (holdings_release()).
+ *  - reply_process and reply_error copy what they need before they return: results and
+ *    entries point into the caller's buffers.
+ *  - An answer to a dead session goes nowhere and is no error: a kill deeper in the same call
+ *    may have come first.  A dead session's waits are off their ports, so no dispatch picks
+ *    them; its other objects stay linked until the transport frees them.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/list.h"
+
+struct server;
+struct session;
+struct user;
+
+struct session_ops {
+        /* Answers call id (a PROCESS request) with status, the per-registration results of the
+         * call (nresults) and nentries wire-encoded entries (SN_WIRE_SIZE_entry each). */
+        void (*reply_process)(struct session *s, uint32_t id, uint32_t status,
+                              const uint32_t *results, uint32_t nresults, const uint8_t *entries,
+                              uint32_t nentries);
+        /* Answers call id with an ERROR of status. */
+        void (*reply_error)(struct session *s, uint32_t id, uint32_t status);
+        /* Ends the session (why: for the log), by the rules above. */
+        void (*kill)(struct session *s, const char *why);
+};
+
+/*
+ * The members of a session, declared once here so that a transport can also name them
+ * directly (service/conn.h: struct conn holds them as struct session and, overlaid in a union,
+ * as its own members).  Keep the two views identical: only ever change this list.
+ */
+#define SN_SESSION_MEMBERS                                                                         \
+        const struct session_ops *ops;                                                             \
+        struct server *srv;                                                                        \
+        struct user *user;       /* charged for all the session holds */                          \
+        uint64_t serial;         /* unique for the daemon's life, kept across a re-exec */        \
+        pid_t pid;               /* credentials of the peer (SO_PEERCRED) */                      \
+        uid_t uid;                                                                                 \
+        gid_t gid;                                                                                 \
+        bool dead;               /* killed: answers no more, freed soon */                        \
+        struct sn_list handles;  /* struct handle */                                               \
+        uint32_t nports;                                                                           \
+        struct sn_list regs;     /* struct reg it made (their conn_link) */                       \
+        struct sn_list runners;  /* struct runner */                                               \
+        uint32_t nrunners;       /* at most max_waits (port_mark_running) */                      \
+        struct sn_list waits;    /* struct wait */                                                 \
+        uint32_t nwaits;
+
+struct session {
+        SN_SESSION_MEMBERS
+};
+
+static inline void session_reply_process(struct session *s, uint32_t id, uint32_t status,
+                                         const uint32_t *results, uint32_t nresults,
+                                         const uint8_t *entries, uint32_t nentries)
+{
+        s->ops->reply_process(s, id, status, results, nresults, entries, nentries);
+}
+
+static inline void session_reply_error(struct session *s, uint32_t id, uint32_t status)
+{
+        s->ops->reply_error(s, id, status);
+}
+
+static inline void session_kill(struct session *s, const char *why)
+{
+        s->ops->kill(s, why);
+}
+
+/* Starts s with ops and nothing held; the caller sets who it is (srv, user, serial, pid, uid,
+ * gid) and charges its user. */
+static inline void session_init(struct session *s, const struct session_ops *ops)
+{
+        s->ops = ops;
+        sn_list_init(&s->handles);
+        sn_list_init(&s->regs);
+        sn_list_init(&s->runners);
+        sn_list_init(&s->waits);
+}
