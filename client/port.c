@@ -555,7 +555,7 @@ static int replay_port(sn_conn_t *c, const sn_port_t *port, uint32_t *ret_id)
 }
 
 /* Replay: one PROCESS of n registration items (nfds descriptors) for port id; the items that
- * the daemon refused leave the table (their slots in which[]). */
+ * the daemon refused leave the table (their record numbers in which[]). */
 static int replay_batch(sn_conn_t *c, struct sn_regtab *t, uint32_t id, uint8_t *buf,
                         uint8_t *end, const int *fds, uint32_t nfds, const uint32_t *which,
                         uint32_t n)
@@ -574,12 +574,12 @@ static int replay_batch(sn_conn_t *c, struct sn_regtab *t, uint32_t id, uint8_t 
         if (st < 0 || h.count != n) {
                 /* Refused as a whole (a limit): none of them is kept. */
                 for (uint32_t i = 0; i < n; i++)
-                        t->slot[which[i]].flags |= SN_REG_GONE;
+                        t->reg[which[i]].flags |= SN_REG_GONE;
         } else {
                 res = sn_msg_array(rb, d, 1);
                 for (uint32_t i = 0; i < n; i++)
                         if (sn_get_u32(res + 4 * i))
-                                t->slot[which[i]].flags |= SN_REG_GONE;
+                                t->reg[which[i]].flags |= SN_REG_GONE;
         }
         return 0;
 }
@@ -605,8 +605,9 @@ static int replay_regs(sn_conn_t *c, sn_port_t *port, uint32_t id)
                 r = -ENOMEM;
                 goto out;
         }
-        for (uint32_t i = 0; i <= t->cap && r == 0; i++) {
-                struct sn_reg *s = i < t->cap ? &t->slot[i] : NULL;
+        for (uint32_t i = 0; i <= t->used && r == 0; i++) {
+                struct sn_reg *s = i < t->used ? &t->reg[i] : NULL;
+                uint64_t dev = s ? sn__regtab_dev(t, s) : 0;
                 struct stat st;
 
                 if (n && (!s || nfds == c->limits.max_fds || n + 2 > per_msg)) {
@@ -614,16 +615,16 @@ static int replay_regs(sn_conn_t *c, sn_port_t *port, uint32_t id)
                         p = buf + fixed;
                         n = nfds = 0;
                 }
-                if (!s || !(s->flags & SN_REG_USED) || s->flags & SN_REG_GONE)
+                if (!s || s->flags & SN_REG_GONE)
                         continue;
                 if (fstat(s->fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
-                    (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino) {
+                    (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != s->ino) {
                         s->flags |= SN_REG_GONE;
                         continue;
                 }
                 for (unsigned k = 0; k < (s->flags & SN_REG_DISABLED ? 2u : 1u); k++) {
                         struct snw_registration it = {
-                                .key = s->key, .dev = s->dev, .ino = s->ino,
+                                .key = s->key, .dev = dev, .ino = s->ino,
                                 .filter = s->filter, .trigger = s->trigger,
                                 .op = k ? SN_OP_DISABLE : SN_OP_ENABLE,
                                 .fd_index = k ? SN_PROTO_NO_FD : nfds,
@@ -639,13 +640,8 @@ static int replay_regs(sn_conn_t *c, sn_port_t *port, uint32_t id)
 out:
         free(which);
         free(buf);
-        /* Slots marked gone above leave the table (a tombstone keeps the probe sequences). */
-        for (uint32_t i = 0; i < t->cap; i++) {
-                struct sn_reg *s = &t->slot[i];
-
-                if ((s->flags & (SN_REG_USED | SN_REG_GONE)) == (SN_REG_USED | SN_REG_GONE))
-                        sn__regtab_remove(t, s->dev, s->ino);
-        }
+        /* Records marked gone above leave the table. */
+        sn__regtab_sweep(t);
         return r;
 }
 
@@ -675,11 +671,12 @@ static int replay(sn_conn_t *c)
                         /* A port the new daemon refused keeps number 0, which no daemon
                          * gives: its calls fail with EBADF. */
                         port->id = map[i][1];
-                        for (uint32_t k = 0; k < port->regs.cap; k++) {
-                                const struct sn_reg *s = &port->regs.slot[k];
+                        for (uint32_t k = 0; k < port->regs.used; k++) {
+                                const struct sn_reg *s = &port->regs.reg[k];
 
-                                if (s->flags & SN_REG_USED && port->id)
-                                        sn__cache_set(c, s->fd, s->dev, s->ino, port->id);
+                                if (port->id)
+                                        sn__cache_set(c, s->fd, sn__regtab_dev(&port->regs, s),
+                                                      s->ino, port->id);
                         }
                 }
                 sn__conn_renumber(c, (const uint32_t(*)[2])map, n);

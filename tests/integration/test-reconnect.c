@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,6 +397,96 @@ START_TEST(test_closed_not_replayed)
 }
 END_TEST
 
+/* ---- the table of registrations: one socket through two descriptors, removals ------------- */
+
+/* The table keeps a registration per socket (as the daemon does), whatever descriptor named it
+ * last; removals in the middle of it keep the others reachable.  Socket 0 is registered
+ * through a_cl (key 1000), then through its duplicate (key 1001): one registration, replayed
+ * through the duplicate after a_cl was closed.  Of NREG others every third is removed. */
+#define NREG 40
+
+START_TEST(test_table_identity)
+{
+        int a_cl, a_sv, dup_fd, cl[NREG], sv[NREG];
+        sn_registration_t g;
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e[NREG + 2];
+        bool seen[NREG + 2] = { false };
+        int kept = 0, got = 0;
+        long long deadline;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        tcp_pair(&a_cl, &a_sv);
+        g = (sn_registration_t){ .fd = a_cl, .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                 .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_PERSISTENT,
+                                 .key = 1000 };
+        ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g.result, 0);
+        dup_fd = dup(a_cl);
+        ck_assert_int_ge(dup_fd, 0);
+        g.fd = dup_fd;
+        g.key = 1001;
+        ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g.result, 0);
+        for (int i = 0; i < NREG; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                g = (sn_registration_t){ .fd = cl[i], .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                         .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_PERSISTENT,
+                                         .key = (uint64_t)i };
+                ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(g.result, 0);
+        }
+        for (int i = 0; i < NREG; i++) {
+                if (i % 3) {
+                        kept++;
+                        continue;
+                }
+                g = (sn_registration_t){ .fd = cl[i], .op = SN_OP_REMOVE };
+                ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(g.result, 0);
+        }
+        /* (The daemon counts a removed registration until its REMOVE entry is dequeued: the
+         * count is checked on the new daemon only.) */
+        close(a_cl);
+        restart(SIGKILL, NULL);
+
+        ck_assert_int_eq(send(a_sv, "x", 1, 0), 1);
+        for (int i = 0; i < NREG; i++)
+                ck_assert_int_eq(send(sv[i], "x", 1, 0), 1);
+        /* Level and persistent: each kept socket is reported again until read; count each
+         * key once. */
+        deadline = now_ms() + test_timeout_ms(10000);
+        while (got < kept + 1) {
+                int n = sn_port_dequeue(port, e, NREG + 2, (uint32_t)test_timeout_ms(5000));
+
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++) {
+                        ck_assert_msg(e[k].key == 1001 || (e[k].key < NREG && e[k].key % 3),
+                                      "key %llu was not kept", (unsigned long long)e[k].key);
+                        if (e[k].key == 1001 && !seen[NREG]) {
+                                seen[NREG] = true;
+                                got++;
+                        } else if (e[k].key < NREG && !seen[e[k].key]) {
+                                seen[e[k].key] = true;
+                                got++;
+                        }
+                }
+                ck_assert(now_ms() < deadline);
+        }
+        ck_assert_int_eq(status("registrations"), kept + 1);
+        sn_port_close(port);
+        sn_conn_close(c);
+        close(dup_fd);
+        close(a_sv);
+        for (int i = 0; i < NREG; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+}
+END_TEST
+
 /* ---- a named port shared by two processes ---------------------------------------------------- */
 
 /* The other process: opens the named port, says so, waits for "go" (the daemon was replaced),
@@ -470,6 +561,7 @@ int main(void)
         tcase_add_test(tc, test_other_user_refused);
         tcase_add_test(tc, test_closed_not_replayed);
         tcase_add_test(tc, test_named_shared);
+        tcase_add_test(tc, test_table_identity);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
