@@ -193,10 +193,13 @@ int sn__regtab_apply(struct sn_regtab *t, const sn_registration_t *g, uint64_t d
         switch (g->op) {
         case SN_OP_ENABLE:
                 /* New, or modified: the daemon keeps one registration per socket and port,
-                 * enabled again with the key, filter and trigger of the latest ENABLE. */
-                if (!s && !(s = insert(t, dev, ino)))
-                        return -ENOMEM;
-                s->key = g->key;
+                 * enabled again with the filter and trigger of the latest ENABLE and the key of
+                 * the first (docs/semantics.md, rule 4: a later key is ignored). */
+                if (!s) {
+                        if (!(s = insert(t, dev, ino)))
+                                return -ENOMEM;
+                        s->key = g->key;
+                }
                 s->fd = g->fd;
                 s->filter = g->filter;
                 s->trigger = g->trigger;
