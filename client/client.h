@@ -147,6 +147,7 @@ struct sn_reg {
 #define SN_REG_MAX_DEVS 256u  /* distinct st_dev values a table can name */
 #define SN_REG_GONE 0x02u     /* to be dropped by sn__regtab_sweep() */
 #define SN_REG_DISABLED 0x04u
+#define SN_REG_FIRED 0x08u    /* ONESHOT, its entry was dequeued: disarmed until enabled again */
 
 /* The registrations of one port (regtab.c): reg[0..used) dense, found by socket identity
  * through the open-addressed index ix; callers hold conn->lock. */
@@ -155,6 +156,7 @@ struct sn_regtab {
         uint32_t *ix;
         uint64_t *devs; /* the distinct st_dev values the records name (SN_REG_MAX_DEVS) */
         uint32_t used, regcap, ixcap, gone, ndevs; /* ixcap: 0 or a power of two */
+        uint32_t noneshot; /* records with SN_TRIGGER_ONESHOT */
 };
 
 /* Applies one registration item that the daemon accepted (op ENABLE, DISABLE or REMOVE of the
@@ -163,6 +165,9 @@ int sn__regtab_apply(struct sn_regtab *t, const sn_registration_t *g, uint64_t d
                      uint64_t ino);
 /* Drops the registration of a socket (no-op when absent). */
 void sn__regtab_remove(struct sn_regtab *t, uint64_t dev, uint64_t ino);
+/* Notes the entries a dequeue returned: an entry of a ONESHOT registration marks it fired
+ * (SN_REG_FIRED), as the daemon disarmed it. */
+void sn__regtab_fired(struct sn_regtab *t, const sn_entry_t *e, uint32_t n);
 /* Drops every record flagged SN_REG_GONE (record numbers change). */
 void sn__regtab_sweep(struct sn_regtab *t);
 /* The st_dev of record s. */

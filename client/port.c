@@ -103,6 +103,10 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
                 };
         }
         ctx->nentries = n;
+        /* The daemon disarmed the ONESHOT registrations of these entries: a resume must not
+         * arm them again (rule L7). */
+        if (ctx->port->listed)
+                sn__regtab_fired(&ctx->port->regs, ctx->entries, n);
 }
 
 /* A caller cancelled after its reply came: the entries it received (sn__wait). */
@@ -437,6 +441,10 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                 /* Entries that reached a cancelled caller (sn__wait) are this call's. */
                 n = max_entries ? sn__orphans_take(port->conn, port->id, entries, max_entries) : 0;
                 if (n) {
+                        pthread_mutex_lock(&port->conn->lock);
+                        if (port->listed)
+                                sn__regtab_fired(&port->regs, entries, n);
+                        pthread_mutex_unlock(&port->conn->lock);
                         r = nregs ? do_process(port, regs, nregs, NULL, 0, 0, false) : 0;
                         r = r < 0 ? r : (int)n;
                         break;
@@ -622,7 +630,9 @@ static int replay_regs(sn_conn_t *c, sn_port_t *port, uint32_t id)
                         s->flags |= SN_REG_GONE;
                         continue;
                 }
-                for (unsigned k = 0; k < (s->flags & SN_REG_DISABLED ? 2u : 1u); k++) {
+                /* A fired ONESHOT one is disabled too: its next ENABLE arms it (rule L7). */
+                for (unsigned k = 0; k < (s->flags & (SN_REG_DISABLED | SN_REG_FIRED) ? 2u : 1u);
+                     k++) {
                         struct snw_registration it = {
                                 .key = s->key, .dev = dev, .ino = s->ino,
                                 .filter = s->filter, .trigger = s->trigger,

@@ -165,12 +165,21 @@ static void take_out(struct sn_regtab *t, uint32_t *slot)
         t->used--;
 }
 
+/* Before take_out() (the record of *slot). */
+static void forget_oneshot(struct sn_regtab *t, const uint32_t *slot)
+{
+        if (t->reg[*slot - 1].trigger & SN_TRIGGER_ONESHOT)
+                t->noneshot--;
+}
+
 void sn__regtab_remove(struct sn_regtab *t, uint64_t dev, uint64_t ino)
 {
         uint32_t *slot = find_slot(t, dev, ino);
 
-        if (slot)
+        if (slot) {
+                forget_oneshot(t, slot);
                 take_out(t, slot);
+        }
 }
 
 void sn__regtab_sweep(struct sn_regtab *t)
@@ -179,8 +188,12 @@ void sn__regtab_sweep(struct sn_regtab *t)
         for (uint32_t k = t->used; k-- > 0;) {
                 const struct sn_reg *s = &t->reg[k];
 
-                if (s->flags & SN_REG_GONE)
-                        take_out(t, find_slot(t, t->devs[s->dev], s->ino));
+                if (s->flags & SN_REG_GONE) {
+                        uint32_t *slot = find_slot(t, t->devs[s->dev], s->ino);
+
+                        forget_oneshot(t, slot);
+                        take_out(t, slot);
+                }
         }
 }
 
@@ -199,22 +212,54 @@ int sn__regtab_apply(struct sn_regtab *t, const sn_registration_t *g, uint64_t d
                         if (!(s = insert(t, dev, ino)))
                                 return -ENOMEM;
                         s->key = g->key;
+                } else if (s->trigger & SN_TRIGGER_ONESHOT) {
+                        t->noneshot--;
                 }
+                if (g->trigger & SN_TRIGGER_ONESHOT)
+                        t->noneshot++;
                 s->fd = g->fd;
                 s->filter = g->filter;
                 s->trigger = g->trigger;
-                s->flags = SN_REG_USED;
+                s->flags = SN_REG_USED; /* armed: neither disabled nor fired */
                 break;
         case SN_OP_DISABLE:
                 if (s)
                         s->flags |= SN_REG_DISABLED;
                 break;
         case SN_OP_REMOVE:
-                if (slot)
+                if (slot) {
+                        forget_oneshot(t, slot);
                         take_out(t, slot);
+                }
                 break;
         }
         return 0;
+}
+
+void sn__regtab_fired(struct sn_regtab *t, const sn_entry_t *e, uint32_t n)
+{
+        for (uint32_t i = 0; i < n && t->noneshot; i++) {
+                struct sn_reg *hit = NULL;
+                uint32_t seen = 0;
+
+                if (e[i].kind != SN_ENTRY_SOCKET || e[i].events & SN_EVENT_REMOVE)
+                        continue;
+                /* An entry names its registration by key alone: a scan of the table, made only
+                 * by ports that hold ONESHOT registrations.  With several armed ONESHOT
+                 * registrations of one key it cannot be told which fired: they stay armed (a
+                 * resume then reports them once more: at least once). */
+                for (uint32_t k = 0; k < t->used && seen < 2; k++) {
+                        struct sn_reg *s = &t->reg[k];
+
+                        if (s->key == e[i].key && s->trigger & SN_TRIGGER_ONESHOT &&
+                            !(s->flags & (SN_REG_DISABLED | SN_REG_FIRED))) {
+                                hit = s;
+                                seen++;
+                        }
+                }
+                if (seen == 1)
+                        hit->flags |= SN_REG_FIRED;
+        }
 }
 
 void sn__regtab_clear(struct sn_regtab *t)

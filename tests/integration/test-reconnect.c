@@ -488,6 +488,82 @@ START_TEST(test_table_identity)
 }
 END_TEST
 
+/* ---- a fired ONESHOT registration stays disarmed (rule L7) ------------------------------- */
+
+/* Keys: 1, ONESHOT, fired before the daemon ended (its entry dequeued, its byte left unread);
+ * 2, ONESHOT, armed (nothing yet); 3, LEVEL, the marker.  After the resume 1 reports nothing
+ * until enabled again (no other thread may be handed the socket the first still handles),
+ * while 2 reports what arrives. */
+START_TEST(test_fired_oneshot_stays_disarmed)
+{
+        int cl[3], sv[3];
+        sn_registration_t g[3];
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e[4];
+        bool seen2 = false, seen3 = false;
+        long long deadline;
+        int n;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        for (int i = 0; i < 3; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                g[i] = (sn_registration_t){ .fd = cl[i], .filter = SN_EVENT_IN,
+                                            .op = SN_OP_ENABLE, .key = 1 + (uint64_t)i,
+                                            .trigger = i < 2 ? SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT
+                                                             : SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(port, g, 3, NULL, 0, 0), 0);
+        for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(g[i].result, 0);
+        ck_assert_int_eq(send(sv[0], "x", 1, 0), 1);
+        n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 1);
+        restart(SIGKILL, NULL);
+
+        ck_assert_int_eq(send(sv[1], "x", 1, 0), 1);
+        ck_assert_int_eq(send(sv[2], "x", 1, 0), 1);
+        deadline = now_ms() + test_timeout_ms(10000);
+        while (!seen2 || !seen3) {
+                n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++) {
+                        ck_assert_msg(e[k].key != 1, "the fired ONESHOT registration was armed again");
+                        seen2 |= e[k].key == 2;
+                        seen3 |= e[k].key == 3;
+                }
+                ck_assert(now_ms() < deadline);
+        }
+        /* The marker is level-triggered and unread: it comes again, 1 still does not. */
+        n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_gt(n, 0);
+        for (int k = 0; k < n; k++)
+                ck_assert_uint_ne(e[k].key, 1);
+        /* All three are still registered; enabled again, 1 reports its unread byte. */
+        ck_assert_int_eq(status("registrations"), 3);
+        ck_assert_int_eq(recv(cl[2], &(char){ 0 }, 1, 0), 1); /* the marker stops */
+        g[0].op = SN_OP_ENABLE;
+        ck_assert_int_eq(sn_port_process(port, &g[0], 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g[0].result, 0);
+        deadline = now_ms() + test_timeout_ms(10000);
+        for (bool seen1 = false; !seen1;) {
+                n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++)
+                        seen1 |= e[k].key == 1;
+                ck_assert(now_ms() < deadline);
+        }
+        sn_port_close(port);
+        sn_conn_close(c);
+        for (int i = 0; i < 3; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+}
+END_TEST
+
 /* ---- a named port shared by two processes ---------------------------------------------------- */
 
 /* The other process: opens the named port, says so, waits for "go" (the daemon was replaced),
@@ -563,6 +639,7 @@ int main(void)
         tcase_add_test(tc, test_closed_not_replayed);
         tcase_add_test(tc, test_named_shared);
         tcase_add_test(tc, test_table_identity);
+        tcase_add_test(tc, test_fired_oneshot_stays_disarmed);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
