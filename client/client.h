@@ -191,6 +191,10 @@ struct sn_port {
         uint32_t concurrency; /* the daemon's effective value */
         uint32_t linger_ms;
         struct sn_regtab regs;
+        /* Entries owed to the next dequeue after a resume (EDGE registrations whose condition
+         * held, port.c), under conn->lock. */
+        sn_entry_t *owed;
+        uint32_t nowed;
 };
 
 sn_port_t *sn__port_ref(sn_port_t *port);

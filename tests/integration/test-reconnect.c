@@ -564,6 +564,50 @@ START_TEST(test_fired_oneshot_stays_disarmed)
 }
 END_TEST
 
+/* ---- an EDGE condition that holds is reported after a resume ----------------------------- */
+
+/* Data arrives on an EDGE registration's socket while no daemon runs: the new daemon skips what
+ * holds at ENABLE (rule 15), so the library reads it and the next dequeue reports IN. */
+START_TEST(test_edge_holding_reported)
+{
+        int cl, sv, st;
+        sn_registration_t g;
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e[2];
+        int n;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        tcp_pair(&cl, &sv);
+        g = (sn_registration_t){ .fd = cl, .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                 .trigger = SN_TRIGGER_EDGE | SN_TRIGGER_PERSISTENT, .key = 5 };
+        ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g.result, 0);
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        ck_assert_int_eq(send(sv, "x", 1, 0), 1);
+        test_daemon_start_with_fds(&D, NULL, NULL, 0, NULL);
+
+        n = sn_port_dequeue(port, e, 2, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 5);
+        ck_assert_uint_eq(e[0].kind, SN_ENTRY_SOCKET);
+        ck_assert_uint_eq(e[0].events & SN_EVENT_IN, SN_EVENT_IN);
+        /* Still registered on the new daemon: the next byte is a new edge. */
+        ck_assert_int_eq(recv(cl, &(char){ 0 }, 1, 0), 1);
+        ck_assert_int_eq(send(sv, "y", 1, 0), 1);
+        n = sn_port_dequeue(port, e, 2, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 5);
+        sn_port_close(port);
+        sn_conn_close(c);
+        close(cl);
+        close(sv);
+}
+END_TEST
+
 /* ---- a named port shared by two processes ---------------------------------------------------- */
 
 /* The other process: opens the named port, says so, waits for "go" (the daemon was replaced),
@@ -640,6 +684,7 @@ int main(void)
         tcase_add_test(tc, test_named_shared);
         tcase_add_test(tc, test_table_identity);
         tcase_add_test(tc, test_fired_oneshot_stays_disarmed);
+        tcase_add_test(tc, test_edge_holding_reported);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
