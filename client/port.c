@@ -472,14 +472,17 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                 deadline = now_ms() + timeout_ms;
         for (;;) {
                 /* Entries that reached a cancelled caller (sn__wait) are this call's. */
-                n = max_entries ? owed_take(port, entries, max_entries) : 0;
+                uint32_t nowed = max_entries ? owed_take(port, entries, max_entries) : 0;
+
+                n = nowed;
                 if (n < max_entries)
                         n += sn__orphans_take(port->conn, port->id, entries + n,
                                               max_entries - n);
                 if (n) {
+                        /* (An owed entry's ONESHOT registration was marked by the replay.) */
                         pthread_mutex_lock(&port->conn->lock);
                         if (port->listed)
-                                sn__regtab_fired(&port->regs, entries, n);
+                                sn__regtab_fired(&port->regs, entries + nowed, n - nowed);
                         pthread_mutex_unlock(&port->conn->lock);
                         r = nregs ? do_process(port, regs, nregs, NULL, 0, 0, false) : 0;
                         r = r < 0 ? r : (int)n;
