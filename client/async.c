@@ -127,6 +127,9 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
                 };
         }
         k->nentries = n;
+        /* Disarmed ONESHOT registrations stay so across a resume (port.c, process_reply). */
+        if (k->port_obj->listed)
+                sn__regtab_fired(&k->port_obj->regs, k->entries, n);
 }
 
 static void efd_signal(sn_conn_t *c)

@@ -69,7 +69,8 @@ struct sn_orphans {
 
 /* What the library remembers of a descriptor it registered (rule L1, L2). */
 struct sn_fdcache {
-        uint64_t dev, ino;
+        uint64_t ino;
+        uint32_t dev;  /* st_dev; a descriptor whose st_dev does not fit is not cached */
         uint32_t port; /* 0: no registration made through this descriptor */
 };
 
@@ -130,24 +131,32 @@ struct sn_conn {
         struct sn_call *calls; /* every call not yet freed (for sn_conn_close) */
 };
 
-/* One registration as this process made it, kept to make it again on a new daemon. */
+/* One registration as this process made it, kept to make it again on a new daemon: 24 bytes,
+ * as what every registration costs (regtab.c).  trigger holds what the daemon accepted
+ * (SN_TRIGGER_ALL, four bits). */
 struct sn_reg {
-        uint64_t dev, ino; /* the socket (its identity) */
+        uint64_t ino;      /* the socket (its identity, with dev) */
         uint64_t key;
         int32_t fd;        /* the descriptor it was last registered through */
         uint16_t filter;
-        uint8_t trigger;
-        uint8_t flags;     /* SN_REG_* */
+        uint8_t trigger : 4;
+        uint8_t flags : 4; /* SN_REG_* */
+        uint8_t dev;       /* its st_dev: a number in the table's devs[] */
 };
 #define SN_REG_USED 0x01u
-#define SN_REG_GONE 0x02u     /* removed: a tombstone for the probe sequence */
+#define SN_REG_MAX_DEVS 256u  /* distinct st_dev values a table can name */
+#define SN_REG_GONE 0x02u     /* to be dropped by sn__regtab_sweep() */
 #define SN_REG_DISABLED 0x04u
+#define SN_REG_FIRED 0x08u    /* ONESHOT, its entry was dequeued: disarmed until enabled again */
 
-/* The registrations of one port (regtab.c), an open-addressed hash table by socket identity;
- * callers hold conn->lock. */
+/* The registrations of one port (regtab.c): reg[0..used) dense, found by socket identity
+ * through the open-addressed index ix; callers hold conn->lock. */
 struct sn_regtab {
-        struct sn_reg *slot;
-        uint32_t cap, used, gone; /* cap: 0 or a power of two */
+        struct sn_reg *reg;
+        uint32_t *ix;
+        uint64_t *devs; /* the distinct st_dev values the records name (SN_REG_MAX_DEVS) */
+        uint32_t used, regcap, ixcap, gone, ndevs; /* ixcap: 0 or a power of two */
+        uint32_t noneshot; /* records with SN_TRIGGER_ONESHOT */
 };
 
 /* Applies one registration item that the daemon accepted (op ENABLE, DISABLE or REMOVE of the
@@ -156,6 +165,13 @@ int sn__regtab_apply(struct sn_regtab *t, const sn_registration_t *g, uint64_t d
                      uint64_t ino);
 /* Drops the registration of a socket (no-op when absent). */
 void sn__regtab_remove(struct sn_regtab *t, uint64_t dev, uint64_t ino);
+/* Notes the entries a dequeue returned: an entry of a ONESHOT registration marks it fired
+ * (SN_REG_FIRED), as the daemon disarmed it. */
+void sn__regtab_fired(struct sn_regtab *t, const sn_entry_t *e, uint32_t n);
+/* Drops every record flagged SN_REG_GONE (record numbers change). */
+void sn__regtab_sweep(struct sn_regtab *t);
+/* The st_dev of record s. */
+uint64_t sn__regtab_dev(const struct sn_regtab *t, const struct sn_reg *s);
 /* Frees everything; t is empty afterwards. */
 void sn__regtab_clear(struct sn_regtab *t);
 /* Bytes held by t. */
@@ -175,6 +191,10 @@ struct sn_port {
         uint32_t concurrency; /* the daemon's effective value */
         uint32_t linger_ms;
         struct sn_regtab regs;
+        /* Entries owed to the next dequeue after a resume (EDGE registrations whose condition
+         * held, port.c), under conn->lock. */
+        sn_entry_t *owed;
+        uint32_t nowed;
 };
 
 sn_port_t *sn__port_ref(sn_port_t *port);

@@ -25,14 +25,32 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "client/client.h"
 #include "common/fdmsg.h"
 #include "common/macro.h"
+
+/* The entries owed to this port's next dequeue after a resume (at most max). */
+static uint32_t owed_take(sn_port_t *port, sn_entry_t *entries, uint32_t max)
+{
+        uint32_t n;
+
+        pthread_mutex_lock(&port->conn->lock);
+        n = SN_MIN(max, port->nowed);
+        if (n) {
+                memcpy(entries, port->owed, (size_t)n * sizeof(*entries));
+                memmove(port->owed, port->owed + n, (size_t)(port->nowed - n) * sizeof(*entries));
+                port->nowed -= n;
+        }
+        pthread_mutex_unlock(&port->conn->lock);
+        return n;
+}
 
 static int64_t now_ms(void)
 {
@@ -103,6 +121,10 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
                 };
         }
         ctx->nentries = n;
+        /* The daemon disarmed the ONESHOT registrations of these entries: a resume must not
+         * arm them again (rule L7). */
+        if (ctx->port->listed)
+                sn__regtab_fired(&ctx->port->regs, ctx->entries, n);
 }
 
 /* A caller cancelled after its reply came: the entries it received (sn__wait). */
@@ -233,6 +255,20 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 gen = c->gen;
         }
         port_id = port->id;
+        if (max_entries && !ctx.nsent) {
+                bool owed;
+
+                /* A resume (which holds send_lock) may have left entries owed to this port:
+                 * they are this pure dequeue's, taken by sn_port_process (-EINPROGRESS). */
+                pthread_mutex_lock(&c->lock);
+                owed = port->nowed != 0;
+                pthread_mutex_unlock(&c->lock);
+                if (owed) {
+                        pthread_mutex_unlock(&c->send_lock);
+                        r = -EINPROGRESS;
+                        goto out;
+                }
+        }
         sn__pending_add(c, &pend, SN_MSG_PROCESS_REPLY, process_reply, &ctx);
         pend.port = port_id;
         pend.thread = thread;
@@ -352,6 +388,7 @@ sn_port_t *sn__port_unref(sn_port_t *port)
 {
         if (port && __atomic_sub_fetch(&port->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                 sn__regtab_clear(&port->regs);
+                free(port->owed);
                 free(port->name);
                 free(port);
         }
@@ -435,8 +472,18 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                 deadline = now_ms() + timeout_ms;
         for (;;) {
                 /* Entries that reached a cancelled caller (sn__wait) are this call's. */
-                n = max_entries ? sn__orphans_take(port->conn, port->id, entries, max_entries) : 0;
+                uint32_t nowed = max_entries ? owed_take(port, entries, max_entries) : 0;
+
+                n = nowed;
+                if (n < max_entries)
+                        n += sn__orphans_take(port->conn, port->id, entries + n,
+                                              max_entries - n);
                 if (n) {
+                        /* (An owed entry's ONESHOT registration was marked by the replay.) */
+                        pthread_mutex_lock(&port->conn->lock);
+                        if (port->listed)
+                                sn__regtab_fired(&port->regs, entries + nowed, n - nowed);
+                        pthread_mutex_unlock(&port->conn->lock);
                         r = nregs ? do_process(port, regs, nregs, NULL, 0, 0, false) : 0;
                         r = r < 0 ? r : (int)n;
                         break;
@@ -509,6 +556,7 @@ static void port_unlist(sn_conn_t *c, sn_port_t *port)
         }
         port->listed = false;
         sn__regtab_clear(&port->regs);
+        port->nowed = 0;
 }
 
 /* Replay: makes port again on the new daemon (a named one is created, or opened when another
@@ -554,8 +602,49 @@ static int replay_port(sn_conn_t *c, const sn_port_t *port, uint32_t *ret_id)
         return r;
 }
 
+/* The event bits socket fd reports now for filter, read with poll(): what an EDGE
+ * registration made again on a new daemon owes (the daemon skips what holds at ENABLE,
+ * rule 15).  The same rules as the daemon's: a stream socket never connected reports nothing
+ * unless an error is pending (rule 14); a hang-up reports IN and HANGUP. */
+static uint32_t readiness(int fd, uint16_t filter)
+{
+        struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT | POLLRDHUP };
+        struct sockaddr_storage sa;
+        socklen_t len = sizeof(int);
+        int type = 0, listening = 0;
+        bool stream;
+        uint32_t bits = 0;
+        short ev;
+
+        if (poll(&pfd, 1, 0) < 0)
+                return 0;
+        ev = pfd.revents;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+                return 0;
+        stream = type == SOCK_STREAM || type == SOCK_SEQPACKET;
+        len = sizeof(int);
+        if (stream && (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 ||
+                       !listening)) {
+                len = sizeof(sa);
+                if (getpeername(fd, (struct sockaddr *)&sa, &len) < 0 &&
+                    !(ev & (POLLERR | POLLIN)))
+                        return 0;
+        }
+        if (filter & SN_REGISTER_EVENT_IN &&
+            (ev & POLLIN || (stream && ev & (POLLHUP | POLLRDHUP))))
+                bits |= SN_EVENT_IN;
+        if (filter & SN_REGISTER_EVENT_OUT && ev & POLLOUT && (ev & (POLLHUP | POLLERR)) !=
+                                                                      (POLLHUP | POLLERR))
+                bits |= SN_EVENT_OUT;
+        if (filter & SN_REGISTER_EVENT_HANGUP && stream && ev & (POLLHUP | POLLRDHUP))
+                bits |= SN_EVENT_HANGUP;
+        if (ev & POLLERR)
+                bits |= SN_EVENT_ERR;
+        return bits;
+}
+
 /* Replay: one PROCESS of n registration items (nfds descriptors) for port id; the items that
- * the daemon refused leave the table (their slots in which[]). */
+ * the daemon refused leave the table (their record numbers in which[]). */
 static int replay_batch(sn_conn_t *c, struct sn_regtab *t, uint32_t id, uint8_t *buf,
                         uint8_t *end, const int *fds, uint32_t nfds, const uint32_t *which,
                         uint32_t n)
@@ -574,12 +663,12 @@ static int replay_batch(sn_conn_t *c, struct sn_regtab *t, uint32_t id, uint8_t 
         if (st < 0 || h.count != n) {
                 /* Refused as a whole (a limit): none of them is kept. */
                 for (uint32_t i = 0; i < n; i++)
-                        t->slot[which[i]].flags |= SN_REG_GONE;
+                        t->reg[which[i]].flags |= SN_REG_GONE;
         } else {
                 res = sn_msg_array(rb, d, 1);
                 for (uint32_t i = 0; i < n; i++)
                         if (sn_get_u32(res + 4 * i))
-                                t->slot[which[i]].flags |= SN_REG_GONE;
+                                t->reg[which[i]].flags |= SN_REG_GONE;
         }
         return 0;
 }
@@ -605,8 +694,9 @@ static int replay_regs(sn_conn_t *c, sn_port_t *port, uint32_t id)
                 r = -ENOMEM;
                 goto out;
         }
-        for (uint32_t i = 0; i <= t->cap && r == 0; i++) {
-                struct sn_reg *s = i < t->cap ? &t->slot[i] : NULL;
+        for (uint32_t i = 0; i <= t->used && r == 0; i++) {
+                struct sn_reg *s = i < t->used ? &t->reg[i] : NULL;
+                uint64_t dev = s ? sn__regtab_dev(t, s) : 0;
                 struct stat st;
 
                 if (n && (!s || nfds == c->limits.max_fds || n + 2 > per_msg)) {
@@ -614,16 +704,18 @@ static int replay_regs(sn_conn_t *c, sn_port_t *port, uint32_t id)
                         p = buf + fixed;
                         n = nfds = 0;
                 }
-                if (!s || !(s->flags & SN_REG_USED) || s->flags & SN_REG_GONE)
+                if (!s || s->flags & SN_REG_GONE)
                         continue;
                 if (fstat(s->fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
-                    (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino) {
+                    (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != s->ino) {
                         s->flags |= SN_REG_GONE;
                         continue;
                 }
-                for (unsigned k = 0; k < (s->flags & SN_REG_DISABLED ? 2u : 1u); k++) {
+                /* A fired ONESHOT one is disabled too: its next ENABLE arms it (rule L7). */
+                for (unsigned k = 0; k < (s->flags & (SN_REG_DISABLED | SN_REG_FIRED) ? 2u : 1u);
+                     k++) {
                         struct snw_registration it = {
-                                .key = s->key, .dev = s->dev, .ino = s->ino,
+                                .key = s->key, .dev = dev, .ino = s->ino,
                                 .filter = s->filter, .trigger = s->trigger,
                                 .op = k ? SN_OP_DISABLE : SN_OP_ENABLE,
                                 .fd_index = k ? SN_PROTO_NO_FD : nfds,
@@ -636,16 +728,54 @@ static int replay_regs(sn_conn_t *c, sn_port_t *port, uint32_t id)
                         p = snw_registration_encode(p, &it);
                 }
         }
+        /* EDGE registrations report what holds now: read after their ENABLE, so that nothing
+         * that started to hold in between is lost, and owed to the next dequeue of this
+         * process.  An armed ONESHOT one then counts as fired, and is disabled. */
+        port->nowed = 0;
+        n = 0;
+        for (uint32_t i = 0; i < t->used && r == 0; i++) {
+                struct sn_reg *s = &t->reg[i];
+                uint32_t bits;
+
+                if (!(s->trigger & SN_TRIGGER_EDGE) ||
+                    s->flags & (SN_REG_GONE | SN_REG_DISABLED | SN_REG_FIRED) ||
+                    !(bits = readiness(s->fd, s->filter)))
+                        continue;
+                if (!(port->nowed & (port->nowed - 1)) || !port->owed) {
+                        /* Room doubles at each power of two. */
+                        sn_entry_t *o = realloc(port->owed, (size_t)SN_MAX(8u, port->nowed * 2) *
+                                                                    sizeof(*o));
+
+                        if (!o)
+                                break; /* not owed: at most once, like a lost packet */
+                        port->owed = o;
+                }
+                port->owed[port->nowed++] = (sn_entry_t){ .key = s->key, .events = bits,
+                                                           .kind = SN_ENTRY_SOCKET };
+                if (s->trigger & SN_TRIGGER_ONESHOT) {
+                        struct snw_registration it = {
+                                .key = s->key, .dev = sn__regtab_dev(t, s), .ino = s->ino,
+                                .op = SN_OP_DISABLE, .fd_index = SN_PROTO_NO_FD,
+                                .client_fd = (uint32_t)s->fd,
+                        };
+
+                        s->flags |= SN_REG_FIRED;
+                        if (n == per_msg) {
+                                r = replay_batch(c, t, id, buf, p, fds, 0, which, n);
+                                p = buf + fixed;
+                                n = 0;
+                        }
+                        which[n++] = i;
+                        p = snw_registration_encode(p, &it);
+                }
+        }
+        if (n && r == 0)
+                r = replay_batch(c, t, id, buf, p, fds, 0, which, n);
 out:
         free(which);
         free(buf);
-        /* Slots marked gone above leave the table (a tombstone keeps the probe sequences). */
-        for (uint32_t i = 0; i < t->cap; i++) {
-                struct sn_reg *s = &t->slot[i];
-
-                if ((s->flags & (SN_REG_USED | SN_REG_GONE)) == (SN_REG_USED | SN_REG_GONE))
-                        sn__regtab_remove(t, s->dev, s->ino);
-        }
+        /* Records marked gone above leave the table. */
+        sn__regtab_sweep(t);
         return r;
 }
 
@@ -675,11 +805,12 @@ static int replay(sn_conn_t *c)
                         /* A port the new daemon refused keeps number 0, which no daemon
                          * gives: its calls fail with EBADF. */
                         port->id = map[i][1];
-                        for (uint32_t k = 0; k < port->regs.cap; k++) {
-                                const struct sn_reg *s = &port->regs.slot[k];
+                        for (uint32_t k = 0; k < port->regs.used; k++) {
+                                const struct sn_reg *s = &port->regs.reg[k];
 
-                                if (s->flags & SN_REG_USED && port->id)
-                                        sn__cache_set(c, s->fd, s->dev, s->ino, port->id);
+                                if (port->id)
+                                        sn__cache_set(c, s->fd, sn__regtab_dev(&port->regs, s),
+                                                      s->ino, port->id);
                         }
                 }
                 sn__conn_renumber(c, (const uint32_t(*)[2])map, n);

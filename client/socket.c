@@ -30,6 +30,13 @@ int sn__cache_set(sn_conn_t *c, int fd, uint64_t dev, uint64_t ino, uint32_t por
 {
         if (fd < 0)
                 return -EBADF;
+        if (dev > UINT32_MAX) {
+                /* Never on Linux (the kernel's dev_t has 32 bits); 16 bytes a descriptor are
+                 * worth not caching such a socket (a missed optimization, as below). */
+                if ((uint32_t)fd < c->cache_cap)
+                        c->cache[fd].port = 0;
+                return -EOVERFLOW;
+        }
         if ((uint32_t)fd >= c->cache_cap) {
                 uint32_t cap = SN_MAX(64u, c->cache_cap);
                 struct sn_fdcache *n;
@@ -43,7 +50,7 @@ int sn__cache_set(sn_conn_t *c, int fd, uint64_t dev, uint64_t ino, uint32_t por
                 c->cache = n;
                 c->cache_cap = cap;
         }
-        c->cache[fd] = (struct sn_fdcache){ .dev = dev, .ino = ino, .port = port };
+        c->cache[fd] = (struct sn_fdcache){ .ino = ino, .dev = (uint32_t)dev, .port = port };
         return 0;
 }
 

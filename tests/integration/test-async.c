@@ -323,14 +323,26 @@ END_TEST
 START_TEST(test_daemon_goes_away)
 {
         sn_call_t *k, *got;
+        long long t0;
         int r;
 
+        /* Without a resume (SOCKNOTIFY_RECONNECT_MS=0, read by sn_conn_open): the call
+         * completes at once instead of after the resume window. */
+        sn_port_close(P);
+        sn_conn_close(C);
+        setenv("SOCKNOTIFY_RECONNECT_MS", "0", 1);
+        ck_assert_int_eq(sn_conn_open(D.path, &C), 0);
+        unsetenv("SOCKNOTIFY_RECONNECT_MS");
+        ck_assert_int_eq(sn_port_create(C, 1, &P), 0);
         ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE, SN_WAITER_MIN, NULL, &k), 0);
         usleep(50000);
+        t0 = now_ms();
         ck_assert_int_eq(test_daemon_stop(&D), 0);
         ck_assert(readable(sn_conn_fd(C) >= 0 ? sn_conn_fd(C) : -1, 5000));
         got = next_call(5000);
         ck_assert_ptr_eq(got, k);
+        ck_assert_msg(now_ms() - t0 < test_timeout_ms(1000), "completed after %lld ms",
+                      now_ms() - t0);
         r = sn_call_result(got, NULL, NULL);
         ck_assert_msg(r == -ESHUTDOWN || r == -ECONNRESET, "result %d", r);
         sn_call_free(got);

@@ -913,14 +913,27 @@ END_TEST
 
 START_TEST(test_shutdown_answers_waiters)
 {
-        struct waiter w = { .port = P, .timeout = SN_INFINITE };
+        struct waiter w;
         pthread_t t;
         struct stat st;
+        long long t0;
 
+        /* Without a resume (SOCKNOTIFY_RECONNECT_MS=0, read by sn_conn_open): the waiter is
+         * answered at once instead of after the resume window. */
+        sn_port_close(P);
+        sn_conn_close(C);
+        setenv("SOCKNOTIFY_RECONNECT_MS", "0", 1);
+        ck_assert_int_eq(sn_conn_open(D.path, &C), 0);
+        unsetenv("SOCKNOTIFY_RECONNECT_MS");
+        ck_assert_int_eq(sn_port_create(C, 0, &P), 0);
+        w = (struct waiter){ .port = P, .timeout = SN_INFINITE };
         ck_assert_int_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
         wait_for_waiters(1);
+        t0 = now_ms();
         kill(D.pid, SIGTERM);
         ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_msg(now_ms() - t0 < test_timeout_ms(1000), "answered after %lld ms",
+                      now_ms() - t0);
         ck_assert(w.result == -ESHUTDOWN || w.result == -ECONNRESET);
         ck_assert_int_eq(test_daemon_reap(&D), 0);
         /* The socket file is gone. */

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,6 +397,217 @@ START_TEST(test_closed_not_replayed)
 }
 END_TEST
 
+/* ---- the table of registrations: one socket through two descriptors, removals ------------- */
+
+/* The table keeps a registration per socket (as the daemon does), whatever descriptor named it
+ * last; removals in the middle of it keep the others reachable.  Socket 0 is registered
+ * through a_cl (key 1000), then through its duplicate (key 1001, ignored: rule 4 keeps the
+ * first key): one registration, replayed with key 1000 through the duplicate after a_cl was
+ * closed.  Of NREG others every third is removed. */
+#define NREG 40
+
+START_TEST(test_table_identity)
+{
+        int a_cl, a_sv, dup_fd, cl[NREG], sv[NREG];
+        sn_registration_t g;
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e[NREG + 2];
+        bool seen[NREG + 2] = { false };
+        int kept = 0, got = 0;
+        long long deadline;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        tcp_pair(&a_cl, &a_sv);
+        g = (sn_registration_t){ .fd = a_cl, .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                 .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_PERSISTENT,
+                                 .key = 1000 };
+        ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g.result, 0);
+        dup_fd = dup(a_cl);
+        ck_assert_int_ge(dup_fd, 0);
+        g.fd = dup_fd;
+        g.key = 1001;
+        ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g.result, 0);
+        for (int i = 0; i < NREG; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                g = (sn_registration_t){ .fd = cl[i], .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                         .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_PERSISTENT,
+                                         .key = (uint64_t)i };
+                ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(g.result, 0);
+        }
+        for (int i = 0; i < NREG; i++) {
+                if (i % 3) {
+                        kept++;
+                        continue;
+                }
+                g = (sn_registration_t){ .fd = cl[i], .op = SN_OP_REMOVE };
+                ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(g.result, 0);
+        }
+        /* (The daemon counts a removed registration until its REMOVE entry is dequeued: the
+         * count is checked on the new daemon only.) */
+        close(a_cl);
+        restart(SIGKILL, NULL);
+
+        ck_assert_int_eq(send(a_sv, "x", 1, 0), 1);
+        for (int i = 0; i < NREG; i++)
+                ck_assert_int_eq(send(sv[i], "x", 1, 0), 1);
+        /* Level and persistent: each kept socket is reported again until read; count each
+         * key once. */
+        deadline = now_ms() + test_timeout_ms(10000);
+        while (got < kept + 1) {
+                int n = sn_port_dequeue(port, e, NREG + 2, (uint32_t)test_timeout_ms(5000));
+
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++) {
+                        ck_assert_msg(e[k].key == 1000 || (e[k].key < NREG && e[k].key % 3),
+                                      "key %llu was not kept", (unsigned long long)e[k].key);
+                        if (e[k].key == 1000 && !seen[NREG]) {
+                                seen[NREG] = true;
+                                got++;
+                        } else if (e[k].key < NREG && !seen[e[k].key]) {
+                                seen[e[k].key] = true;
+                                got++;
+                        }
+                }
+                ck_assert(now_ms() < deadline);
+        }
+        ck_assert_int_eq(status("registrations"), kept + 1);
+        sn_port_close(port);
+        sn_conn_close(c);
+        close(dup_fd);
+        close(a_sv);
+        for (int i = 0; i < NREG; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+}
+END_TEST
+
+/* ---- a fired ONESHOT registration stays disarmed (rule L7) ------------------------------- */
+
+/* Keys: 1, ONESHOT, fired before the daemon ended (its entry dequeued, its byte left unread);
+ * 2, ONESHOT, armed (nothing yet); 3, LEVEL, the marker.  After the resume 1 reports nothing
+ * until enabled again (no other thread may be handed the socket the first still handles),
+ * while 2 reports what arrives. */
+START_TEST(test_fired_oneshot_stays_disarmed)
+{
+        int cl[3], sv[3];
+        sn_registration_t g[3];
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e[4];
+        bool seen2 = false, seen3 = false;
+        long long deadline;
+        int n;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        for (int i = 0; i < 3; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                g[i] = (sn_registration_t){ .fd = cl[i], .filter = SN_EVENT_IN,
+                                            .op = SN_OP_ENABLE, .key = 1 + (uint64_t)i,
+                                            .trigger = i < 2 ? SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT
+                                                             : SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(port, g, 3, NULL, 0, 0), 0);
+        for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(g[i].result, 0);
+        ck_assert_int_eq(send(sv[0], "x", 1, 0), 1);
+        n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 1);
+        restart(SIGKILL, NULL);
+
+        ck_assert_int_eq(send(sv[1], "x", 1, 0), 1);
+        ck_assert_int_eq(send(sv[2], "x", 1, 0), 1);
+        deadline = now_ms() + test_timeout_ms(10000);
+        while (!seen2 || !seen3) {
+                n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++) {
+                        ck_assert_msg(e[k].key != 1, "the fired ONESHOT registration was armed again");
+                        seen2 |= e[k].key == 2;
+                        seen3 |= e[k].key == 3;
+                }
+                ck_assert(now_ms() < deadline);
+        }
+        /* The marker is level-triggered and unread: it comes again, 1 still does not. */
+        n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_gt(n, 0);
+        for (int k = 0; k < n; k++)
+                ck_assert_uint_ne(e[k].key, 1);
+        /* All three are still registered; enabled again, 1 reports its unread byte. */
+        ck_assert_int_eq(status("registrations"), 3);
+        ck_assert_int_eq(recv(cl[2], &(char){ 0 }, 1, 0), 1); /* the marker stops */
+        g[0].op = SN_OP_ENABLE;
+        ck_assert_int_eq(sn_port_process(port, &g[0], 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g[0].result, 0);
+        deadline = now_ms() + test_timeout_ms(10000);
+        for (bool seen1 = false; !seen1;) {
+                n = sn_port_dequeue(port, e, 4, (uint32_t)test_timeout_ms(5000));
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++)
+                        seen1 |= e[k].key == 1;
+                ck_assert(now_ms() < deadline);
+        }
+        sn_port_close(port);
+        sn_conn_close(c);
+        for (int i = 0; i < 3; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+}
+END_TEST
+
+/* ---- an EDGE condition that holds is reported after a resume ----------------------------- */
+
+/* Data arrives on an EDGE registration's socket while no daemon runs: the new daemon skips what
+ * holds at ENABLE (rule 15), so the library reads it and the next dequeue reports IN. */
+START_TEST(test_edge_holding_reported)
+{
+        int cl, sv, st;
+        sn_registration_t g;
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e[2];
+        int n;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        tcp_pair(&cl, &sv);
+        g = (sn_registration_t){ .fd = cl, .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                 .trigger = SN_TRIGGER_EDGE | SN_TRIGGER_PERSISTENT, .key = 5 };
+        ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g.result, 0);
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        ck_assert_int_eq(send(sv, "x", 1, 0), 1);
+        test_daemon_start_with_fds(&D, NULL, NULL, 0, NULL);
+
+        n = sn_port_dequeue(port, e, 2, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 5);
+        ck_assert_uint_eq(e[0].kind, SN_ENTRY_SOCKET);
+        ck_assert_uint_eq(e[0].events & SN_EVENT_IN, SN_EVENT_IN);
+        /* Still registered on the new daemon: the next byte is a new edge. */
+        ck_assert_int_eq(recv(cl, &(char){ 0 }, 1, 0), 1);
+        ck_assert_int_eq(send(sv, "y", 1, 0), 1);
+        n = sn_port_dequeue(port, e, 2, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 5);
+        sn_port_close(port);
+        sn_conn_close(c);
+        close(cl);
+        close(sv);
+}
+END_TEST
+
 /* ---- a named port shared by two processes ---------------------------------------------------- */
 
 /* The other process: opens the named port, says so, waits for "go" (the daemon was replaced),
@@ -470,6 +682,9 @@ int main(void)
         tcase_add_test(tc, test_other_user_refused);
         tcase_add_test(tc, test_closed_not_replayed);
         tcase_add_test(tc, test_named_shared);
+        tcase_add_test(tc, test_table_identity);
+        tcase_add_test(tc, test_fired_oneshot_stays_disarmed);
+        tcase_add_test(tc, test_edge_holding_reported);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
