@@ -18,8 +18,8 @@
 #include "daemon/objects/persist.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
+#include "daemon/objects/session.h"
 #include "daemon/objects/world.h"
-#include "daemon/service/conn.h"
 #include "daemon/state/journal.h"
 
 static uint64_t ns_of(const struct timespec *t)
@@ -99,33 +99,33 @@ void live_port_gone(struct port *p)
 
 void live_handle(struct handle *h)
 {
-        struct journal *j = h->conn->srv->journal;
+        struct journal *j = h->session->srv->journal;
 
         if (!j || h->jr || !(h->jr = journal_new(j, JR_HANDLE)))
                 return;
-        journal_rec(j, h->jr)->serial = h->conn->serial;
+        journal_rec(j, h->jr)->serial = h->session->serial;
         journal_rec(j, h->jr)->u32a = h->port->id;
 }
 
 void live_handle_gone(struct handle *h)
 {
-        journal_free(h->conn->srv->journal, &h->jr);
+        journal_free(h->session->srv->journal, &h->jr);
 }
 
 void live_runner(struct runner *rn)
 {
-        struct journal *j = rn->conn->srv->journal;
+        struct journal *j = rn->session->srv->journal;
 
         if (!j || rn->jr || !(rn->jr = journal_new(j, JR_RUNNER)))
                 return;
-        journal_rec(j, rn->jr)->serial = rn->conn->serial;
+        journal_rec(j, rn->jr)->serial = rn->session->serial;
         journal_rec(j, rn->jr)->u32a = rn->port->id;
         journal_rec(j, rn->jr)->u32b = rn->thread;
 }
 
 void live_runner_gone(struct runner *rn)
 {
-        journal_free(rn->conn->srv->journal, &rn->jr);
+        journal_free(rn->session->srv->journal, &rn->jr);
 }
 
 /* ---- registrations and packets ------------------------------------------------------------ */
@@ -133,7 +133,7 @@ void live_runner_gone(struct runner *rn)
 void live_reg(struct reg *g)
 {
         struct journal *j = g->port->srv->journal;
-        struct stage_keep *lent = g->port->srv->lent;
+        struct jr_keep *lent = g->port->srv->lent;
         struct jr_record *r;
 
         if (!j)
@@ -245,14 +245,14 @@ static uint32_t put_pairs(const struct wait *w, uint32_t *from, uint8_t *data)
 
 void live_wait(struct wait *w)
 {
-        struct journal *j = w->conn->srv->journal;
+        struct journal *j = w->session->srv->journal;
         struct jr_record *r;
         uint32_t from = 0, nz, prev;
 
         if (!j || w->jr || !(w->jr = journal_new(j, JR_WAIT)))
                 return;
         r = journal_rec(j, w->jr);
-        r->serial = w->conn->serial;
+        r->serial = w->session->serial;
         r->u32a = w->port->id;
         r->u32b = w->id;
         r->u32c = w->thread;
@@ -278,7 +278,7 @@ void live_wait(struct wait *w)
                         journal_rec(j, w->jr)->u8a = 1;
                         return;
                 }
-                journal_rec(j, i)->serial = w->conn->serial;
+                journal_rec(j, i)->serial = w->session->serial;
                 journal_rec(j, i)->u32a = w->id;
                 journal_rec(j, i)->u32c = put_pairs(w, &from, journal_rec(j, i)->data);
                 if (prev == w->jr)
@@ -291,7 +291,7 @@ void live_wait(struct wait *w)
 
 void live_wait_gone(struct wait *w)
 {
-        struct journal *j = w->conn->srv->journal;
+        struct journal *j = w->session->srv->journal;
         uint32_t i;
 
         if (!j || !w->jr)

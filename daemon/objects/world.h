@@ -31,7 +31,7 @@
 struct session;
 struct epoll_event;
 struct journal;
-struct stage_keep;
+struct jr_keep;
 struct reg;
 
 struct server {
@@ -97,7 +97,7 @@ struct server {
         struct journal *journal; /* the state, always current (persist.c), NULL without one */
         uint32_t listen_jr;      /* the listening socket's journal record */
         struct box_ref listen_box;
-        struct stage_keep *lent; /* live_stage_lend(): the staged descriptor being applied */
+        struct jr_keep *lent; /* live_stage_lend(): the staged descriptor being applied */
         int lent_fd;
         /* PORT_TAKE replies not known to be read, and their descriptors (bounded: see
          * handle_port_take in conn.c). */

@@ -953,7 +953,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                 st->fds = nf;
                 /* Only kept in a journal (live_stage_part() makes it when one starts). */
                 if (st->keep) {
-                        struct stage_keep **nk = realloc(st->keep, (size_t)cap * sizeof(*nk));
+                        struct jr_keep **nk = realloc(st->keep, (size_t)cap * sizeof(*nk));
 
                         if (!nk) {
                                 closer_close_all(fds, nfds);

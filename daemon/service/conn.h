@@ -47,13 +47,9 @@ struct stage {
         /* In the journal (persist.c): the items' records, chained from jr_first, and each
          * descriptor's record and box (keep[i] for fds[i], made as they are journaled). */
         uint32_t jr_first, jr_last;
-        struct stage_keep **keep;
+        struct jr_keep **keep;
 };
 
-struct stage_keep {
-        uint32_t jr;
-        struct box_ref box;
-};
 
 struct conn {
         /* What the objects see of it, as struct session (&c->session, the ops filled in by

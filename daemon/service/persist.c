@@ -128,7 +128,7 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
         if (nfds && !st->keep && !(st->keep = calloc(st->fdcap, sizeof(*st->keep))))
                 return;
         for (uint32_t i = st->nfds - nfds; i < st->nfds; i++) {
-                struct stage_keep *k = st->keep[i];
+                struct jr_keep *k = st->keep[i];
                 struct jr_record *r;
 
                 if (!k && !(k = st->keep[i] = calloc(1, sizeof(*k))))

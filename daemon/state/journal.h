@@ -100,6 +100,13 @@ struct box_ref {
         struct box *box;
 };
 
+/* A descriptor kept under a record of its own (one of a multi-part call's, until it becomes a
+ * registration's: the registration then takes the record and the box over). */
+struct jr_keep {
+        uint32_t jr;
+        struct box_ref box;
+};
+
 /*
  * journal_open: a new journal of generation gen, with boxes and kept in the service manager's
  * descriptor store when store is set (at most store_max entries), else in this process only.
