@@ -51,7 +51,7 @@ struct wait {
         uint32_t timeout_ms;      /* as asked; SN_PROTO_INFINITE: none */
         struct timespec deadline; /* CLOCK_MONOTONIC, when timeout_ms is finite */
         size_t charge;            /* bytes counted against the user's output budget */
-        uint32_t jr;              /* journal record (live.c), 0 for none */
+        uint32_t jr;              /* journal record (persist.c), 0 for none */
         uint32_t nresults;
         uint32_t results[]; /* per-registration results of the call, sent with the answer */
 };
@@ -67,7 +67,7 @@ struct handle {
                 struct session *conn;
         };
         struct port *port;
-        uint32_t jr;              /* journal record (live.c), 0 for none */
+        uint32_t jr;              /* journal record (persist.c), 0 for none */
 };
 
 /* A client thread that took entries from a port and has not come back to wait. */
@@ -109,7 +109,7 @@ struct port {
         uint32_t nregs;
         uint64_t epoch;
         struct sn_list skips;   /* struct reg whose first EDGE report must be trimmed */
-        uint32_t jr;            /* journal record (live.c), 0 for none */
+        uint32_t jr;            /* journal record (persist.c), 0 for none */
         uint32_t jr_name[3];    /* and those of a long name's rest */
         /* Handoff: a named port with linger_ms > 0 is kept that long once nhandles drops to
          * 0 (lingering, linger_timer armed, linger_deadline CLOCK_MONOTONIC).  Registrations

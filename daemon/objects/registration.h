@@ -32,7 +32,7 @@ struct packet {
 /* A posted packet, allocated on its own (a registration's packet is part of it). */
 struct posted {
         struct packet pkt; /* first: a posted packet is freed through its pkt */
-        uint32_t jr;       /* its journal record (live.c), 0 for none */
+        uint32_t jr;       /* its journal record (persist.c), 0 for none */
 };
 
 static inline struct posted *posted_of(struct packet *pkt)
@@ -54,7 +54,7 @@ struct reg {
         struct session *creator;   /* the session that made it; NULL: an orphan */
         struct port *port;
         uint32_t slot;             /* index in server->slots: the epoll item's data */
-        uint32_t jr;               /* journal record (live.c), 0 for none */
+        uint32_t jr;               /* journal record (persist.c), 0 for none */
         uint64_t dev, ino;
         uint64_t key;
         int fd;                    /* the daemon's copy of the socket */
@@ -76,7 +76,7 @@ struct reg {
         bool out_seen;             /* EDGE: OUT held at the OUT side's last look */
         uint8_t out_state;         /* EDGE: hang-up/error bits at that look (EDGE_ST_*) */
         bool hup_seen;             /* EDGE: HANGUP reported or held at ENABLE */
-        struct box_ref box;        /* its socket in the live store's boxes */
+        struct box_ref box;        /* its socket in the journal's boxes */
         struct packet pkt;
 };
 

@@ -77,8 +77,8 @@ struct conn {
         struct event hello_timer; /* handshake timeout, armed until HELLO */
         struct timespec started;  /* CLOCK_MONOTONIC at accept (or restore) */
         struct sn_list dead_link; /* in server->dead */
-        uint32_t jr;              /* journal record (live.c), 0 for none */
-        struct box_ref box;       /* its socket in the live store's boxes */
+        uint32_t jr;              /* journal record (persist.c), 0 for none */
+        struct box_ref box;       /* its socket in the journal's boxes */
         /* Descriptors of its last PORT_TAKE reply, maybe still unread (in flight, charged to
          * the daemon's RLIMIT_NOFILE by the kernel); on server->take_unread while not 0. */
         uint32_t take_unread;
@@ -119,7 +119,7 @@ void conn_send(struct conn *conn, const uint8_t *buf, size_t len);
 /* Encodes and sends a PROCESS_REPLY. */
 void conn_reply_process(struct conn *conn, uint32_t id, uint32_t status, const uint32_t *results,
                         uint32_t nresults, const uint8_t *entries, uint32_t nentries);
-/* Sends ERROR with status for request id (live.c, after a crash). */
+/* Sends ERROR with status for request id. */
 void conn_reply_error(struct conn *c, uint32_t id, uint32_t status);
 /* Sends a reply of type with status and text (len bytes) as its byte array. */
 void conn_reply_text(struct conn *conn, uint16_t type, uint32_t id, uint32_t status,

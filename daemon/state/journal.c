@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Copyright (c) 2026 The socknotify authors */
 /*
- * journal.c - the daemon's state, always current: records in a shared memfd, descriptors in
- * boxes.  Nothing here knows what a record means (live.c writes them, restore.c reads them).
+ * journal.c - the daemon's state (always current under a descriptor store, written for a
+ * re-exec without one): records in a shared memfd, descriptors in
+ * boxes.  Nothing here knows what a record means (the persist.c files write them, restore.c
+ * reads them).
  *
  * The journal  a memfd, shared-mapped, of fixed 128-byte records; record 0 is the header.  A
  *              record is written with plain stores into the mapping: nothing costs a system

@@ -3,7 +3,7 @@
 /*
  * journal.h - the daemon's state as it runs: fixed-size records in a shared memfd, and the
  * descriptors they name kept in "boxes" (journal.c).  This layer knows records and descriptors,
- * nothing of what they mean: each object writes its own record (live.c), one reader rebuilds
+ * nothing of what they mean: each object writes its own record (objects/persist.c, service/persist.c), one reader rebuilds
  * them all (restore.c).  The format is documented in docs/state.md.
  */
 #pragma once
