@@ -311,24 +311,26 @@ static uint8_t *join_blobs(const struct reader *rd, uint32_t head, uint8_t type,
         const struct jr_blob *b = (const struct jr_blob *)rec(rd, head);
         uint32_t len = b->len, off = 0, i = head;
         uint64_t serial = b->serial;
+        bool whole = false;
         uint8_t *buf;
 
         if (len > (64u << 20) || !(buf = malloc(len ? len : 1)))
                 return NULL;
-        for (uint32_t steps = 0; i && steps <= len / JR_BLOB_DATA + 1; steps++) {
+        for (uint32_t steps = 0; i && i < rd->n && steps <= len / JR_BLOB_DATA + 1; steps++) {
                 b = (const struct jr_blob *)rec(rd, i);
-                if (i >= rd->n || b->type != type || b->serial != serial || b->off != off ||
+                if (b->type != type || b->serial != serial || b->off != off ||
                     b->n > JR_BLOB_DATA || b->n > len - off)
                         break;
                 memcpy(buf + off, b->data, b->n);
                 off += b->n;
-                if (b->last)
+                if (b->last) {
+                        whole = off == len;
                         break;
+                }
                 i = b->next;
-                if (i >= rd->n)
-                        break;
         }
-        if (off != len || !b->last) {
+        /* Only a chain that ends, checked record by record, where its length says. */
+        if (!whole) {
                 free(buf);
                 return NULL;
         }
