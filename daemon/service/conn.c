@@ -392,12 +392,12 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
 
         if (c->outq_bytes + cost > srv->limits.max_output ||
             c->user->output + cost > srv->limits.max_output_per_user ||
-            user_check_output(srv, c->user, c, cost) < 0) {
+            user_check_output(srv, c->user, &c->session, cost) < 0) {
                 if (c->outq_bytes + cost > srv->limits.max_output) {
-                        server_log_refusal(srv, c, c->uid, "max-output");
+                        server_log_refusal(srv, &c->session, c->uid, "max-output");
                 } else if (c->user->output + cost > srv->limits.max_output_per_user) {
                         c->user->refused++;
-                        server_log_refusal(srv, c, c->uid, "max-output-per-user");
+                        server_log_refusal(srv, &c->session, c->uid, "max-output-per-user");
                 }
                 conn_kill(c, "does not read its replies");
                 return;
