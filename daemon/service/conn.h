@@ -34,7 +34,7 @@ struct outmsg {
         uint8_t data[];
 };
 
-struct stage {
+struct conn_stage {
         bool active;
         uint32_t id;
         uint32_t port;
@@ -67,7 +67,7 @@ struct conn {
         bool writing;
         bool hello;
         uint16_t version;         /* protocol version chosen at HELLO */
-        struct stage stage;
+        struct conn_stage stage;
         struct sn_list outq;
         size_t outq_bytes;        /* real allocation held by outq, counted against limits */
         uint32_t violations;      /* protocol violations, for the per-connection log limit */
