@@ -17,6 +17,14 @@
  * a call can be collected or a reply is waiting to be read.  A call freed before it completed
  * is marked abandoned and freed when its reply comes.
  *
+ * Ownership: this file alone frees a struct sn_call, and exactly once, by call_destroy() from
+ * one of four places: sn_call_free() of a completed call (collected or not); call_done() for a
+ * call the application freed before it completed (abandoned); sn_port_submit() when the call
+ * never went out; calls_release() at sn_conn_close(), for every call still on conn->calls,
+ * collected or not, completed or not.  The call's request (k->pend) is on conn's pending list
+ * from its sending until its reply is decoded or calls_fail() takes it off; conn.c never frees
+ * an entry marked async, so whoever frees a call first takes its request off that list.
+ *
  * Every ENABLE passes its descriptor (the daemon closes the extra copy), so a submitted call
  * never needs the ESTALE retry of the synchronous path.
  *
@@ -194,9 +202,19 @@ static void calls_fail(sn_conn_t *c, int status)
         }
 }
 
-/* Hook: the connection closes (every call is freed). */
+/* Hook: the connection closes (every call is freed).  A call whose reply has not come still
+ * has its request (k->pend, inside the call) on the pending list: it goes off that list before
+ * the call is freed, or sn_conn_close() would walk freed memory (and free it again). */
 static void calls_release(sn_conn_t *c)
 {
+        struct sn_pending **pp = &c->pending;
+
+        while (*pp) {
+                if ((*pp)->async)
+                        *pp = (*pp)->next;
+                else
+                        pp = &(*pp)->next;
+        }
         while (c->calls) {
                 struct sn_call *k = c->calls;
 

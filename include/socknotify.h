@@ -375,7 +375,8 @@ SN_EXPORT void *sn_call_user(const sn_call_t *call);
 
 /* Frees a call.  A call that has not completed yet is freed when its reply comes (the daemon
  * cannot be asked to forget a wait: post a packet or close the port to end it early).  Accepts
- * NULL; returns NULL.  sn_conn_close() frees every call of the connection. */
+ * NULL; returns NULL.  sn_conn_close() frees every call of the connection not freed yet,
+ * collected or not, completed or not: none may be passed here afterwards. */
 SN_EXPORT sn_call_t *sn_call_free(sn_call_t *call);
 
 /* Tells the daemon that caller-chosen waiter identity waiter (>= SN_WAITER_MIN) has ended: it

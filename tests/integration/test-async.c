@@ -5,17 +5,22 @@
  * sn_conn_collect, sn_call_*, sn_conn_waiter_exit) against a real socknotifyd: readiness of the
  * descriptor, results identical to the synchronous call, caller-chosen waiter identities under
  * the concurrency limit, a blocking thread reading an event loop's replies, many calls in
- * flight, abandoned calls, and the daemon going away.  Each test starts its own daemon and
- * ends by checking its descriptor count and clean exit.
+ * flight, abandoned calls, the daemon going away, and closing the connection with calls in
+ * every state.  Each test starts its own daemon and ends by checking its descriptor count and
+ * clean exit.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -27,6 +32,12 @@ static struct test_daemon D;
 static sn_conn_t *C;
 static sn_port_t *P;
 static int baseline;
+/* Ports of a connection that a test closes with them open: closing a port first would complete
+ * the calls that wait on it, and no call on a port may follow sn_conn_close(), which does not
+ * free port objects.  Kept reachable here for the leak checkers (volatile: never read, the
+ * stores would otherwise be optimized away); enough for every test of one run with CK_FORK=no. */
+static sn_port_t *volatile kept[8];
+static unsigned nkept;
 
 static void setup(void)
 {
@@ -320,6 +331,183 @@ START_TEST(test_abandoned_and_closed)
 }
 END_TEST
 
+/* Closes C with its ports still open (see kept), so that calls waiting in the daemon are
+ * outstanding at sn_conn_close(). */
+static void close_with_ports_open(sn_port_t *other)
+{
+        ck_assert_uint_le(nkept + (other ? 2 : 1), sizeof(kept) / sizeof(kept[0]));
+        kept[nkept++] = P;
+        if (other)
+                kept[nkept++] = other;
+        P = NULL;
+        C = sn_conn_close(C);
+}
+
+/* sn_conn_close() with submitted calls in every state: completed and not collected, collected
+ * and not freed, freed before their reply (abandoned), and waiting in the daemon.  It frees each
+ * once: before, a call still waiting was freed and then its request, on the connection's
+ * pending list, walked and freed again (ASan: heap-use-after-free; valgrind: invalid read). */
+START_TEST(test_close_with_calls_in_every_state)
+{
+        enum { N = 6 };
+        sn_call_t *done[N], *waiting[N], *first;
+        sn_port_t *P2;
+        int fd = sn_conn_fd(C);
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(sn_port_create(C, N, &P2), 0);
+        /* Polls that complete at once, each with the packet posted before it. */
+        for (int i = 0; i < N; i++) {
+                ck_assert_int_eq(sn_port_post(P2, (uint64_t)i, 0, 0), 0);
+                ck_assert_int_eq(sn_port_submit(P2, NULL, 0, 1, 0, SN_WAITER_MIN + (uint32_t)i,
+                                                NULL, &done[i]),
+                                 0);
+        }
+        first = next_call(5000);
+        ck_assert_ptr_nonnull(first); /* collected, never freed */
+        /* A synchronous call reads the replies that came before its own: the other polls are
+         * now completed and wait on the done list. */
+        ck_assert_int_eq(sn_port_post(P2, 99, 0, 0), 0);
+        ck_assert(readable(fd, 0));
+        /* Waits without limit: their replies never come before the close. */
+        for (int i = 0; i < N; i++)
+                ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE,
+                                                SN_WAITER_MIN + 100 + (uint32_t)i, NULL,
+                                                &waiting[i]),
+                                 0);
+        /* Freed by the application first: one completed, two still waiting. */
+        for (int i = 0; i < N; i++) {
+                if (done[i] != first) {
+                        ck_assert_ptr_null(sn_call_free(done[i]));
+                        break;
+                }
+        }
+        ck_assert_ptr_null(sn_call_free(waiting[0]));
+        ck_assert_ptr_null(sn_call_free(waiting[N - 1]));
+        close_with_ports_open(P2);
+}
+END_TEST
+
+/* The number of the system call that thread tid is blocked in (-1 if running or unknown). */
+static long blocked_in(pid_t tid)
+{
+        char path[64];
+        long nr = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        if (fscanf(f, "%ld", &nr) != 1)
+                nr = -1;
+        fclose(f);
+        return nr;
+}
+
+struct poller {
+        int pollfd;   /* the connection's descriptor */
+        int wake;     /* read end of a pipe: what ends the poll */
+        pid_t tid;
+        int r;
+};
+
+static void *poll_conn(void *arg)
+{
+        struct poller *w = arg;
+        struct pollfd p[2] = { { .fd = w->pollfd, .events = POLLIN },
+                               { .fd = w->wake, .events = POLLIN } };
+
+        __atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+        w->r = poll(p, 2, test_timeout_ms(20000));
+        return NULL;
+}
+
+static bool in_poll(long nr)
+{
+#ifdef SYS_poll
+        if (nr == SYS_poll)
+                return true;
+#endif
+        return nr == SYS_ppoll;
+}
+
+/* The connection closes while a submitted call waits in the daemon and another thread is
+ * blocked polling the connection's descriptor (the application's event loop): the call is freed
+ * once.  The close need not wake the poller: its own pipe does. */
+START_TEST(test_close_while_polled)
+{
+        struct poller w = { .pollfd = sn_conn_fd(C) };
+        long long end = now_ms() + test_timeout_ms(5000);
+        int wake[2];
+        pthread_t t;
+        sn_call_t *k;
+
+        ck_assert_int_ge(w.pollfd, 0);
+        ck_assert_int_eq(pipe(wake), 0);
+        w.wake = wake[0];
+        ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE, SN_WAITER_MIN, NULL, &k), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, poll_conn, &w), 0);
+        while (!__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE) || !in_poll(blocked_in(w.tid))) {
+                ck_assert_msg(now_ms() < end, "the poller never blocked in poll()");
+                sched_yield();
+        }
+        close_with_ports_open(NULL);
+        ck_assert_int_eq(write(wake[1], "x", 1), 1);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_int_ge(w.r, 1);
+        close(wake[0]);
+        close(wake[1]);
+}
+END_TEST
+
+/* After the daemon was killed and the session resumed on a new one: calls that failed with -EIO
+ * (one collected, the others not, one of them freed) and calls waiting in the new daemon (one
+ * freed before its reply) are all freed once by sn_conn_close(). */
+START_TEST(test_close_after_resume)
+{
+        enum { N = 4 };
+        sn_call_t *old[N], *fresh[2], *got;
+        int st;
+
+        sn_port_close(P);
+        C = sn_conn_close(C);
+        setenv("SOCKNOTIFY_RECONNECT_MS", "60000", 1); /* a slow machine starts a daemon late */
+        ck_assert_int_eq(sn_conn_open(D.path, &C), 0);
+        unsetenv("SOCKNOTIFY_RECONNECT_MS");
+        ck_assert_int_eq(sn_port_create(C, 1, &P), 0);
+        for (int i = 0; i < N; i++)
+                ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE,
+                                                SN_WAITER_MIN + (uint32_t)i, NULL, &old[i]),
+                                 0);
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        test_daemon_start_with_fds(&D, NULL, NULL, 0, NULL);
+        /* Collecting notices the end and resumes: every call submitted before fails with -EIO. */
+        got = next_call(10000);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_int_eq(sn_call_result(got, NULL, NULL), -EIO);
+        ck_assert(readable(sn_conn_fd(C), 0)); /* the others wait to be collected */
+        for (int i = 0; i < N; i++) {
+                if (old[i] != got) {
+                        ck_assert_ptr_null(sn_call_free(old[i]));
+                        break;
+                }
+        }
+        for (int i = 0; i < 2; i++)
+                ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE,
+                                                SN_WAITER_MIN + 10 + (uint32_t)i, NULL, &fresh[i]),
+                                 0);
+        ck_assert_ptr_null(sn_call_free(fresh[0]));
+        close_with_ports_open(NULL);
+        /* teardown counts the descriptors of a daemon that never had a client: a fresh one. */
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        test_daemon_start(&D, NULL);
+        baseline = test_daemon_fds(&D);
+}
+END_TEST
+
 START_TEST(test_daemon_goes_away)
 {
         sn_call_t *k, *got;
@@ -373,6 +561,9 @@ int main(void)
         tcase_add_test(tc, test_many_in_flight);
         tcase_add_test(tc, test_abandoned_and_closed);
         tcase_add_test(tc, test_daemon_goes_away);
+        tcase_add_test(tc, test_close_with_calls_in_every_state);
+        tcase_add_test(tc, test_close_while_polled);
+        tcase_add_test(tc, test_close_after_resume);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
