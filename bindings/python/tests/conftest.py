@@ -94,6 +94,19 @@ class Daemon:
             time.sleep(0.01)
         return n
 
+    def quiet_fds(self, timeout: float = 2.0) -> int:
+        """The daemon's descriptor count once it has stopped changing (read the same five
+        times, 20 ms apart): what an earlier test closed may still be on the daemon's closing
+        thread when the next one begins."""
+        end = time.monotonic() + scaled(timeout)
+        n, same = self.fds(), 0
+        while same < 5 and time.monotonic() < end:
+            time.sleep(0.02)
+            m = self.fds()
+            same = same + 1 if m == n else 0
+            n = m
+        return n
+
     def kill(self) -> None:
         """Ends the daemon with SIGKILL (its socket file stays behind) and reaps it."""
         self.proc.kill()

@@ -294,9 +294,9 @@ def test_daemon_copy_holds_peer_until_socket_close(daemon, port):
     conn = port.connection
     acc, cli = _tcp_pair()
     try:
-        before = daemon.fds()
+        before = daemon.quiet_fds()
         assert port.register([R.enable(acc, 1, Filter.IN)]) == [0]
-        assert daemon.fds() == before + 1
+        assert daemon.wait_fds(before + 1) == before + 1
         st = os.fstat(acc.fileno())
         fd = acc.detach()
         os.close(fd)  # plain close: the daemon's copy keeps the connection open
