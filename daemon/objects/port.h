@@ -35,12 +35,7 @@ struct user;
 struct wait {
         struct sn_list port_link; /* in port->waiters, most recent first; empty once detached */
         struct sn_list conn_link; /* in session->waits */
-        /* Its session.  conn names the same pointer for code written before sessions
-         * (objects/persist.c): to be removed once it says session. */
-        union {
-                struct session *session;
-                struct session *conn;
-        };
+        struct session *session;
         struct port *port;
         uint32_t id;
         uint32_t thread;
@@ -60,12 +55,7 @@ struct wait {
 struct handle {
         struct sn_list conn_link; /* in session->handles */
         struct sn_list port_link; /* in port->handles */
-        /* Its session.  conn names the same pointer for code written before sessions
-         * (objects/persist.c): to be removed once it says session. */
-        union {
-                struct session *session;
-                struct session *conn;
-        };
+        struct session *session;
         struct port *port;
         uint32_t jr;              /* journal record (persist.c), 0 for none */
 };
@@ -74,12 +64,7 @@ struct handle {
 struct runner {
         struct sn_list port_link; /* in port->runners */
         struct sn_list conn_link; /* in session->runners */
-        /* Its session.  conn names the same pointer for code written before sessions
-         * (objects/persist.c): to be removed once it says session. */
-        union {
-                struct session *session;
-                struct session *conn;
-        };
+        struct session *session;
         struct port *port;
         uint32_t thread;
         uint32_t jr;              /* journal record (persist.c), 0 for none */

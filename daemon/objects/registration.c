@@ -416,55 +416,6 @@ static uint32_t reg_create(struct port *port, struct session *creator, uint64_t 
         return err;
 }
 
-struct reg *reg_adopt(struct port *port, struct session *creator, const struct reg *tmpl,
-                      uint32_t slot)
-{
-        struct server *srv = port->srv;
-        struct reg *g = malloc(sizeof(*g));
-
-        if (!g) {
-                closer_close(tmpl->fd);
-                closer_close(tmpl->out_fd);
-                return NULL;
-        }
-        *g = *tmpl;
-        g->port = port;
-        g->creator = creator;
-        g->jr = 0;
-        g->box = (struct box_ref){ 0 };
-        g->queued = false;
-        sn_list_init(&g->pkt.link);
-        sn_list_init(&g->skip_link);
-        sn_list_init(&g->conn_link);
-        sn_list_init(&g->port_link);
-        g->pkt.kind = SN_PROTO_KIND_SOCKET;
-        if (server_slot_put(srv, g, slot) < 0) {
-                closer_close(g->fd);
-                closer_close(g->out_fd);
-                free(g);
-                return NULL;
-        }
-        if (registry_find(&srv->registry, g->dev, g->ino) ||
-            registry_insert(&srv->registry, g) < 0) {
-                server_slot_release(srv, g);
-                closer_close(g->fd);
-                closer_close(g->out_fd);
-                free(g);
-                return NULL;
-        }
-        sn_list_add_tail(&port->regs, &g->port_link);
-        g->ownerless = false;
-        user_charge_sockets(port->user, g->out_fd >= 0 ? 2 : 1); /* EDGE OUT side */
-        port->user->nregs++;
-        port->nregs++;
-        if (creator)
-                sn_list_add_tail(&creator->regs, &g->conn_link);
-        else
-                reg_orphan(g);
-        srv->nregs++;
-        return g;
-}
-
 /* The kernel's identity of a passed socket (never the client's word for it) and its type.
  * Returns 0 or ENOTSOCK. */
 static uint32_t socket_identity(int fd, uint64_t *ret_dev, uint64_t *ret_ino, int *ret_type)

@@ -88,13 +88,6 @@ struct reg {
  */
 uint32_t reg_apply(struct port *port, struct session *session, const struct snw_registration *item,
                    int fd);
-/* Re-exec: a registration restored from its saved fields (tmpl: fd, identity, key, client_fd,
- * filter, trigger, state, edge_skip, stream, fresh, in_epoll, parked, and the EDGE OUT side:
- * out_fd, out_in_epoll, out_seen, out_state, hup_seen) in slot; its kernel epoll items live on
- * in the port's kept epoll instance.  Takes tmpl->fd and tmpl->out_fd.  Returns NULL on failure
- * (fds closed). */
-struct reg *reg_adopt(struct port *port, struct session *creator, const struct reg *tmpl,
-                      uint32_t slot);
 /* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
 void reg_rearm(struct reg *reg);
 /* A restored one-shot that had fired: out of epoll until its next ENABLE. */

@@ -85,25 +85,6 @@ int server_slot_take(struct server *srv, struct reg *g)
         return 0;
 }
 
-int server_slot_put(struct server *srv, struct reg *g, uint32_t slot)
-{
-        uint32_t *link;
-
-        if (slot >= UINT32_MAX / 2)
-                return -EINVAL;
-        if (slot >= srv->nslots && slots_grow(srv, slot + 1) < 0)
-                return -ENOMEM;
-        if (srv->slots[slot])
-                return -EEXIST;
-        /* Unchain it from the free list (re-exec only: a linear walk is fine). */
-        for (link = &srv->free_slot; *link != slot; link = &srv->slot_next[*link])
-                ;
-        *link = srv->slot_next[slot];
-        srv->slots[slot] = g;
-        g->slot = slot;
-        return 0;
-}
-
 void server_slot_release(struct server *srv, struct reg *g)
 {
         srv->slots[g->slot] = NULL;

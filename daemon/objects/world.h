@@ -110,8 +110,6 @@ struct server {
 
 /* Takes a free slot for g (g->slot); returns 0 or -ENOMEM. */
 int server_slot_take(struct server *srv, struct reg *g);
-/* Puts g in the given slot (re-exec); returns 0, -EEXIST or -ENOMEM. */
-int server_slot_put(struct server *srv, struct reg *g, uint32_t slot);
 void server_slot_release(struct server *srv, struct reg *g);
 /* Rate-limited notice that a client was refused by limit (name as in socknotifyd(8)). */
 void server_log_refusal(struct server *srv, const struct session *s, uid_t uid, const char *limit);

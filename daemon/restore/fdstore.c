@@ -38,7 +38,6 @@
 #include "common/macro.h"
 #include "daemon/restore/fdstore.h"
 #include "daemon/restore/restore.h"
-#include "daemon/service/lastgood.h"
 #include "daemon/state/journal.h"
 
 uint32_t fdstore_capacity(void)
@@ -120,7 +119,7 @@ static uint32_t parse_gen(const char *name, bool *ret_journal)
         *ret_journal = !strncmp(name, "snjournal.", 10);
         if (*ret_journal)
                 p = name + 10;
-        else if (!strncmp(name, "snlive.", 7) && strcmp(name, "snlive.settings"))
+        else if (!strncmp(name, "snlive.", 7) && strcmp(name, FDSTORE_SETTINGS_NAME))
                 p = name + 7;
         else
                 return 0;
@@ -260,7 +259,7 @@ int fdstore_take(int *ret_listen_fd)
                 g[k].fd = SD_LISTEN_FDS_START + k;
                 g[k].gen = parse_gen(name, &g[k].journal);
                 g[k].live = g[k].gen != 0;
-                g[k].settings = lastgood_is_store_name(name);
+                g[k].settings = !strcmp(name, FDSTORE_SETTINGS_NAME);
                 g[k].legacy = legacy_name(name);
                 if (g[k].live || g[k].legacy)
                         prev_name(name);

@@ -11,6 +11,10 @@
 
 struct restore_fds;
 
+/* The store entry that keeps the last good settings (service/lastgood.c writes it; fdstore_take
+ * sets it aside for fdstore_take_settings). */
+#define FDSTORE_SETTINGS_NAME "snlive.settings"
+
 /*
  * fdstore_capacity: how many descriptors the service manager's store takes (FDSTORE, with
  * NOTIFY_SOCKET set), 0 when there is none.  fdstore_take: at start, takes what LISTEN_FDS

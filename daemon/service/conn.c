@@ -200,7 +200,7 @@ struct outmsg *conn_defer(struct conn *c, const uint8_t *buf, size_t len)
 int conn_adopt_stage(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
                      const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds)
 {
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
 
         st->active = true;
         st->id = id;
@@ -274,7 +274,7 @@ void conn_accept(struct server *srv, int fd)
 
 static void stage_reset(struct conn *c)
 {
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
 
         live_stage_gone(c);
         user_charge_sockets(c->user, -(int64_t)st->held);
@@ -395,12 +395,12 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
 
         if (c->outq_bytes + cost > srv->limits.max_output ||
             c->user->output + cost > srv->limits.max_output_per_user ||
-            user_check_output(srv, c->user, c, cost) < 0) {
+            user_check_output(srv, c->user, &c->session, cost) < 0) {
                 if (c->outq_bytes + cost > srv->limits.max_output) {
-                        server_log_refusal(srv, c, c->uid, "max-output");
+                        server_log_refusal(srv, &c->session, c->uid, "max-output");
                 } else if (c->user->output + cost > srv->limits.max_output_per_user) {
                         c->user->refused++;
-                        server_log_refusal(srv, c, c->uid, "max-output-per-user");
+                        server_log_refusal(srv, &c->session, c->uid, "max-output-per-user");
                 }
                 conn_kill(c, "does not read its replies");
                 return;
@@ -889,7 +889,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
                              uint32_t nfds)
 {
         struct server *srv = c->srv;
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
         size_t isz = SN_WIRE_SIZE_registration;
         uint32_t call_max = limits_call_items(&srv->limits);
 
@@ -1005,7 +1005,7 @@ static void discard_rest(struct conn *c, uint32_t id, uint32_t flags)
 static bool process_refuse(struct conn *c, const struct snw_header *h, const struct snw_process *in,
                            const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds)
 {
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
 
         if (c->discarding && h->id == c->discard_id) {
                 /* The rest of a call already answered with its failure: read, its descriptors
@@ -1055,7 +1055,7 @@ struct process_call {
 static bool process_stage(struct conn *c, const struct snw_header *h, const struct snw_process *in,
                           struct process_call *call, uint32_t *ret_status)
 {
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
         uint32_t err;
 
         if (!st->active) {
@@ -1166,7 +1166,7 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
 {
         struct process_call call = { sn_msg_array(buf, d, 1), h->count, fds, nfds };
         uint32_t *results = NULL, stack_results[256];
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
         uint32_t status = 0;
         struct snw_process in;
         struct port *port;
@@ -1222,7 +1222,7 @@ enum fds_cut {
 static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t *buf,
                        enum fds_cut cut)
 {
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
         struct snw_process in;
         unsigned long long dropped;
 

@@ -34,7 +34,7 @@ struct outmsg {
         uint8_t data[];
 };
 
-struct stage {
+struct conn_stage {
         bool active;
         uint32_t id;
         uint32_t port;
@@ -67,7 +67,7 @@ struct conn {
         bool writing;
         bool hello;
         uint16_t version;         /* protocol version chosen at HELLO */
-        struct stage stage;
+        struct conn_stage stage;
         struct sn_list outq;
         size_t outq_bytes;        /* real allocation held by outq, counted against limits */
         uint32_t violations;      /* protocol violations, for the per-connection log limit */
@@ -124,36 +124,3 @@ void conn_reply_error(struct conn *c, uint32_t id, uint32_t status);
 /* Sends a reply of type with status and text (len bytes) as its byte array. */
 void conn_reply_text(struct conn *conn, uint16_t type, uint32_t id, uint32_t status,
                      const char *text, size_t len);
-
-/*
- * Transition, to be removed when restore/restore.c and conn_send() next change: written before
- * sessions, they hand a struct conn to the objects' functions below, which take its session.
- * These macros accept either (a NULL connection is a NULL session).  The objects' headers are
- * included above, so their declarations are never rewritten by them.
- */
-static inline struct session *conn_session_(struct conn *c)
-{
-        return c ? &c->session : NULL;
-}
-
-static inline struct session *session_self_(struct session *s)
-{
-        return s;
-}
-
-/* NULL, as a plain call would take it. */
-static inline struct session *session_void_(void *p)
-{
-        return p;
-}
-
-#define SN_SESSION_OF(x)                                                                           \
-        _Generic((x), struct conn *: conn_session_, struct session *: session_self_,             \
-                 void *: session_void_)(x)
-#define port_handle_add(s, p) port_handle_add(SN_SESSION_OF(s), p)
-#define port_handle_of(s, id) port_handle_of(SN_SESSION_OF(s), id)
-#define port_mark_running(p, s, thread) port_mark_running(p, SN_SESSION_OF(s), thread)
-#define port_wait(p, s, ...) port_wait(p, SN_SESSION_OF(s), __VA_ARGS__)
-#define reg_apply(p, s, item, fd) reg_apply(p, SN_SESSION_OF(s), item, fd)
-#define user_check_output(srv, u, s, n) user_check_output(srv, u, SN_SESSION_OF(s), n)
-#define server_log_refusal(srv, s, uid, limit) server_log_refusal(srv, SN_SESSION_OF(s), uid, limit)

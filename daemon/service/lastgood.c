@@ -39,9 +39,8 @@
 #include "common/macro.h"
 #include "daemon/base/settings.h"
 #include "daemon/objects/world.h"
+#include "daemon/restore/fdstore.h"
 #include "daemon/service/lastgood.h"
-
-#define STORE_NAME "snlive.settings"
 
 int lastgood_memfd(const struct settings *s, bool cloexec)
 {
@@ -90,14 +89,9 @@ int lastgood_keep(struct server *srv, const struct settings *file)
         fd = lastgood_memfd(file, true);
         if (fd < 0)
                 return fd;
-        sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" STORE_NAME);
-        snprintf(line, sizeof(line), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", STORE_NAME);
+        sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" FDSTORE_SETTINGS_NAME);
+        snprintf(line, sizeof(line), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", FDSTORE_SETTINGS_NAME);
         r = sd_pid_notify_with_fds(0, 0, line, &fd, 1);
         close(fd);
         return r > 0 ? 0 : r < 0 ? r : -ENOTCONN;
-}
-
-bool lastgood_is_store_name(const char *name)
-{
-        return !strcmp(name, STORE_NAME);
 }

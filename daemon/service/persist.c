@@ -107,7 +107,7 @@ void live_out_gone(struct conn *c, struct outmsg *m)
 void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t nfds)
 {
         struct journal *j = c->srv->journal;
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
 
         if (!j || !c->jr)
                 return;
@@ -159,7 +159,7 @@ void live_stage_part(struct conn *c, const uint8_t *items, uint32_t n, uint32_t 
 
 void live_stage_lend(struct conn *c, uint32_t idx)
 {
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
 
         c->srv->lent = NULL;
         if (st->active && st->keep && idx < st->nfds && st->keep[idx]) {
@@ -171,7 +171,7 @@ void live_stage_lend(struct conn *c, uint32_t idx)
 void live_stage_gone(struct conn *c)
 {
         struct journal *j = c->srv->journal;
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
 
         /* The chain of parts was linked into one, from jr_first. */
         journal_free_blobs(j, &st->jr_first);
@@ -208,7 +208,7 @@ void live_listen(struct server *srv)
 
 static void journal_conn(struct conn *c)
 {
-        struct stage *st = &c->stage;
+        struct conn_stage *st = &c->stage;
         struct sn_list *pos;
 
         if (c->dead)

@@ -105,10 +105,69 @@ static void probe_served(struct test_daemon *d)
                 usleep(2000);
 }
 
-/* In the child: passes fds (n, names joined by ':') as socket activation does, at 3, 4, ... */
-static void pass_fds(const int *fds, unsigned n, const char *names)
+/*
+ * The daemon's environment: the test's, without LISTEN_*, and with them when fds are passed.
+ * Built before fork(): the child of a process with threads (a store's, a client's) must not
+ * allocate, since another thread may have held the allocator's lock at the fork (the
+ * sanitizers' allocator has no fork handler), so the child only makes system calls.
+ * LISTEN_PID is the one slot the child fills, in place, with its own pid.
+ */
+extern char **environ;
+
+struct child_env {
+        char **envp;
+        char listen_fds[32];
+        char listen_pid[32];
+        char *listen_names;
+};
+
+static void child_env_make(struct child_env *ce, unsigned nfds, const char *names)
 {
-        char v[32];
+        size_t n = 0, k = 0;
+
+        memset(ce, 0, sizeof(*ce));
+        while (environ[n])
+                n++;
+        ce->envp = calloc(n + 4, sizeof(char *));
+        ck_assert_ptr_nonnull(ce->envp);
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(environ[i], "LISTEN_", 7))
+                        ce->envp[k++] = environ[i];
+        if (nfds) {
+                snprintf(ce->listen_fds, sizeof(ce->listen_fds), "LISTEN_FDS=%u", nfds);
+                ck_assert_int_ge(asprintf(&ce->listen_names, "LISTEN_FDNAMES=%s",
+                                          names ? names : ""), 0);
+                snprintf(ce->listen_pid, sizeof(ce->listen_pid), "LISTEN_PID=");
+                ce->envp[k++] = ce->listen_fds;
+                ce->envp[k++] = ce->listen_names;
+                ce->envp[k++] = ce->listen_pid;
+        }
+        ce->envp[k] = NULL;
+}
+
+static void child_env_free(struct child_env *ce)
+{
+        free(ce->envp);
+        free(ce->listen_names);
+}
+
+/* In the child: writes the decimal v after the text already in buf (no allocation). */
+static void put_decimal(char *buf, size_t size, long v)
+{
+        char digits[24];
+        size_t len = strlen(buf), n = 0;
+
+        do
+                digits[n++] = (char)('0' + v % 10);
+        while ((v /= 10) && n < sizeof(digits));
+        while (n && len + 1 < size)
+                buf[len++] = digits[--n];
+        buf[len] = 0;
+}
+
+/* In the child: moves fds (n) to 3, 4, ... as socket activation passes them. */
+static void pass_fds(const int *fds, unsigned n)
+{
         int moved[256];
 
         for (unsigned i = 0; i < n && i < 256; i++)
@@ -116,11 +175,39 @@ static void pass_fds(const int *fds, unsigned n, const char *names)
         for (unsigned i = 0; i < n && i < 256; i++)
                 if (moved[i] < 0 || dup2(moved[i], 3 + (int)i) < 0)
                         _exit(126);
-        snprintf(v, sizeof(v), "%u", n);
-        setenv("LISTEN_FDS", v, 1);
-        setenv("LISTEN_FDNAMES", names, 1);
-        snprintf(v, sizeof(v), "%d", (int)getpid());
-        setenv("LISTEN_PID", v, 1);
+}
+
+/* Why a started daemon is not listening yet: its state from /proc, for the failure message. */
+static void describe_process(pid_t pid, char *out, size_t outsz)
+{
+        char path[64], exe[256] = "?", wchan[64] = "?", stat[256] = "?", sc[128] = "?";
+        ssize_t n;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+        n = readlink(path, exe, sizeof(exe) - 1);
+        exe[n > 0 ? n : 1] = 0;
+        snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+        if ((f = fopen(path, "re"))) {
+                if (!fgets(wchan, sizeof(wchan), f))
+                        snprintf(wchan, sizeof(wchan), "?");
+                fclose(f);
+        }
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        if ((f = fopen(path, "re"))) {
+                if (!fgets(stat, sizeof(stat), f))
+                        snprintf(stat, sizeof(stat), "?");
+                fclose(f);
+        }
+        snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+        if ((f = fopen(path, "re"))) {
+                if (!fgets(sc, sizeof(sc), f))
+                        snprintf(sc, sizeof(sc), "?");
+                fclose(f);
+        }
+        stat[strcspn(stat, "\n")] = 0;
+        sc[strcspn(sc, "\n")] = 0;
+        snprintf(out, outsz, "exe %s, wchan %s, syscall %s, stat %.120s", exe, wchan, sc, stat);
 }
 
 /* nofile: the daemon's RLIMIT_NOFILE, or 0 to inherit the test's; uid: the user it runs as, or
@@ -130,18 +217,27 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
 {
         const char *builddir = getenv("SN_BUILDDIR");
         const char *wrapper = getenv("SN_TEST_DAEMON_WRAPPER");
-        char bin[512];
+        char bin[512], *w = wrapper ? strdup(wrapper) : NULL, *save = NULL;
+        const char *argv[64];
+        struct child_env ce;
         pid_t parent = getpid();
         long long deadline;
+        int n = 0;
 
         snprintf(bin, sizeof(bin), "%s/daemon/socknotifyd", builddir ? builddir : SN_BUILDDIR);
+        for (char *t = w ? strtok_r(w, " ", &save) : NULL; t && n < 32;
+             t = strtok_r(NULL, " ", &save))
+                argv[n++] = t;
+        argv[n++] = bin;
+        argv[n++] = "--socket";
+        argv[n++] = d->path;
+        for (int i = 0; args && args[i] && n < 62; i++)
+                argv[n++] = args[i];
+        argv[n] = NULL;
+        child_env_make(&ce, nfds, names);
         d->pid = fork();
         ck_assert_int_ge(d->pid, 0);
         if (d->pid == 0) {
-                const char *argv[64];
-                int n = 0;
-                char *w = wrapper ? strdup(wrapper) : NULL;
-
                 if (uid != (uid_t)-1 &&
                     (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
                      setresuid(uid, uid, uid) < 0))
@@ -156,35 +252,33 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
                         if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
                                 _exit(126);
                 }
-                if (nfds)
-                        pass_fds(fds, nfds, names);
+                if (nfds) {
+                        pass_fds(fds, nfds);
+                        put_decimal(ce.listen_pid, sizeof(ce.listen_pid), (long)getpid());
+                }
                 /* Nothing else of the test's goes along (the daemon's descriptors are counted). */
                 close_range(3 + nfds, ~0u, 0);
-                for (char *t = w ? strtok(w, " ") : NULL; t && n < 32; t = strtok(NULL, " "))
-                        argv[n++] = t;
-                argv[n++] = bin;
-                argv[n++] = "--socket";
-                argv[n++] = d->path;
-                for (int i = 0; args && args[i] && n < 62; i++)
-                        argv[n++] = args[i];
-                argv[n] = NULL;
-                execvp(argv[0], (char *const *)argv);
+                execvpe(argv[0], (char *const *)argv, ce.envp);
                 _exit(127);
         }
+        child_env_free(&ce);
+        free(w);
         deadline = now_ms() + test_timeout_ms(20000);
         while (!can_connect(d->path)) {
+                char why[512];
                 int st;
 
                 if (waitpid(d->pid, &st, WNOHANG) == d->pid)
                         ck_abort_msg("socknotifyd exited during start-up (status %d)", st);
-                ck_assert_msg(now_ms() < deadline, "socknotifyd did not start");
+                if (now_ms() >= deadline) {
+                        describe_process(d->pid, why, sizeof(why));
+                        ck_abort_msg("socknotifyd did not start in %d ms: %s",
+                                     test_timeout_ms(20000), why);
+                }
                 usleep(5000);
         }
-        /* The probe connection above must be gone before descriptors are counted.  Not with
-         * descriptors passed: those callers hold their store's lock meanwhile, and a daemon
-         * restoring from it may wait for the store to take its journal before it answers. */
-        if (!nfds)
-                probe_served(d);
+        /* The probe connection above must be gone before descriptors are counted. */
+        probe_served(d);
         test_daemon_wait_fds(d, -1, 0);
 }
 

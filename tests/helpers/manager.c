@@ -121,6 +121,8 @@ void manager_start(struct manager *m, const char *dir, unsigned cap)
         ck_assert_int_eq(bind(m->sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
         setsockopt(m->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
         ck_assert_int_eq(pthread_create(&m->thread, NULL, manager_loop, m), 0);
+        /* The thread runs and waits for messages before any daemon is started. */
+        manager_sync(m);
         setenv("NOTIFY_SOCKET", m->path, 1);
         snprintf(v, sizeof(v), "%u", cap);
         setenv("FDSTORE", v, 1);
@@ -156,6 +158,28 @@ void manager_sync(struct manager *m)
         p = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
         ck_assert_msg(poll(&p, 1, test_timeout_ms(5000)) == 1, "the manager did not answer");
         close(pipefd[0]);
+}
+
+void manager_start_daemon(struct manager *m, struct test_daemon *d, const char *const *args)
+{
+        char *names = malloc(MAXSTORED * 64);
+        int *fds = malloc(MAXSTORED * sizeof(int));
+        unsigned n;
+
+        ck_assert_ptr_nonnull(names);
+        ck_assert_ptr_nonnull(fds);
+        pthread_mutex_lock(&m->lock);
+        manager_names_locked(m, names, MAXSTORED * 64);
+        for (n = 0; n < m->n; n++)
+                ck_assert_int_ge(fds[n] = fcntl(m->fds[n], F_DUPFD_CLOEXEC, 3), 0);
+        pthread_mutex_unlock(&m->lock);
+        /* Not under the lock: the daemon stores its own entries while it starts, and a store
+         * that cannot take them (a full queue) would stop it before it listens. */
+        test_daemon_start_with_fds(d, args, fds, n, names);
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+        free(fds);
+        free(names);
 }
 
 void manager_stop(struct manager *m)

@@ -36,6 +36,10 @@ struct manager {
 };
 
 void manager_start(struct manager *m, const char *dir, unsigned cap);
+/* Starts socknotifyd on d->path (test_daemon_start_with_fds) with copies of every descriptor
+ * stored and their names, as systemd starts a service that has a store. */
+struct test_daemon;
+void manager_start_daemon(struct manager *m, struct test_daemon *d, const char *const *args);
 /* Stops the thread, closes what is stored, unsets NOTIFY_SOCKET and FDSTORE. */
 void manager_stop(struct manager *m);
 /* Returns once the manager has handled every message queued to it before this call (a

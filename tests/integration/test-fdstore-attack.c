@@ -66,8 +66,6 @@ static unsigned settle(struct manager *m)
 /* kill -9, then the next daemon with what the store holds. */
 static void crash_and_restart(struct test_daemon *d, struct manager *m)
 {
-        static char names[MAXSTORED * 24];
-        size_t off = 0;
         int st = 0;
 
         settle(m);
@@ -75,13 +73,7 @@ static void crash_and_restart(struct test_daemon *d, struct manager *m)
         ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
         ck_assert(WIFSIGNALED(st));
         settle(m);
-        pthread_mutex_lock(&m->lock);
-        names[0] = 0;
-        for (unsigned i = 0; i < m->n; i++)
-                off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ":" : "",
-                                        m->names[i]);
-        test_daemon_start_with_fds(d, NULL, m->fds, m->n, names);
-        pthread_mutex_unlock(&m->lock);
+        manager_start_daemon(m, d, NULL);
 }
 
 static void sock_pair(int *a, int *b)
@@ -516,20 +508,8 @@ START_TEST(test_crash_details)
         ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
         close(gsv);
         d.pid = 0;
-        {
-                /* crash_and_restart without its kill */
-                static char names[MAXSTORED * 24];
-                size_t off = 0;
-
-                settle(&m);
-                pthread_mutex_lock(&m.lock);
-                names[0] = 0;
-                for (unsigned i = 0; i < m.n; i++)
-                        off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
-                                                i ? ":" : "", m.names[i]);
-                test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
-                pthread_mutex_unlock(&m.lock);
-        }
+        settle(&m); /* crash_and_restart without its kill */
+        manager_start_daemon(&m, &d, NULL);
         /* The finite wait ends with its own time, not lost and not restarted from zero. */
         ck_assert_int_eq(pthread_join(th, NULL), 0);
         printf("details: the 4 s wait parked across the crash ended after %lld ms (%d, key %llu)\n",

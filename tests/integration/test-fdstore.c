@@ -141,9 +141,7 @@ START_TEST(test_restart_keeps_everything)
         ck_assert_int_eq(pthread_tryjoin_np(th, NULL), EBUSY);
 
         /* The next daemon, with the same store (it keeps its own journal and boxes). */
-        pthread_mutex_lock(&m.lock);
-        test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
-        pthread_mutex_unlock(&m.lock);
+        manager_start_daemon(&m, &d, NULL);
         ck_assert_int_eq(test_daemon_wait_fds(&d, fds_before, 5000), fds_before);
 
         /* Exactly what was owed, once: the posted packets in their order, and the IN. */
@@ -249,7 +247,7 @@ START_TEST(test_crash_loses_nothing)
         sn_registration_t r[NSOCK];
         struct waiter w;
         pthread_t th;
-        char names[MAXSTORED * 16], mdir[] = "/tmp/sn-manager-XXXXXX";
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
         bool seen[NSOCK] = { false };
         int posted = 0, removed = 0, again = 0;
 
@@ -299,11 +297,8 @@ START_TEST(test_crash_loses_nothing)
         ck_assert(WIFSIGNALED(st));
         usleep(100 * 1000);
         ck_assert_int_eq(pthread_tryjoin_np(th, NULL), EBUSY); /* still waiting, no error */
-        pthread_mutex_lock(&m.lock);
-        ck_assert_uint_eq(manager_count_locked(&m, "snstate"), 0);
-        manager_names_locked(&m, names, sizeof(names));
-        test_daemon_start_with_fds(&d, NULL, m.fds, m.n, names);
-        pthread_mutex_unlock(&m.lock);
+        ck_assert_uint_eq(manager_count(&m, "snstate"), 0);
+        manager_start_daemon(&m, &d, NULL);
         ck_assert_int_eq(test_daemon_wait_fds(&d, fds_before, 5000), fds_before);
 
         /* Owed: LEVEL's IN, EDGE's IN (its data is unread), the REMOVE, the posted packets in

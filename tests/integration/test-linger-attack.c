@@ -754,16 +754,12 @@ static void reexec_daemon(void)
 /* Kills the daemon (SIGKILL) and starts it again from the fake manager's store. */
 static void crash_daemon(struct manager *m)
 {
-        char names[MAXSTORED * 16];
         int st;
 
         manager_sync(m); /* the journal and its boxes are stored (the last call answered) */
         ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
         ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
-        pthread_mutex_lock(&m->lock);
-        manager_names_locked(m, names, sizeof(names));
-        test_daemon_start_with_fds(&D, NULL, m->fds, m->n, names);
-        pthread_mutex_unlock(&m->lock);
+        manager_start_daemon(m, &D, NULL);
 }
 
 /*
@@ -1187,7 +1183,7 @@ static pid_t holder(const char *name, uint32_t linger_ms, int fd, uint64_t key)
 
 static void holder_dies_while_daemon_down(bool crash)
 {
-        char names[MAXSTORED * 16], mdir[] = "/tmp/sn-manager-XXXXXX";
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
         struct manager m;
         sn_taken_socket_t t;
         sn_take_info_t info;
@@ -1210,10 +1206,7 @@ static void holder_dies_while_daemon_down(bool crash)
         /* The old instance dies now, while no daemon runs. */
         ck_assert_int_eq(kill(pid, SIGKILL), 0);
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        pthread_mutex_lock(&m.lock);
-        manager_names_locked(&m, names, sizeof(names));
-        test_daemon_start_with_fds(&D, NULL, m.fds, m.n, names);
-        pthread_mutex_unlock(&m.lock);
+        manager_start_daemon(&m, &D, NULL);
         ck_assert_int_eq(send(cl, "d", 1, 0), 1);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
         ck_assert_int_eq(sn_port_open(c, "down", &p), 0);
@@ -1434,7 +1427,7 @@ START_TEST(test_hoard_breaks_the_store_stop)
 {
         enum { N = 100 };
         static int cl[N], sv[N];
-        char names[MAXSTORED * 16], mdir[] = "/tmp/sn-manager-XXXXXX";
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
         sn_port_options_t o = { .linger_ms = 30000 };
         struct manager m;
         sn_registration_t r;
@@ -1509,11 +1502,8 @@ START_TEST(test_hoard_breaks_the_store_stop)
         /* The stop: everything must go to the store. */
         ck_assert_int_eq(kill(D.pid, SIGTERM), 0);
         ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
-        pthread_mutex_lock(&m.lock);
-        states = manager_count_locked(&m, "snstate");
-        manager_names_locked(&m, names, sizeof(names));
-        test_daemon_start_with_fds(&D, NULL, m.fds, m.n, names);
-        pthread_mutex_unlock(&m.lock);
+        states = manager_count(&m, "snstate");
+        manager_start_daemon(&m, &D, NULL);
         close(fd);
         /* The handover itself may fail (the kernel refuses more descriptors in flight): then
          * the daemon leaves its live store, complete, and the next start restores from it as
@@ -1552,7 +1542,7 @@ START_TEST(test_store_stop_with_half_the_limit_held)
         enum { N = 260 };
         static int cl[N], sv[N];
         static sn_registration_t rr[N];
-        char names[MAXSTORED * 16], mdir[] = "/tmp/sn-manager-XXXXXX";
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
         struct manager m;
         sn_conn_t *v;
         sn_port_t *pv;
@@ -1584,11 +1574,8 @@ START_TEST(test_store_stop_with_half_the_limit_held)
         usleep(200 * 1000);
         ck_assert_int_eq(kill(D.pid, SIGTERM), 0);
         ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
-        pthread_mutex_lock(&m.lock);
-        states = manager_count_locked(&m, "snstate");
-        manager_names_locked(&m, names, sizeof(names));
-        test_daemon_start_with_fds(&D, NULL, m.fds, m.n, names);
-        pthread_mutex_unlock(&m.lock);
+        states = manager_count(&m, "snstate");
+        manager_start_daemon(&m, &D, NULL);
         /* As above: a handover or the live store, and every registration goes on. */
         if (states != 1)
                 fprintf(stderr, "test-linger-attack: the stop left the live store (no state)\n");

@@ -511,7 +511,7 @@ END_TEST
  * registration, linger time and all. */
 START_TEST(test_crash_keeps_lingering_port)
 {
-        char names[MAXSTORED * 16], mdir[] = "/tmp/sn-manager-XXXXXX";
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
         struct manager m;
         sn_taken_socket_t t;
         sn_conn_t *c;
@@ -529,10 +529,7 @@ START_TEST(test_crash_keeps_lingering_port)
         manager_sync(&m); /* the journal and box are stored (the last call was answered) */
         ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
         ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
-        pthread_mutex_lock(&m.lock);
-        manager_names_locked(&m, names, sizeof(names));
-        test_daemon_start_with_fds(&D, NULL, m.fds, m.n, names);
-        pthread_mutex_unlock(&m.lock);
+        manager_start_daemon(&m, &D, NULL);
         ck_assert(!peer_closed(cl, 100));
         ck_assert_int_eq(send(cl, "c", 1, 0), 1);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);

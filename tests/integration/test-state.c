@@ -71,7 +71,6 @@ static void store_drain(struct store_test *t)
  * with what the store holds, on the same path. */
 static void store_restart(struct store_test *t, int sig)
 {
-        char names[MAXSTORED * 16];
         int st;
 
         store_drain(t);
@@ -79,10 +78,7 @@ static void store_restart(struct store_test *t, int sig)
         ck_assert_int_eq(waitpid(t->d.pid, &st, 0), t->d.pid);
         ck_assert(sig == SIGKILL ? WIFSIGNALED(st) : WIFEXITED(st) && WEXITSTATUS(st) == 0);
         store_drain(t);
-        pthread_mutex_lock(&t->m.lock);
-        manager_names_locked(&t->m, names, sizeof(names));
-        test_daemon_start_with_fds(&t->d, NULL, t->m.fds, t->m.n, names);
-        pthread_mutex_unlock(&t->m.lock);
+        manager_start_daemon(&t->m, &t->d, NULL);
 }
 
 static void store_stop(struct store_test *t)
