@@ -64,6 +64,14 @@ struct sn_orphans {
 /* A pure dequeue whose daemon ended while it waited (conn.c, resuming): its caller asks the new
  * daemon again.  Never returned to the application. */
 #define SN__ASK_AGAIN (-ERESTART)
+/* How many times a request whose daemon died while handling it (EIO) is sent again, when that
+ * is safe (retry.c): a request that crashes every daemon still ends. */
+#define SN__RETRIES 2
+/* Whether a request of this type may be sent again after EIO (retry.c); PROCESS also by each
+ * item's op (sn__retry_op).  *ret_done: a status that, answering a second attempt, means the
+ * first took effect (0: none). */
+bool sn__retry_safe(uint16_t type, uint32_t *ret_done);
+bool sn__retry_op(uint8_t op);
 /* SOCKNOTIFY_RECONNECT_MS when unset (docs/reconnect.md). */
 #define SN_RECONNECT_MS_DEFAULT 10000u
 

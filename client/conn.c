@@ -18,7 +18,7 @@
  * runs as the user of the daemon that was lost or as root.  Then the replay hook makes the
  * process's ports and registrations again, and the waiting calls are woken: a pure dequeue
  * with SN__ASK_AGAIN (its caller asks the new daemon), any other call with -EIO (it may or may
- * not have taken effect).  When no daemon came back in time, every call fails with -ECONNRESET
+ * not have taken effect; retry.c says which are sent again).  When no daemon came back in time, every call fails with -ECONNRESET
  * from then on; with -EACCES when another user's daemon answered.
  *
  * Cancellation (pthread_cancel): a dequeuing call acts on it only where it blocks waiting for
@@ -530,10 +530,12 @@ int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t l
                 uint16_t expect, sn_reply_fn fn, void *ctx)
 {
         struct sn_pending p;
+        uint32_t done = 0;
         uint64_t gen;
-        int r;
+        int r, eio = 0;
+        bool again = false;
 
-        for (bool again = false;; again = true) {
+        for (;;) {
                 pthread_mutex_lock(&c->send_lock);
                 sn__pending_add(c, &p, expect, fn, ctx);
                 gen = c->gen;
@@ -544,13 +546,22 @@ int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t l
                         sn_put_u32((uint8_t *)buf + SN_HEADER_SIZE, *port);
                 r = sn__send(c, buf, len, NULL, 0);
                 pthread_mutex_unlock(&c->send_lock);
-                if (r == 0)
-                        return sn__wait(c, &p);
+                if (r == 0) {
+                        r = sn__wait(c, &p);
+                        /* The daemon died handling it (retry.c): again where that is safe. */
+                        if (r == -EIO && eio < SN__RETRIES &&
+                            sn__retry_safe(sn_get_u16(buf + 4), &done)) {
+                                eio++;
+                                continue;
+                        }
+                        return eio && done && r == -(int)done ? 0 : r;
+                }
                 sn__pending_remove(c, &p);
                 /* Not sent, so not done: the same request goes to the new daemon, once. */
                 r = sn__conn_recover(c, gen, r);
                 if (r < 0 || again)
                         return r == -EPIPE || r == 0 ? -ECONNRESET : r;
+                again = true;
         }
 }
 

@@ -399,6 +399,27 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                           sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms,
                           int *ret);
 
+/* Whether every registration of a call may be applied twice with the same result (retry.c):
+ * then a call whose daemon died while handling it (EIO) is sent again. */
+static bool regs_repeatable(const sn_registration_t *regs, uint32_t nregs)
+{
+        for (uint32_t i = 0; i < nregs; i++)
+                if (!sn__retry_op(regs[i].op))
+                        return false;
+        return true;
+}
+
+/* do_process() of registrations only, sent again after EIO where that is safe. */
+static int register_only(sn_port_t *port, sn_registration_t *regs, uint32_t nregs)
+{
+        for (int eio = 0;; eio++) {
+                int r = do_process(port, regs, nregs, NULL, 0, 0, false);
+
+                if (r != -EIO || eio == SN__RETRIES || !regs_repeatable(regs, nregs))
+                        return r;
+        }
+}
+
 /*
  * One reply message holds at most (max_message - reply header and nregs results) / entry size
  * entries.  A call that got a full reply and has room left asks again without waiting, until
@@ -456,13 +477,13 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
 {
         int64_t deadline = 0;
         uint32_t n;
-        int r;
+        int r, eio = 0;
 
         /* The daemon takes at most call_max items in one call (its reply holds a result for
          * each): a larger array goes as several calls, registrations only, then the last one
          * with the dequeue.  A call-level failure of a later call leaves earlier ones applied. */
         for (uint32_t call_max = (port->conn->limits.max_message - 52) / 4; nregs > call_max;) {
-                r = do_process(port, regs, call_max, NULL, 0, 0, false);
+                r = register_only(port, regs, call_max);
                 if (r < 0)
                         goto out;
                 regs += call_max;
@@ -484,11 +505,20 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                         if (port->listed)
                                 sn__regtab_fired(&port->regs, entries + nowed, n - nowed);
                         pthread_mutex_unlock(&port->conn->lock);
-                        r = nregs ? do_process(port, regs, nregs, NULL, 0, 0, false) : 0;
+                        r = nregs ? register_only(port, regs, nregs) : 0;
                         r = r < 0 ? r : (int)n;
                         break;
                 }
                 r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+                if (r == -EIO && eio < SN__RETRIES && regs_repeatable(regs, nregs)) {
+                        /* The daemon died handling it, and applying it again gives the same
+                         * result (retry.c): the new daemon gets all of it, for what is left of
+                         * the timeout. */
+                        eio++;
+                        if (deadline)
+                                timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
+                        continue;
+                }
                 if (r == SN__ASK_AGAIN ||
                     (r == -ESHUTDOWN && max_entries && port->conn->reconnect_ms)) {
                         /* The daemon ended (or stops) while this call waited; what it
@@ -915,15 +945,13 @@ SN_EXPORT int sn_port_close(sn_port_t *port)
                 return 0;
         c = port->conn;
         r = sn__conn_usable(c);
-        for (int tries = 0; r == 0 || (r == -EIO && tries < 2); tries++) {
-                /* -EIO: the daemon ended during the call, and the session resumed with the
-                 * port made again: close it there. */
+        if (r == 0) {
+                /* A daemon that ended during the call (EIO) is asked again (retry.c): after a
+                 * resume the port was made again and is closed there. */
                 body.port = 0; /* written as it is sent */
                 snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, 0, 0, 0, 0, 0), &body);
                 r = sn__call_on(c, &port->id, buf, sizeof(buf), SN_MSG_PORT_CLOSE_REPLY, NULL,
                                 NULL);
-                if (r != -EIO)
-                        break;
         }
         if (r == 0 || r == -ECONNRESET || r == -EACCES) {
                 pthread_mutex_lock(&c->lock);

@@ -373,15 +373,18 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
                 return;
         /* What the reply reports must be in the descriptor store before the client learns it. */
         live_flush(srv);
-        live_answered(c, buf, len);
         srv->counters.messages_out++;
         if (srv->trace)
                 trace(c, "->", buf, len);
+        /* The request counts as answered only once its reply is in the kernel or queued (and
+         * journaled): a crash before that fails it with EIO, never leaves its caller waiting. */
         if (sn_list_empty(&c->outq)) {
                 ssize_t n = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
-                if (n == (ssize_t)len)
+                if (n == (ssize_t)len) {
+                        live_answered(c, buf, len);
                         return;
+                }
                 if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
                         conn_kill(c, "sending failed");
                         return;
@@ -417,6 +420,7 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
         conn_set_writing(c, true);
         /* Not taken by the kernel yet: owed to the client across a re-exec or a crash. */
         live_out(c, m);
+        live_answered(c, buf, len);
 }
 
 static void conn_flush(struct conn *c)

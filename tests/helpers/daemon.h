@@ -13,6 +13,10 @@ struct test_daemon {
         pid_t pid;
         char dir[64];
         char path[96];
+        /* Set by a test whose daemon may die as soon as it serves (tests/helpers/crash-reply.c),
+         * for the starts again on the same path (test_daemon_start_with_fds): they then wait
+         * until it accepts connections, not for a HELLO to be answered.  A new start clears it. */
+        bool no_probe;
 };
 
 /* Starts daemon/socknotifyd from the build tree on DIR/socknotify.sock with extra arguments

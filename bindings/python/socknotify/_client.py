@@ -331,6 +331,26 @@ class _Reg:
 
 
 _OP_ENABLE, _OP_DISABLE, _OP_REMOVE = int(Op.ENABLE), int(Op.DISABLE), int(Op.REMOVE)
+
+# A request whose daemon died while handling it is answered EIO (PROTOCOL.md): it may or may
+# not have taken effect.  These are sent again, at most _EIO_RETRIES times (a request that
+# crashes every daemon still ends), because a second application leaves the same state and
+# answers as the first; the value is the status that, answering a second attempt, says the
+# first took effect.  Every other request raises EIO.  The C library keeps the same table
+# with the reasons (client/retry.c): PORT_CREATE, PORT_OPEN (a second port or handle), POST
+# (packets queued twice), PORT_TAKE (taken sockets lost) and CONTROL (a re-exec or a reload)
+# are not sent again; PROCESS is, when every item is repeatable (_REPEATABLE_OPS: ENABLE sets
+# the same registration again, DISABLE leaves it disabled; a REMOVE answers ENOENT once its
+# entry was dequeued).
+_AGAIN_AFTER_EIO = {
+    w.PORT_CLOSE: _errno.EBADF,
+    w.SOCKET_CLOSE: _errno.ENOENT,
+    w.STATUS: 0,
+    w.PORT_LINGER: 0,
+    w.PROCESS: 0,
+}
+_EIO_RETRIES = 2
+_REPEATABLE_OPS = {int(Op.NONE), _OP_ENABLE, _OP_DISABLE}
 _ONESHOT = int(Trigger.ONESHOT)
 _EV_REMOVE = int(Event.REMOVE)
 
@@ -662,7 +682,10 @@ class Connection:
         the port ids it packs are those of the daemon it goes to.  When the connection ends
         before the reply and resumes, the request is sent again (``retry`` True), fails with
         EIO (False: it must not be applied twice and its fate is unknown), or counts as done
-        (None: the lost daemon took what it would change with it; returns (None, gen))."""
+        (None: the lost daemon took what it would change with it; returns (None, gen)).
+        A request the daemon died handling (EIO) is sent again where _AGAIN_AFTER_EIO says
+        that is safe."""
+        eio = 0
         while True:
             gen = self._enter()
             msg_id = self._new_id()
@@ -695,6 +718,11 @@ class Connection:
                 err, text = _errno.EPROTO, f"{what}: reply of type 0x{m.type:02x}"
             elif m.status:
                 err, text = m.status, what
+            if err == _errno.EIO and mtype in _AGAIN_AFTER_EIO and eio < _EIO_RETRIES:
+                eio += 1
+                continue
+            if err and eio and err == _AGAIN_AFTER_EIO.get(mtype):
+                return m, gen  # the attempt the daemon died handling took effect
             if err:
                 e = _error(err, text)
                 e._gen = gen
@@ -1076,6 +1104,8 @@ class Port:
         # Entries dequeued from a daemon that ended before this call's items could be recorded
         # for a resumption: they are delivered, and the items are sent again without waiting.
         carried: list = []
+        eio = 0
+        repeatable = all(int(r.op) in _REPEATABLE_OPS for r in registrations)
         while True:
             gen = conn._enter()
             if self._closed:
@@ -1109,6 +1139,12 @@ class Port:
                     with conn._lock:
                         conn._pending.discard(msg_id)
                     raise
+                if (m.status == _errno.EIO and m.type in (w.ERROR, w.PROCESS | w.REPLY_BIT)
+                        and repeatable and eio < _EIO_RETRIES):
+                    # The daemon died handling it; applied again it gives the same result
+                    # (_AGAIN_AFTER_EIO): all of it again, for what is left of the timeout.
+                    eio += 1
+                    continue
                 if m.type == w.ERROR:
                     raise _error(m.status or _errno.EPROTO, "PROCESS")
                 if m.type != (w.PROCESS | w.REPLY_BIT):
