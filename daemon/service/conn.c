@@ -984,7 +984,8 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         st->held += nfds;
         user_charge_staged(c->user, n);
         user_charge_sockets(c->user, nfds);
-        live_stage_part(c, st->items + (size_t)(st->nitems - n) * isz, n, nfds);
+        /* A part may carry no items (descriptors only, or nothing): st->items may be NULL. */
+        live_stage_part(c, n ? st->items + (size_t)(st->nitems - n) * isz : NULL, n, nfds);
         return 0;
 }
 
