@@ -390,12 +390,7 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
         pthread_mutex_unlock(&c->send_lock);
         if (r < 0) {
                 pthread_mutex_lock(&c->lock);
-                for (struct sn_pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
-                        if (*pp == &k->pend) {
-                                *pp = k->pend.next;
-                                break;
-                        }
-                }
+                sn__pending_unlink(c, &k->pend);
                 pthread_mutex_unlock(&c->lock);
         }
         return r;

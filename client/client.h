@@ -223,6 +223,8 @@ void sn__pending_add(sn_conn_t *conn, struct sn_pending *p, uint16_t expect, sn_
                      void *ctx);
 /* Removes p if it is still waiting (after a failed send). */
 void sn__pending_remove(sn_conn_t *conn, struct sn_pending *p);
+/* Takes p off conn's pending list, if it is there (conn->lock held). */
+void sn__pending_unlink(sn_conn_t *conn, struct sn_pending *p);
 /* Sends one message; the caller holds send_lock (and read conn->gen under it, for
  * sn__conn_recover). */
 int sn__send(sn_conn_t *conn, const uint8_t *buf, size_t len, const int *fds, unsigned nfds);

@@ -18,8 +18,9 @@
  * runs as the user of the daemon that was lost or as root.  Then the replay hook makes the
  * process's ports and registrations again, and the waiting calls are woken: a pure dequeue
  * with SN__ASK_AGAIN (its caller asks the new daemon), any other call with -EIO (it may or may
- * not have taken effect; retry.c says which are sent again).  When no daemon came back in time, every call fails with -ECONNRESET
- * from then on; with -EACCES when another user's daemon answered.
+ * not have taken effect; retry.c says which are sent again).  When no daemon came back in
+ * time, every call fails with -ECONNRESET from then on; with -EACCES when another user's daemon
+ * answered.
  *
  * Cancellation (pthread_cancel): a dequeuing call acts on it only where it blocks waiting for
  * its reply (asleep on its condition variable, or polling the socket as the reader), never while
@@ -228,7 +229,7 @@ void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_rep
         pthread_mutex_unlock(&c->lock);
 }
 
-static void unlink_pending(sn_conn_t *c, struct sn_pending *p)
+void sn__pending_unlink(sn_conn_t *c, struct sn_pending *p)
 {
         for (struct sn_pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
                 if (*pp == p) {
@@ -255,7 +256,7 @@ static void hand_off(sn_conn_t *c)
 void sn__pending_remove(sn_conn_t *c, struct sn_pending *p)
 {
         pthread_mutex_lock(&c->lock);
-        unlink_pending(c, p);
+        sn__pending_unlink(c, p);
         hand_off(c);
         pthread_mutex_unlock(&c->lock);
         pthread_cond_destroy(&p->cond);
@@ -297,7 +298,7 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
                         conn_lost(c);
                 return;
         }
-        unlink_pending(c, p);
+        sn__pending_unlink(c, p);
         if (unexpected)
                 conn_lost(c); /* after the unlink: p is answered below, not as lost */
         if (p->fds) {
@@ -392,7 +393,7 @@ static void leave_behind(sn_conn_t *c, struct sn_pending *p, bool gone)
 {
         struct sn_pending *a = malloc(sizeof(*a));
 
-        unlink_pending(c, p);
+        sn__pending_unlink(c, p);
         if (!a)
                 return;
         *a = (struct sn_pending){
@@ -424,7 +425,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
         pthread_cleanup_push(wait_cancelled, &w);
         while (!p->done) {
                 if (c->broken) {
-                        unlink_pending(c, p);
+                        sn__pending_unlink(c, p);
                         p->status = c->lost_err;
                         p->done = true;
                         break;
