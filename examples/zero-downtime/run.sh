@@ -135,7 +135,23 @@ if [ -z "${SOCKNOTIFY_SOCKET:-}" ]; then
                 i=$((i + 1))
         done
         [ -S "$SOCKNOTIFY_SOCKET" ] || { fail "socknotifyd did not start"; exit 1; }
+        # The socket exists from bind() on, before the daemon has finished starting: its count
+        # is taken once it answers, and once the connection that asked is closed again (the
+        # daemon closes clients' descriptors on a thread of its own) and the count is steady.
+        i=0
+        until "$ctl" -s "$SOCKNOTIFY_SOCKET" status >/dev/null 2>&1 || [ $i -ge 600 ]; do
+                sleep 0.05
+                i=$((i + 1))
+        done
         dfds=$(nfds "$dpid")
+        i=0
+        while [ $i -lt 100 ]; do
+                sleep 0.1
+                n=$(nfds "$dpid")
+                [ "$n" -eq "$dfds" ] && break
+                dfds=$n
+                i=$((i + 1))
+        done
         say "socknotifyd (pid $dpid) on $SOCKNOTIFY_SOCKET ($dfds descriptors)"
 else
         say "using the socknotifyd of $SOCKNOTIFY_SOCKET"
