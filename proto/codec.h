@@ -18,12 +18,22 @@
 #include "proto/messages.def"
 
 #define SN_PROTO_MAGIC 0x46544e53u
-#define SN_PROTO_VERSION 2     /* the newest version spoken */
+#define SN_PROTO_VERSION 3     /* the newest version spoken */
 #define SN_PROTO_VERSION_MIN 1 /* the oldest */
 #define SN_PROTO_REPLY_BIT 0x80
 #define SN_PROTO_NO_FD 0xffffffffu
 #define SN_PROTO_PROCESS_PART 0x1u
 #define SN_PROTO_INFINITE 0xffffffffu
+/* HELLO flags (version 3): the client asks for the shared-memory rings (common/ring.h). */
+#define SN_PROTO_HELLO_RING 0x1u
+/* HELLO_REPLY transport: what the connection uses from then on. */
+#define SN_PROTO_TRANSPORT_SOCKET 0u
+#define SN_PROTO_TRANSPORT_RING 1u
+/* The descriptors of a HELLO_REPLY whose transport is the rings, in this order. */
+#define SN_PROTO_RING_FD_FILE 0     /* the ring file (memfd, sealed) */
+#define SN_PROTO_RING_FD_DAEMON 1   /* the daemon's doorbell (eventfd): the client writes 1 */
+#define SN_PROTO_RING_FD_CLIENT 2   /* the client's doorbell (eventfd): the client reads it */
+#define SN_PROTO_RING_NFDS 3
 #define SN_PROTO_KIND_SOCKET 0u
 #define SN_PROTO_KIND_POSTED 1u
 /* SCM_MAX_FD in the kernel: the most fds one sendmsg() can carry. */

@@ -524,7 +524,8 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
                 violation(c, h->id, EPROTO, "second HELLO");
                 return;
         }
-        if (in.flags) {
+        if (in.flags & ~SN_PROTO_HELLO_RING ||
+            (in.flags && SN_MIN(in.version_max, (uint16_t)SN_PROTO_VERSION) < 3)) {
                 violation(c, h->id, EINVAL, "HELLO with flags");
                 conn_kill(c, "failed handshake");
                 return;
