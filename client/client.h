@@ -18,6 +18,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
+#include "client/transport.h"
 #include "proto/codec.h"
 #include "socknotify.h"
 
@@ -105,6 +106,10 @@ struct sn_conn_hooks {
 struct sn_conn {
         struct sn_conn *next_live; /* in the list of open connections (conn.c) */
         int fd;
+        /* The rings of protocol version 3 when the daemon passed them (transport.h); replaced
+         * with fd, under send_lock and lock.  no_shm: SOCKNOTIFY_NO_SHM, never ask for them. */
+        struct sn_ring ring;
+        bool no_shm;
         uint64_t fork_gen;
         bool trace;
         /* Resuming (docs/reconnect.md): where the connection was opened, who served it then,
@@ -266,6 +271,9 @@ uint32_t sn__thread_id(sn_conn_t *conn);
 /* A per-thread buffer of at least size bytes, valid until the thread's next call. */
 uint8_t *sn__msgbuf(size_t size);
 
+/* After a submitted call went out (async.c): makes sure the daemon rings the doorbell that
+ * conn's pollfd watches when its reply comes, as nobody may be reading then. */
+void sn__conn_arm(sn_conn_t *conn);
 /* Reads, without blocking, every reply already received, when no other thread is reading
  * (conn.c).  Returns 0, or -ECONNRESET once the connection is lost. */
 int sn__conn_pump(sn_conn_t *conn);

@@ -100,9 +100,17 @@ int sn__send(sn_conn_t *c, const uint8_t *buf, size_t len, const int *fds, unsig
         if (c->trace)
                 trace(c, "->", buf, len);
         /* After a resume that failed there is no transport any more. */
-        r = c->fd < 0 ? -ECONNRESET : sn__fdmsg_send(c->fd, buf, len, fds, nfds, 0);
+        r = c->fd < 0 ? -ECONNRESET : sn__transport_send(c->fd, &c->ring, buf, len, fds, nfds);
         pthread_setcancelstate(cancel_state, NULL);
         return r;
+}
+
+/* Closes the transport: the socket and the rings (never touched again).  Returns -1, for
+ * c->fd.  The caller holds c->lock, and send_lock unless the connection is not shared yet. */
+static int transport_close(sn_conn_t *c)
+{
+        sn__ring_detach(&c->ring);
+        return sn_close(c->fd);
 }
 
 /* Fire and forget (id 0 is never a pending request's): thread is gone on this connection. */
@@ -352,6 +360,35 @@ void sn__conn_violation(sn_conn_t *c)
         pthread_mutex_unlock(&c->lock);
 }
 
+/* With c->lock held: whether a submitted call (async.c) waits for its reply, which nobody may
+ * be reading for: the application polls for it. */
+static bool calls_waiting(sn_conn_t *c)
+{
+        for (struct sn_pending *q = c->pending; q; q = q->next)
+                if (q->async)
+                        return true;
+        return false;
+}
+
+/* With c->lock held, as a reader stops: when a submitted call's reply is still to come, the
+ * daemon must ring the doorbell that the application's pollfd watches, and when records
+ * are already there, the doorbell is made readable now.  Only while nobody reads: a reader
+ * does the same when it stops. */
+static void conn_idle(sn_conn_t *c)
+{
+        if (c->reader_active || c->fd < 0 || !calls_waiting(c))
+                return;
+        if (sn__transport_idle(&c->ring))
+                sn__transport_poke(&c->ring);
+}
+
+void sn__conn_arm(sn_conn_t *c)
+{
+        pthread_mutex_lock(&c->lock);
+        conn_idle(c);
+        pthread_mutex_unlock(&c->lock);
+}
+
 struct wait_state {
         sn_conn_t *c;
         struct sn_pending *p;
@@ -451,19 +488,18 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0;
                 bool cut;
-                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 ssize_t n;
 
                 /* Wait in poll(), which consumes nothing, so that a cancellation never drops
                  * a reply already received; then read it with cancellation held off. */
                 if (block_state == PTHREAD_CANCEL_ENABLE) {
                         pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-                        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+                        while (sn__transport_wait(c->fd, &c->ring, -1) == -EINTR)
                                 ;
                         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
                 }
-                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, fds, &nfds, &cut,
-                                       0);
+                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, fds,
+                                       &nfds, &cut, 0);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 pthread_mutex_lock(&c->lock);
@@ -474,6 +510,10 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                         sn__fds_close(fds, nfds);
                 if (n == -EMSGSIZE)
                         continue;
+                if (n == -EPROTO) {
+                        conn_lost(c); /* the daemon broke the rings */
+                        continue;
+                }
                 if (n <= 0) {
                         conn_ended(c);
                         continue;
@@ -481,6 +521,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
         }
         pthread_cleanup_pop(0);
+        conn_idle(c);
         hand_off(c);
         pthread_mutex_unlock(&c->lock);
         pthread_cond_destroy(&p->cond);
@@ -501,18 +542,27 @@ int sn__conn_pump(sn_conn_t *c)
 
                 c->reader_active = true;
                 pthread_mutex_unlock(&c->lock);
-                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, fds, &nfds, &cut,
-                                       MSG_DONTWAIT);
+                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, fds,
+                                       &nfds, &cut, MSG_DONTWAIT);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 pthread_mutex_lock(&c->lock);
                 c->reader_active = false;
                 if (n <= 0)
                         sn__fds_close(fds, nfds);
-                if (n == -EAGAIN || n == -EWOULDBLOCK)
+                if (n == -EAGAIN || n == -EWOULDBLOCK) {
+                        /* Nothing more: the next reply must ring the doorbell the application
+                         * polls (records that came meanwhile are read now). */
+                        if (calls_waiting(c) && sn__transport_idle(&c->ring))
+                                continue;
                         break;
+                }
                 if (n == -EMSGSIZE)
                         continue;
+                if (n == -EPROTO) {
+                        conn_lost(c);
+                        continue;
+                }
                 if (n <= 0) {
                         conn_ended(c);
                         continue;
@@ -665,11 +715,12 @@ static int handshake(sn_conn_t *c)
         uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_hello_reply + 64];
         struct snw_hello hello = { .magic = SN_PROTO_MAGIC,
                                   .version_min = SN_PROTO_VERSION_MIN,
-                                  .version_max = SN_PROTO_VERSION };
+                                  .version_max = SN_PROTO_VERSION,
+                                  .flags = c->no_shm ? 0 : SN_PROTO_HELLO_RING };
         const struct sn_msg_desc *d;
         struct snw_hello_reply rep;
         struct snw_header h;
-        int fds[SN_PROTO_MAX_FDS];
+        int fds[SN_PROTO_RING_NFDS];
         unsigned nfds = 0;
         ssize_t n;
         int r;
@@ -680,34 +731,52 @@ static int handshake(sn_conn_t *c)
                 return r;
         /* A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
          * our HELLO arrived: its reason is still there to read. */
-        n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, 0, &nfds, r < 0 ? MSG_DONTWAIT : 0);
+        n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, SN_PROTO_RING_NFDS, &nfds,
+                           r < 0 ? MSG_DONTWAIT : 0);
         if (n == -ECONNRESET) {
                 /* Reported before a reason queued behind it: read that too. */
                 sn__fds_close(fds, nfds);
-                n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, 0, &nfds, MSG_DONTWAIT);
+                n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, SN_PROTO_RING_NFDS, &nfds,
+                                   MSG_DONTWAIT);
                 if (n < 0)
                         n = -ECONNRESET;
         }
-        if (r < 0 && n < 0)
+        if (r < 0 && n < 0) {
+                sn__fds_close(fds, nfds);
                 return r;
-        sn__fds_close(fds, nfds);
-        if (n == 0)
-                return -ECONNRESET;
-        if (n < 0)
-                /* Too large, or with descriptors (HELLO_REPLY carries none): not a daemon. */
-                return n == -EMSGSIZE || n == -ETOOMANYREFS ? -EPROTO : (int)n;
-        if (c->trace)
+        }
+        if (n > 0 && c->trace)
                 trace(c, "<-", buf, (size_t)n);
-        if (sn_msg_check(buf, (size_t)n, &h, &d) < 0)
-                return -EPROTO;
-        if (h.type == SN_MSG_ERROR)
-                return h.status ? -(int)h.status : -EPROTO;
-        if (h.type != SN_MSG_HELLO_REPLY || h.status)
-                return -EPROTO;
+        r = n == 0 ? -ECONNRESET
+            /* Too large, or with more descriptors than the rings': not a daemon. */
+            : n < 0 ? (n == -EMSGSIZE || n == -ETOOMANYREFS ? -EPROTO : (int)n)
+            : sn_msg_check(buf, (size_t)n, &h, &d) < 0 ? -EPROTO
+            : h.type == SN_MSG_ERROR ? (h.status ? -(int)h.status : -EPROTO)
+            : h.type != SN_MSG_HELLO_REPLY || h.status ? -EPROTO
+            : 0;
+        if (r < 0) {
+                sn__fds_close(fds, nfds);
+                return r;
+        }
         snw_hello_reply_decode(sn_msg_body(buf), &rep);
         if (rep.version < SN_PROTO_VERSION_MIN || rep.version > SN_PROTO_VERSION ||
-            rep.max_message < 4096 || rep.max_fds == 0)
+            rep.max_message < 4096 || rep.max_fds == 0) {
+                sn__fds_close(fds, nfds);
                 return -EPROTO;
+        }
+        /* The rings only when asked for, in version 3, with exactly their descriptors (the
+         * header's count and what came must agree); the socket with none.  What the daemon
+         * passed is checked before anything else of it is used (transport.c). */
+        if (rep.transport == SN_PROTO_TRANSPORT_RING && !c->no_shm && rep.version >= 3 &&
+            h.nfds == SN_PROTO_RING_NFDS && nfds == SN_PROTO_RING_NFDS) {
+                r = sn__ring_attach(&c->ring, fds, nfds);
+                if (r < 0)
+                        return r == -EPROTO ? r : -EPROTO;
+        } else {
+                sn__fds_close(fds, nfds);
+                if (rep.transport != SN_PROTO_TRANSPORT_SOCKET || nfds || h.nfds)
+                        return -EPROTO;
+        }
         c->version = rep.version;
         c->limits = (sn_limits_t){
                 .max_message = rep.max_message,
@@ -778,7 +847,7 @@ static int connect_candidates(sn_conn_t *c, const struct sn_socket_candidate *ca
                         return 0;
                 }
                 r = -errno;
-                c->fd = sn_close(c->fd);
+                c->fd = transport_close(c);
                 open_error_add("%s%s %s (%s)", i ? "; " : "", source_name(cand[i].source),
                                cand[i].path, strerrordesc_np(-r));
                 if (!no_daemon(r))
@@ -851,7 +920,7 @@ static int reconnect_once(sn_conn_t *c)
         r = handshake(c);
         if (r < 0) {
                 pthread_mutex_lock(&c->lock);
-                c->fd = sn_close(c->fd);
+                c->fd = transport_close(c);
                 pthread_mutex_unlock(&c->lock);
                 /* A daemon that ends, or refuses us (a limit), during start-up: maybe the
                  * next one will not.  Who it is was checked above. */
@@ -910,7 +979,7 @@ static void conn_resume(sn_conn_t *c)
         pthread_mutex_unlock(&c->lock);
         pthread_mutex_lock(&c->send_lock);
         pthread_mutex_lock(&c->lock);
-        c->fd = sn_close(c->fd);
+        c->fd = transport_close(c);
         pthread_mutex_unlock(&c->lock);
         for (;;) {
                 uint32_t old_max = c->limits.max_message;
@@ -924,7 +993,7 @@ static void conn_resume(sn_conn_t *c)
                                 c->hooks.fd_changed(c);
                         r = c->hooks.replay ? c->hooks.replay(c) : 0;
                         if (r < 0)
-                                c->fd = sn_close(c->fd);
+                                c->fd = transport_close(c);
                         pthread_mutex_unlock(&c->lock);
                         if (r == 0)
                                 break;
@@ -949,7 +1018,7 @@ static void conn_resume(sn_conn_t *c)
         c->resuming = false;
         c->gen++;
         if (r < 0) {
-                c->fd = sn_close(c->fd);
+                c->fd = transport_close(c);
                 c->lost_err = r;
                 conn_lost(c);
         }
@@ -973,6 +1042,11 @@ int sn__conn_recover(sn_conn_t *c, uint64_t gen, int err)
 {
         int cancel_state, r;
 
+        if (err == -EPROTO) {
+                /* The daemon broke the rings: as a reply that cannot be trusted. */
+                sn__conn_violation(c);
+                return c->lost_err;
+        }
         if (err != -EPIPE && err != -ECONNRESET && err != -ENOTCONN)
                 return err;
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
@@ -1016,20 +1090,22 @@ int sn__conn_exchange(sn_conn_t *c, uint8_t *buf, size_t len, const int *fds, un
         if (r < 0)
                 return r == -EPIPE ? -ECONNRESET : r;
         for (;;) {
-                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 int rfds[SN_PROTO_MAX_FDS];
                 unsigned rnfds = 0;
                 bool cut = false;
                 ssize_t n;
 
-                /* A daemon that stops answering must not hold the resume for ever. */
-                r = poll(&pfd, 1, timeout);
-                if (r == 0)
-                        return -ETIMEDOUT;
-                if (r < 0 && errno == EINTR)
+                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, rfds,
+                                       &rnfds, &cut, MSG_DONTWAIT);
+                if (n == -EAGAIN || n == -EWOULDBLOCK) {
+                        /* A daemon that stops answering must not hold the resume for ever. */
+                        r = sn__transport_wait(c->fd, &c->ring, timeout);
+                        if (r == 0)
+                                return -ETIMEDOUT;
+                        if (r < 0 && r != -EINTR)
+                                return r;
                         continue;
-                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, rfds, &rnfds, &cut,
-                                       0);
+                }
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 if (n <= 0 || rnfds || cut) {
@@ -1069,10 +1145,17 @@ SN_EXPORT const char *sn_conn_open_error(void)
         return open_error;
 }
 
+/* A switch in the environment: set, not empty and not "0". */
+static bool env_set(const char *name)
+{
+        const char *v = getenv(name);
+
+        return v && *v && strcmp(v, "0") != 0;
+}
+
 SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
 {
         struct sn_socket_candidate cand[SN_SOCKET_CANDIDATES_MAX];
-        const char *tr = getenv("SOCKNOTIFY_TRACE");
         sn_conn_t *c;
         int n, r, which = 0;
 
@@ -1092,9 +1175,11 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         if (!c)
                 return -ENOMEM;
         c->fd = -1;
+        sn__ring_init(&c->ring);
+        c->no_shm = env_set("SOCKNOTIFY_NO_SHM");
         c->fork_gen = fork_generation;
         c->efd = c->pollfd = -1;
-        c->trace = tr && *tr && strcmp(tr, "0") != 0;
+        c->trace = env_set("SOCKNOTIFY_TRACE");
         c->reconnect_ms = reconnect_ms_from_env();
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->send_lock, NULL);
@@ -1148,7 +1233,7 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
         pthread_mutex_unlock(&live_lock);
         if (c->hooks.calls_release)
                 c->hooks.calls_release(c);
-        sn_close(c->fd);
+        transport_close(c);
         /* Requests left by cancelled callers, and entries nobody took. */
         while (c->pending) {
                 struct sn_pending *p = c->pending;
