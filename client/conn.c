@@ -378,7 +378,7 @@ static void conn_idle(sn_conn_t *c)
 {
         if (c->reader_active || c->fd < 0 || !calls_waiting(c))
                 return;
-        if (sn__transport_idle(&c->ring))
+        if (sn__transport_idle(&c->ring, true))
                 sn__transport_poke(&c->ring);
 }
 
@@ -553,7 +553,7 @@ int sn__conn_pump(sn_conn_t *c)
                 if (n == -EAGAIN || n == -EWOULDBLOCK) {
                         /* Nothing more: the next reply must ring the doorbell the application
                          * polls (records that came meanwhile are read now). */
-                        if (calls_waiting(c) && sn__transport_idle(&c->ring))
+                        if (sn__transport_idle(&c->ring, calls_waiting(c)))
                                 continue;
                         break;
                 }

@@ -379,11 +379,13 @@ int sn__transport_wait(int sock, struct sn_ring *r, int timeout_ms)
         return n > 0 || r->stray_since;
 }
 
-bool sn__transport_idle(struct sn_ring *r)
+bool sn__transport_idle(struct sn_ring *r, bool want_wake)
 {
         if (!r->map)
                 return false;
         bell_reset(r->client_bell);
+        if (!want_wake)
+                return false;
         sn_ring_store(&r->hdr->client_sleeps, 1);
         sn_ring_fence();
         return sn_ring_rx_ready(&r->cq) || r->socket_next;

@@ -87,12 +87,13 @@ ssize_t sn__transport_recv(int sock, struct sn_ring *r, void *buf, size_t cap, i
 int sn__transport_wait(int sock, struct sn_ring *r, int timeout_ms);
 
 /*
- * Before the receiver stops looking with replies still to come while nobody waits for them
- * (submitted calls, which the application polls for): asks the daemon to ring the client
- * doorbell for the next record.  Returns true when records are already there (look again, or
- * let a poller know).  false without rings.
+ * When the receiver stops looking: clears the client doorbell (a poller of it is woken for
+ * what comes next only), and with want_wake, because replies are still to come while nobody
+ * waits for them (submitted calls, which the application polls for), asks the daemon to ring
+ * it for the next record.  Returns true when want_wake and records are already there (look
+ * again, or let a poller know).  false without rings.  Only while no other thread receives.
  */
-bool sn__transport_idle(struct sn_ring *r);
+bool sn__transport_idle(struct sn_ring *r, bool want_wake);
 
 /* Makes the client doorbell readable, so that a poller of it looks at the rings. */
 void sn__transport_poke(struct sn_ring *r);
