@@ -315,6 +315,10 @@ void conn_free(struct conn *c, uint32_t status)
         if (event_initialized(&c->ev))
                 event_del(&c->ev);
         live_ring_gone(c);
+        if (c->ring) {
+                user_charge_rings(c->user, -1, SN_RING_FILE_SIZE);
+                c->srv->nrings--;
+        }
         ring_free(c->ring);
         sn_close(c->fd);
         sn_list_del(&c->dead_link);
@@ -616,11 +620,23 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
         struct conn_ring *r;
         size_t len = sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0);
         uint8_t *p;
-        int err = ring_new(&r);
+        int err;
 
+        /* The file's memory counts with the user's output bytes, its descriptors with the
+         * user's; over a limit the connection keeps its socket (the check logs the refusal). */
+        if (c->user->output + SN_RING_FILE_SIZE > srv->limits.max_output_per_user) {
+                c->user->refused++;
+                server_log_refusal(srv, &c->session, c->uid, "max-output-per-user");
+                err = -EDQUOT;
+        } else if (user_check_output(srv, c->user, &c->session, SN_RING_FILE_SIZE) < 0 ||
+                   user_check_fds(srv, c->user, &c->session, RING_NFDS) < 0) {
+                err = -EDQUOT;
+        } else {
+                err = ring_new(&r);
+        }
         if (err) {
-                log_warning("connection %llu (pid %d): no rings (%s): it keeps its socket",
-                            (unsigned long long)c->serial, (int)c->pid, strerror(-err));
+                log_info("connection %llu (pid %d): no rings (%s): it keeps its socket",
+                         (unsigned long long)c->serial, (int)c->pid, strerror(-err));
                 p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, id, 0, 0, 0, 0);
                 snw_hello_reply_encode(p, out);
                 conn_send(c, srv->wbuf, len);
@@ -646,6 +662,8 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
         }
         live_answered(c, srv->wbuf, len);
         c->ring = r;
+        user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
+        c->srv->nrings++;
         event_assign(&r->ev, srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
         event_add(&r->ev, NULL);
         r->ev_added = true;
@@ -664,6 +682,8 @@ int conn_adopt_ring(struct conn *c, int *fds, bool stalled)
                 return err;
         }
         c->ring = r;
+        user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
+        c->srv->nrings++;
         r->stalled = stalled;
         event_assign(&r->ev, c->srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
         event_add(&r->ev, NULL);
@@ -1782,6 +1802,7 @@ static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
 
         (void)fd;
         (void)what;
+        c->srv->counters.doorbells++;
         ring_bell_drain(c->ring);
         if (!sn_list_empty(&c->outq))
                 conn_flush(c);
