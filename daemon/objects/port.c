@@ -857,7 +857,12 @@ void port_dispatch(struct port *port)
         /* A waiter's session is alive here: its kill takes dead ones off the list.  If the
          * answer's send kills it, the entries go with it, as with any waiter that dies. */
         while ((w = dispatch_pick(port))) {
-                uint32_t n = port_take(port, srv->ebuf, w->max_entries);
+                /* A call posted ahead while other threads run too takes its share only: what
+                 * it holds waits for its one thread, while the others may be free first. */
+                uint32_t max = w->ahead && port->nrunning > 1
+                                       ? SN_MAX(w->max_entries / port->nrunning, 1u)
+                                       : w->max_entries;
+                uint32_t n = port_take(port, srv->ebuf, max);
 
                 if (!n)
                         break;
