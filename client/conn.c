@@ -226,11 +226,6 @@ bool sn__conn_rings(sn_conn_t *c)
         return false;
 }
 
-void sn__conn_pump_ready(sn_conn_t *c)
-{
-        (void)c;
-}
-
 bool sn__ahead_posted(sn_conn_t *c, uint32_t port, uint32_t thread)
 {
         bool found = false;
@@ -646,6 +641,45 @@ int sn__conn_pump(sn_conn_t *c)
         r = c->broken ? c->lost_err : 0;
         pthread_mutex_unlock(&c->lock);
         return r;
+}
+
+void sn__conn_pump_ready(sn_conn_t *c)
+{
+        pthread_mutex_lock(&c->lock);
+        /* Only while a record is there: an empty ring costs no system call (the receive would
+         * ask the socket whether the daemon is still there). */
+        while (!c->broken && !c->reader_active && c->fd >= 0 && sn__transport_ready(&c->ring)) {
+                int fds[SN_PROTO_MAX_FDS];
+                unsigned nfds = 0;
+                bool cut;
+                ssize_t n;
+
+                c->reader_active = true;
+                pthread_mutex_unlock(&c->lock);
+                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, fds,
+                                       &nfds, &cut, MSG_DONTWAIT);
+                if (n > 0 && c->trace)
+                        trace(c, "<-", c->rbuf, (size_t)n);
+                pthread_mutex_lock(&c->lock);
+                c->reader_active = false;
+                if (n <= 0)
+                        sn__fds_close(fds, nfds);
+                if (n == -EAGAIN || n == -EWOULDBLOCK)
+                        break;
+                if (n == -EMSGSIZE)
+                        continue;
+                if (n == -EPROTO) {
+                        conn_lost(c);
+                        break;
+                }
+                if (n <= 0) {
+                        conn_ended(c);
+                        continue;
+                }
+                deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
+        }
+        hand_off(c);
+        pthread_mutex_unlock(&c->lock);
 }
 
 int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t len,

@@ -95,5 +95,11 @@ int sn__transport_wait(int sock, struct sn_ring *r, int timeout_ms);
  */
 bool sn__transport_idle(struct sn_ring *r, bool want_wake);
 
+/* Whether the rings hold a message to receive now (one load; false without rings). */
+static inline bool sn__transport_ready(const struct sn_ring *r)
+{
+        return r->map && (r->socket_next || sn_ring_rx_ready(&r->cq));
+}
+
 /* Makes the client doorbell readable, so that a poller of it looks at the rings. */
 void sn__transport_poke(struct sn_ring *r);
