@@ -111,6 +111,23 @@ static int nonblock(int fd)
         return 0;
 }
 
+/*
+ * The mapping keeps the memory, so the file's descriptor goes; the doorbell with the highest
+ * number takes its number, so that ours leave no hole below them: a program that closes every
+ * descriptor above its lowest free one (close_range) must not close the doorbells.
+ */
+static void keep_compact(struct sn_ring *r, int file)
+{
+        int *hi = r->daemon_bell > r->client_bell ? &r->daemon_bell : &r->client_bell;
+
+        if (*hi > file && dup3(*hi, file, O_CLOEXEC) == file) {
+                close(*hi);
+                *hi = file;
+                return;
+        }
+        close(file);
+}
+
 int sn__ring_attach(struct sn_ring *r, const int *fds, unsigned nfds)
 {
         struct sn_ring_header first;
@@ -153,13 +170,13 @@ int sn__ring_attach(struct sn_ring *r, const int *fds, unsigned nfds)
                 munmap(map, (size_t)st.st_size);
                 goto fail;
         }
-        close(fds[SN_PROTO_RING_FD_FILE]); /* the mapping keeps the memory */
         r->map = map;
         r->map_size = (size_t)st.st_size;
         r->owner = getpid();
         r->hdr = map;
         r->daemon_bell = fds[SN_PROTO_RING_FD_DAEMON];
         r->client_bell = fds[SN_PROTO_RING_FD_CLIENT];
+        keep_compact(r, fds[SN_PROTO_RING_FD_FILE]);
         r->sq = (struct sn_ring_tx){
                 .data = r->map + first.sq_offset,
                 .size = first.sq_size,
@@ -374,6 +391,9 @@ int sn__transport_wait(int sock, struct sn_ring *r, int timeout_ms)
         n = poll(p, 2, timeout_ms);
         if (n < 0)
                 return -errno;
+        /* The program closed our doorbell: nothing would wake us any more. */
+        if (p[1].revents & POLLNVAL)
+                return -EBADF;
         if (p[1].revents & POLLIN)
                 bell_reset(r->client_bell);
         return n > 0 || r->stray_since;
