@@ -42,6 +42,10 @@ struct sn_pending {
         uint32_t port, thread;
         uint32_t (*salvage)(struct sn_pending *p, sn_entry_t **ret_entries);
         bool relay;     /* a pure dequeue: it may return stashed entries instead (-EINPROGRESS) */
+        /* Sent through the rings (sn__call_on): the submission ring's position after its
+         * record, to tell at a resume whether the daemon that ended ever took it. */
+        bool in_ring;
+        uint32_t sq_end;
         bool ahead;     /* a dequeue posted ahead (sn__ahead_post): its entries are its thread's */
         bool abandoned; /* heap copy left by its caller: its reply is stashed */
         bool gone;      /* ... by a cancelled caller, whose thread is gone */
@@ -67,6 +71,9 @@ struct sn_orphans {
 /* A pure dequeue whose daemon ended while it waited (conn.c, resuming): its caller asks the new
  * daemon again.  Never returned to the application. */
 #define SN__ASK_AGAIN (-ERESTART)
+/* A request put in the rings of a daemon that ended before it took it from there (conn.c,
+ * resuming): it never reached a daemon, as one whose send failed, and goes to the new one. */
+#define SN__SEND_AGAIN (-ERESTART - 4096)
 /* How many times a request whose daemon died while handling it (EIO) is sent again, when that
  * is safe (retry.c): a request that crashes every daemon still ends. */
 #define SN__RETRIES 2

@@ -290,6 +290,7 @@ void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_rep
         p->port = p->thread = 0;
         p->salvage = NULL;
         p->relay = p->abandoned = p->gone = p->ahead = false;
+        p->in_ring = false;
         p->fds = NULL;
         p->nfds = 0;
         p->fds_cut = false;
@@ -701,9 +702,26 @@ int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t l
                 if (port)
                         sn_put_u32((uint8_t *)buf + SN_HEADER_SIZE, *port);
                 r = sn__send(c, buf, len, NULL, 0);
+                if (r == 0) {
+                        /* Where its record ends (resuming needs it), while the rings cannot
+                         * change (send_lock). */
+                        pthread_mutex_lock(&c->lock);
+                        if (!p.done && sn__ring_active(&c->ring)) {
+                                p.in_ring = true;
+                                p.sq_end = c->ring.sq.tail;
+                        }
+                        pthread_mutex_unlock(&c->lock);
+                }
                 pthread_mutex_unlock(&c->send_lock);
                 if (r == 0) {
                         r = sn__wait(c, &p);
+                        if (r == SN__SEND_AGAIN) {
+                                /* Not taken, so not done: to the new daemon, once. */
+                                if (again)
+                                        return -EIO;
+                                again = true;
+                                continue;
+                        }
                         /* The daemon died handling it (retry.c): again where that is safe. */
                         if (r == -EIO && eio < SN__RETRIES &&
                             sn__retry_safe(sn_get_u16(buf + 4), &done)) {
@@ -1058,13 +1076,19 @@ static int reconnect_once(sn_conn_t *c)
 /* With c->lock held, when the daemon ended: no reply will come for any pending request. */
 static void pending_fail_all(sn_conn_t *c)
 {
+        /* Read once, before the rings go: what the daemon never took from them never reached
+         * it (a lie only harms this process's own requests). */
+        uint32_t taken = sn__transport_sq_taken(&c->ring);
+
         if (c->hooks.calls_fail)
                 c->hooks.calls_fail(c, -EIO); /* takes the submitted calls off the list */
         while (c->pending) {
                 struct sn_pending *p = c->pending;
 
                 c->pending = p->next;
-                p->status = p->relay ? SN__ASK_AGAIN : -EIO;
+                p->status = p->relay ? SN__ASK_AGAIN
+                            : p->in_ring && (int32_t)(p->sq_end - taken) > 0 ? SN__SEND_AGAIN
+                            : -EIO;
                 p->done = true;
                 if (p->abandoned) {
                         pthread_cond_destroy(&p->cond);

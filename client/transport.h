@@ -95,6 +95,13 @@ int sn__transport_wait(int sock, struct sn_ring *r, int timeout_ms);
  */
 bool sn__transport_idle(struct sn_ring *r, bool want_wake);
 
+/* The daemon's position in the submission ring (one load; 0 without rings): a record that
+ * ends after it was never taken. */
+static inline uint32_t sn__transport_sq_taken(const struct sn_ring *r)
+{
+        return r->map ? sn_ring_load(r->sq.phead) : 0;
+}
+
 /* Whether the rings hold a message to receive now (one load; false without rings). */
 static inline bool sn__transport_ready(const struct sn_ring *r)
 {
