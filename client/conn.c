@@ -554,19 +554,28 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
 
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0;
-                bool cut;
-                ssize_t n;
+                bool cut = false;
+                /* The rings change only with the reader role, which this thread holds. */
+                bool rings = sn__ring_active(&c->ring);
+                ssize_t n = 0;
 
                 /* Wait in poll(), which consumes nothing, so that a cancellation never drops
-                 * a reply already received; then read it with cancellation held off. */
-                if (block_state == PTHREAD_CANCEL_ENABLE) {
-                        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-                        while (sn__transport_wait(c->fd, &c->ring, -1) == -EINTR)
+                 * a reply already received; then read it with cancellation held off.  With
+                 * the rings always: a doorbell may ring for nothing, so the receive does not
+                 * block, and an empty ring means waiting again here. */
+                if (block_state == PTHREAD_CANCEL_ENABLE || rings) {
+                        int wr;
+
+                        pthread_setcancelstate(block_state, NULL);
+                        while ((wr = sn__transport_wait(c->fd, &c->ring, -1)) == -EINTR)
                                 ;
                         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+                        if (wr < 0)
+                                n = wr; /* the transport is gone (a doorbell closed) */
                 }
-                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, fds,
-                                       &nfds, &cut, 0);
+                if (n == 0)
+                        n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message,
+                                               fds, &nfds, &cut, rings ? MSG_DONTWAIT : 0);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 pthread_mutex_lock(&c->lock);
@@ -575,7 +584,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 c->reader_active = false;
                 if (n <= 0)
                         sn__fds_close(fds, nfds);
-                if (n == -EMSGSIZE)
+                if (n == -EMSGSIZE || n == -EAGAIN || n == -EWOULDBLOCK)
                         continue;
                 if (n == -EPROTO) {
                         conn_lost(c); /* the daemon broke the rings */
