@@ -437,16 +437,18 @@ static bool calls_waiting(sn_conn_t *c)
         return false;
 }
 
+static void pump_locked(sn_conn_t *c);
+
 /* With c->lock held, as a reader stops: when a submitted call's reply is still to come, the
- * daemon must ring the doorbell that the application's pollfd watches, and when records
- * are already there, the doorbell is made readable now.  Only while nobody reads: a reader
- * does the same when it stops. */
+ * daemon must ring the doorbell that the application's pollfd watches, and records already
+ * there are read now (their calls complete, which makes pollfd readable).  Only while nobody
+ * reads: a reader does the same when it stops. */
 static void conn_idle(sn_conn_t *c)
 {
         if (c->reader_active || c->fd < 0 || !calls_waiting(c))
                 return;
         if (sn__transport_idle(&c->ring, true))
-                sn__transport_poke(&c->ring);
+                pump_locked(c);
 }
 
 void sn__conn_arm(sn_conn_t *c)
@@ -605,11 +607,11 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
         return p->status;
 }
 
-int sn__conn_pump(sn_conn_t *c)
+/* With c->lock held (let go in between): reads, without blocking, every reply already received,
+ * when no other thread is reading; with the rings, a submitted call still waiting leaves the
+ * daemon asked to ring the doorbell the application polls. */
+static void pump_locked(sn_conn_t *c)
 {
-        int r;
-
-        pthread_mutex_lock(&c->lock);
         while (!c->broken && !c->reader_active) {
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0;
@@ -645,6 +647,14 @@ int sn__conn_pump(sn_conn_t *c)
                 }
                 deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
         }
+}
+
+int sn__conn_pump(sn_conn_t *c)
+{
+        int r;
+
+        pthread_mutex_lock(&c->lock);
+        pump_locked(c);
         if (c->broken && c->hooks.calls_fail)
                 c->hooks.calls_fail(c, c->lost_err);
         hand_off(c);

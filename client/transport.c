@@ -63,13 +63,16 @@ static void bell_ring(int fd)
         }
 }
 
+/* Our doorbell is a datagram socket the daemon sends one byte on per wake-up (PROTOCOL.md):
+ * takes what is there, never blocking, and at most a bounded number (the daemon sends one per
+ * sleep we announce, so more is a misbehaving daemon, whose later ones are taken next time). */
 static void bell_reset(int fd)
 {
-        uint64_t v;
+        char b[8];
 
-        if (read(fd, &v, sizeof(v)) < 0) {
-                /* EAGAIN: nobody rang. */
-        }
+        for (int i = 0; i < 64; i++)
+                if (recv(fd, b, sizeof(b), MSG_DONTWAIT) < 0)
+                        return; /* EAGAIN: nobody rang (more) */
 }
 
 void sn__ring_init(struct sn_ring *r)
@@ -146,8 +149,8 @@ int sn__ring_attach(struct sn_ring *r, const int *fds, unsigned nfds)
         seals = fcntl(fds[SN_PROTO_RING_FD_FILE], F_GET_SEALS);
         if (seals < 0 || !(seals & F_SEAL_SHRINK))
                 goto fail;
-        /* We write the doorbells and read ours without ever blocking, whatever the daemon
-         * made them with: a full counter must not stop a sender. */
+        /* We write the daemon's doorbell and read ours without ever blocking, whatever the
+         * daemon made them with: a full counter must not stop a sender. */
         if (nonblock(fds[SN_PROTO_RING_FD_DAEMON]) < 0 ||
             nonblock(fds[SN_PROTO_RING_FD_CLIENT]) < 0)
                 goto fail;
@@ -409,10 +412,4 @@ bool sn__transport_idle(struct sn_ring *r, bool want_wake)
         sn_ring_store(&r->hdr->client_sleeps, 1);
         sn_ring_fence();
         return sn_ring_rx_ready(&r->cq) || r->socket_next;
-}
-
-void sn__transport_poke(struct sn_ring *r)
-{
-        if (r->map)
-                bell_ring(r->client_bell);
 }

@@ -27,7 +27,7 @@ struct sn_ring {
         pid_t owner; /* the process that mapped it: a forked child has no such mapping */
         struct sn_ring_header *hdr;
         int daemon_bell; /* eventfd: written to wake the daemon */
-        int client_bell; /* eventfd: the daemon writes it to wake us */
+        int client_bell; /* datagram socket: the daemon sends on it to wake us */
         struct sn_ring_tx sq;
         struct sn_ring_rx cq;
         bool socket_next;   /* a SOCKET record was taken: the next reply is on the socket */
@@ -107,6 +107,3 @@ static inline bool sn__transport_ready(const struct sn_ring *r)
 {
         return r->map && (r->socket_next || sn_ring_rx_ready(&r->cq));
 }
-
-/* Makes the client doorbell readable, so that a poller of it looks at the rings. */
-void sn__transport_poke(struct sn_ring *r);
