@@ -73,6 +73,7 @@ struct server {
         uint32_t nports, nwaits;
         uint64_t nregs, nqueued;
         bool trace;
+        bool no_shm; /* offer no shared-memory rings (--no-shm) */
         char *config_path;
         bool config_named;      /* named with --config: its absence is an error */
         struct settings cmdline;

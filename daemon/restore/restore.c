@@ -304,6 +304,65 @@ static int restore_conns(struct reader *rd)
         return 0;
 }
 
+/*
+ * The rings of the connections that had them (version 3): three descriptors each, found by
+ * the connection's serial.  A connection that used rings and cannot have them back is ended:
+ * its client writes its requests into the SQ and would wait forever on a daemon that reads only
+ * the socket; ended, it sees the end of its connection and makes a new one.
+ */
+static void restore_rings(struct reader *rd)
+{
+        uint32_t n = rd->count[JR_RING], k = 0;
+        struct idx *v = calloc(n + 1, sizeof(*v));
+
+        for (uint32_t i = 0; v && i < n; i++) {
+                const struct jr_record *r = rec(rd, rd->of[JR_RING][i]);
+
+                v[i] = (struct idx){ .key = r->serial, .seq = r->u8a, .rec = rd->of[JR_RING][i] };
+        }
+        if (v)
+                qsort(v, n, sizeof(*v), cmp_idx);
+        while (v && k < n) {
+                struct session *c = conn_of(rd, v[k].key);
+                int fds[3] = { -1, -1, -1 };
+                bool stalled = false, whole = true;
+                uint32_t e = k;
+
+                while (e < n && v[e].key == v[k].key)
+                        e++;
+                for (uint32_t i = k; i < e; i++) {
+                        const struct jr_record *r = rec(rd, v[i].rec);
+                        int fd = restore_fds_take(rd->fds, v[i].rec, r->u32d, r->dev, r->ino);
+
+                        if (fd >= 0 && r->u8a < 3 && fds[r->u8a] < 0) {
+                                fds[r->u8a] = fd;
+                                if (r->u8a == 0)
+                                        stalled = r->u8b;
+                        } else if (fd >= 0) {
+                                close(fd);
+                        }
+                }
+                for (int i = 0; i < 3; i++)
+                        whole = whole && fds[i] >= 0;
+                if (c && whole && rd->ops->ring(c, fds, stalled) == 0) {
+                        v[k].obj = c;
+                } else if (!whole || !c) {
+                        for (int i = 0; i < 3; i++)
+                                if (fds[i] >= 0)
+                                        close(fds[i]);
+                }
+                k = e;
+        }
+        for (uint32_t i = 0; i < rd->count[JR_CONN]; i++) {
+                const struct jr_record *r = rec(rd, rd->of[JR_CONN][i]);
+                struct session *c = conn_of(rd, r->serial);
+
+                if (c && r->u8b & JR_CONN_RING && !(v && lookup(v, n, r->serial)))
+                        session_kill(c, "its rings could not be restored");
+        }
+        free(v);
+}
+
 /* Joins a chain of blobs from head into a new buffer (*ret_len bytes); NULL when the chain is
  * not whole (its lengths, offsets, owner or types disagree). */
 static uint8_t *join_blobs(const struct reader *rd, uint32_t head, uint8_t type, size_t *ret_len)
@@ -849,6 +908,7 @@ int restore_state(struct server *srv, const struct restore_conn_ops *ops,
         r = restore_conns(&rd);
         if (r < 0)
                 goto out;
+        restore_rings(&rd);
         /* Replies owed first: whatever is sent from here on comes after them. */
         restore_output(&rd);
         restore_calls(&rd);
@@ -892,6 +952,7 @@ void restore_sweep(const uint8_t *journal, size_t size, struct restore_fds *fds,
                                : r->type == JR_REG      ? r->u32e
                                : r->type == JR_STAGED_FD ? r->u32b
                                : r->type == JR_LISTEN   ? r->u32a
+                               : r->type == JR_RING     ? r->u32d
                                                         : UINT32_MAX;
                 int fd = restore_fds_take(fds, i, num, 0, 0);
 

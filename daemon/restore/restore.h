@@ -34,6 +34,10 @@ struct restore_conn_ops {
         int (*stage)(struct session *s, uint32_t id, uint32_t port, uint32_t error,
                      const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds);
         void (*discard)(struct session *s, uint32_t id);
+        /* The session's rings (version 3): fds in HELLO_REPLY's order (taken, closed on
+         * failure); stalled: its SQ waits for a message of the socket.  Returns 0 or a negative
+         * errno (the session is then ended: its client cannot go on without them). */
+        int (*ring)(struct session *s, int *fds, bool stalled);
 };
 
 /*

@@ -50,6 +50,7 @@
 #include "daemon/service/conn.h"
 #include "daemon/service/control.h"
 #include "daemon/service/persist.h"
+#include "daemon/service/ring.h"
 #include "daemon/service/server.h"
 #include "proto/codec.h"
 #include "socknotify.h"
@@ -313,6 +314,8 @@ void conn_free(struct conn *c, uint32_t status)
         sn_list_del(&c->take_link);
         if (event_initialized(&c->ev))
                 event_del(&c->ev);
+        live_ring_gone(c);
+        ring_free(c->ring);
         sn_close(c->fd);
         sn_list_del(&c->dead_link);
         sn_list_del(&c->link);
@@ -331,6 +334,10 @@ void conn_kill(struct conn *c, const char *why)
         log_debug("connection %llu (pid %d): %s", (unsigned long long)c->serial, (int)c->pid, why);
         event_del(&c->ev);
         evtimer_del(&c->hello_timer);
+        if (c->ring && c->ring->ev_added) {
+                event_del(&c->ring->ev);
+                c->ring->ev_added = false;
+        }
         /* Off every port, so no dispatch hands them entries; freed later, never here. */
         holdings_detach_waits(&c->session);
         sn_list_add_tail(&c->srv->dead, &c->dead_link);
@@ -364,6 +371,87 @@ static size_t outmsg_cost(size_t len)
         return n < 32 ? 32 : n;
 }
 
+/*
+ * Version 3: puts one reply into the completion ring, or, when it is larger than a record
+ * carries, sends it on the socket and then puts the SOCKET record that announces it (socket
+ * first: the record can be taken back, the datagram cannot).  When the ring is full the daemon
+ * says so (daemon_blocked: the client rings the doorbell once it has made room) and looks once
+ * more, since the client may have made room before it saw the flag.  Returns 0, -EAGAIN
+ * (nothing sent: no room in the ring, or the socket is full and EV_WRITE is on), -EPROTO (the
+ * client broke its ring) or -EPIPE.
+ */
+static int ring_put_reply(struct conn *c, const uint8_t *buf, size_t len)
+{
+        struct conn_ring *r = c->ring;
+        bool on_socket = len > sn_ring_max_message(r->cq.size);
+        uint32_t tail = r->cq.tail;
+        int err;
+
+        err = on_socket ? sn_ring_put(&r->cq, SN_RING_SOCKET, NULL, 0)
+                        : sn_ring_put(&r->cq, SN_RING_MSG, buf, (uint32_t)len);
+        if (err == -EAGAIN) {
+                sn_ring_store(&r->hdr->daemon_blocked, 1);
+                sn_ring_fence();
+                err = on_socket ? sn_ring_put(&r->cq, SN_RING_SOCKET, NULL, 0)
+                                : sn_ring_put(&r->cq, SN_RING_MSG, buf, (uint32_t)len);
+                if (err)
+                        return err;
+                sn_ring_store(&r->hdr->daemon_blocked, 0);
+        } else if (err) {
+                return err;
+        }
+        if (on_socket) {
+                ssize_t n = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                if (n != (ssize_t)len) {
+                        r->cq.tail = tail; /* never published */
+                        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                                conn_set_writing(c, true);
+                                return -EAGAIN;
+                        }
+                        return -EPIPE;
+                }
+        }
+        sn_ring_tx_publish(&r->cq);
+        r->bell_pending = true;
+        return 0;
+}
+
+/* The client's doorbell rings at once, unless the client's own turn is running: its end
+ * rings it once for everything the turn answered. */
+static void ring_sent(struct conn *c)
+{
+        if (!c->ring->in_turn)
+                ring_wake_client(c->ring);
+}
+
+/* Sends now, or returns false when it must be queued (the ring or the socket is full); false
+ * with the connection dead when it failed. */
+static bool send_now(struct conn *c, const uint8_t *buf, size_t len)
+{
+        if (c->ring) {
+                int err = ring_put_reply(c, buf, len);
+
+                if (!err) {
+                        ring_sent(c);
+                        return true;
+                }
+                if (err != -EAGAIN)
+                        conn_kill(c, err == -EPROTO ? "broke its completion ring"
+                                                    : "sending failed");
+                return false;
+        }
+        ssize_t n = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+        if (n == (ssize_t)len)
+                return true;
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+                conn_kill(c, "sending failed");
+        else
+                conn_set_writing(c, true);
+        return false;
+}
+
 void conn_send(struct conn *c, const uint8_t *buf, size_t len)
 {
         struct server *srv = c->srv;
@@ -376,19 +464,16 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
         srv->counters.messages_out++;
         if (srv->trace)
                 trace(c, "->", buf, len);
-        /* The request counts as answered only once its reply is in the kernel or queued (and
-         * journaled): a crash before that fails it with EIO, never leaves its caller waiting. */
+        /* The request counts as answered only once its reply is in the kernel (or the ring) or
+         * queued (and journaled): a crash before that fails it with EIO, never leaves its
+         * caller waiting. */
         if (sn_list_empty(&c->outq)) {
-                ssize_t n = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-                if (n == (ssize_t)len) {
+                if (send_now(c, buf, len)) {
                         live_answered(c, buf, len);
                         return;
                 }
-                if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-                        conn_kill(c, "sending failed");
+                if (c->dead)
                         return;
-                }
         }
         /* What a reply really holds: the allocation, rounded as malloc rounds it. */
         size_t cost = outmsg_cost(len);
@@ -417,7 +502,8 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
         sn_list_add_tail(&c->outq, &m->link);
         c->outq_bytes += cost;
         user_charge_output(c->user, (int64_t)cost);
-        conn_set_writing(c, true);
+        if (!c->ring)
+                conn_set_writing(c, true);
         /* Not taken by the kernel yet: owed to the client across a re-exec or a crash. */
         live_out(c, m);
         live_answered(c, buf, len);
@@ -427,13 +513,27 @@ static void conn_flush(struct conn *c)
 {
         while (!sn_list_empty(&c->outq)) {
                 struct outmsg *m = sn_list_first(&c->outq, struct outmsg, link);
-                ssize_t n = send(c->fd, m->data, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        return;
-                if (n != (ssize_t)m->len) {
-                        conn_kill(c, "sending failed");
-                        return;
+                if (c->ring) {
+                        int err = ring_put_reply(c, m->data, m->len);
+
+                        if (err == -EAGAIN)
+                                return;
+                        if (err) {
+                                conn_kill(c, err == -EPROTO ? "broke its completion ring"
+                                                            : "sending failed");
+                                return;
+                        }
+                        ring_sent(c);
+                } else {
+                        ssize_t n = send(c->fd, m->data, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                                return;
+                        if (n != (ssize_t)m->len) {
+                                conn_kill(c, "sending failed");
+                                return;
+                        }
                 }
                 live_out_gone(c, m);
                 sn_list_del(&m->link);
@@ -502,6 +602,81 @@ void conn_reply_process(struct conn *c, uint32_t id, uint32_t status, const uint
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
+static void conn_bell_cb(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * Answers a HELLO that asked for the rings (version 3): makes them and sends HELLO_REPLY with
+ * their three descriptors; from then on the connection's requests come through the SQ.  When
+ * they cannot be made (the daemon is out of descriptors or memory) the connection keeps the
+ * socket: the reply says transport 0, and the client goes on as with --no-shm.
+ */
+static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
+{
+        struct server *srv = c->srv;
+        struct conn_ring *r;
+        size_t len = sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0);
+        uint8_t *p;
+        int err = ring_new(&r);
+
+        if (err) {
+                log_warning("connection %llu (pid %d): no rings (%s): it keeps its socket",
+                            (unsigned long long)c->serial, (int)c->pid, strerror(-err));
+                p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, id, 0, 0, 0, 0);
+                snw_hello_reply_encode(p, out);
+                conn_send(c, srv->wbuf, len);
+                return;
+        }
+        int fds[SN_PROTO_RING_NFDS] = { [SN_PROTO_RING_FD_FILE] = r->file,
+                                        [SN_PROTO_RING_FD_DAEMON] = r->bell_in,
+                                        [SN_PROTO_RING_FD_CLIENT] = r->bell_out };
+
+        out->transport = SN_PROTO_TRANSPORT_RING;
+        p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, id, 0, SN_PROTO_RING_NFDS, 0, 0);
+        snw_hello_reply_encode(p, out);
+        live_flush(srv);
+        srv->counters.messages_out++;
+        if (srv->trace)
+                trace(c, "->", srv->wbuf, len);
+        /* The first reply of a connection: its socket buffer is empty, so it always fits. */
+        err = sn__fdmsg_send(c->fd, srv->wbuf, len, fds, SN_PROTO_RING_NFDS, MSG_DONTWAIT);
+        if (err < 0) {
+                ring_free(r);
+                conn_kill(c, "sending failed");
+                return;
+        }
+        live_answered(c, srv->wbuf, len);
+        c->ring = r;
+        event_assign(&r->ev, srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
+        event_add(&r->ev, NULL);
+        r->ev_added = true;
+        live_conn_update(c);
+        live_ring(c);
+}
+
+int conn_adopt_ring(struct conn *c, int *fds, bool stalled)
+{
+        struct conn_ring *r;
+        int err = ring_adopt(fds[RING_FILE], fds[RING_BELL_IN], fds[RING_BELL_OUT], &r);
+
+        if (err) {
+                log_warning("connection %llu (pid %d): its rings cannot be restored (%s)",
+                            (unsigned long long)c->serial, (int)c->pid, strerror(-err));
+                return err;
+        }
+        c->ring = r;
+        r->stalled = stalled;
+        event_assign(&r->ev, c->srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
+        event_add(&r->ev, NULL);
+        r->ev_added = true;
+        /* What the client wrote while no daemon ran is read at the loop's first turn, and the
+         * client, which may sleep, is woken for the replies restored before it. */
+        event_active(&r->ev, EV_READ, 0);
+        r->bell_pending = true;
+        live_conn_update(c);
+        live_ring(c);
+        return 0;
+}
+
 static void handle_hello(struct conn *c, const struct snw_header *h, const uint8_t *buf)
 {
         struct server *srv = c->srv;
@@ -542,6 +717,10 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
         evtimer_del(&c->hello_timer);
         live_conn(c);
         live_conn_update(c);
+        if (in.flags & SN_PROTO_HELLO_RING && !srv->no_shm) {
+                hello_ring(c, h->id, &out);
+                return;
+        }
         p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, h->id, 0, 0, 0, 0);
         snw_hello_reply_encode(p, &out);
         conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
@@ -756,6 +935,31 @@ static void take_refuse(struct conn *c, uint32_t id, uint32_t err, const char *w
  * such reply unread per connection, take_budget() for all of them, and three quarters of it
  * for all unprivileged users (take_room()).
  */
+/* Sends a PORT_TAKE_REPLY with its descriptors: on the socket, announced in the completion ring
+ * by a SOCKET record when the connection has rings (put first, published only once the
+ * datagram left).  Returns 0 or a negative errno; -EAGAIN also when the ring is full. */
+static int take_send(struct conn *c, const uint8_t *buf, size_t len, const int *fds, uint32_t n)
+{
+        struct conn_ring *ring = c->ring;
+        uint32_t tail = ring ? ring->cq.tail : 0;
+        int r;
+
+        if (ring) {
+                r = sn_ring_put(&ring->cq, SN_RING_SOCKET, NULL, 0);
+                if (r)
+                        return r;
+        }
+        r = sn__fdmsg_send(c->fd, buf, len, fds, n, MSG_DONTWAIT);
+        if (ring && r < 0)
+                ring->cq.tail = tail;
+        if (ring && r >= 0) {
+                sn_ring_tx_publish(&ring->cq);
+                ring->bell_pending = true;
+                ring_sent(c);
+        }
+        return r < 0 ? r : 0;
+}
+
 static void handle_port_take(struct conn *c, const struct snw_header *h, const uint8_t *buf)
 {
         struct server *srv = c->srv;
@@ -806,7 +1010,11 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         sn_msg_begin(srv->wbuf, SN_MSG_PORT_TAKE_REPLY, h->id, 0, (uint16_t)n, n, 0);
         if (srv->journal)
                 live_flush(srv);
-        r = sn__fdmsg_send(c->fd, srv->wbuf, len, fds, n, MSG_DONTWAIT);
+        r = take_send(c, srv->wbuf, len, fds, n);
+        if (r == -EPROTO) {
+                conn_kill(c, "broke its completion ring");
+                return;
+        }
         if (r == -EAGAIN || r == -EWOULDBLOCK || r == -ETOOMANYREFS) {
                 /* ETOOMANYREFS: the daemon's user has more descriptors in flight than its
                  * RLIMIT_NOFILE (other clients' unread replies, the live store): this
@@ -1361,58 +1569,180 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
         live_conn_request(c, 0, false);
 }
 
-static void conn_read(struct conn *c)
+/* Receives and handles one message from the socket.  Returns 1 when one was handled (or
+ * refused), 0 when none is there, -1 when the connection ended. */
+static int conn_read_one(struct conn *c)
 {
         struct server *srv = c->srv;
+        int fds[SN_PROTO_MAX_FDS];
+        unsigned nfds = 0, room = user_fd_room(srv, c->user);
+        bool pooled = room < srv->limits.max_fds, cut = false;
+        ssize_t n;
 
-        for (int i = 0; i < 64 && !c->dead; i++) {
-                int fds[SN_PROTO_MAX_FDS];
-                unsigned nfds = 0, room = user_fd_room(srv, c->user);
-                bool pooled = room < srv->limits.max_fds, cut = false;
-                ssize_t n;
-
-                /* An unprivileged user's descriptors beyond the pool never enter the table.
-                 * Otherwise there is room for the most a message can carry, so that more than
-                 * max_fds are seen (and refused) rather than cut off by the kernel. */
-                n = sn__fdmsg_recv_room(c->fd, srv->rbuf, srv->limits.max_message, fds,
-                                        pooled ? room : SN_PROTO_MAX_FDS, &nfds, &cut,
-                                        MSG_DONTWAIT);
-                if (n == -EAGAIN || n == -EWOULDBLOCK)
-                        return;
-                if (n == 0 && (nfds || cut)) {
-                        /* A zero-length datagram, not the end of the stream: the end carries
-                         * no descriptors.  What came with it is closed like any bad message. */
-                        closer_close_all(fds, nfds);
-                        violation(c, 0, EBADMSG, "empty message with file descriptors");
-                        continue;
-                }
-                if (n == 0) {
-                        conn_kill(c, "disconnected");
-                        return;
-                }
-                if (n == -EMSGSIZE || (n > 0 && nfds > srv->limits.max_fds)) {
-                        /* SOCK_SEQPACKET keeps boundaries: the next message is still sound.
-                         * The buffer holds the message's start (all of it, or max_message
-                         * bytes): the request id is known when its header came. */
-                        size_t got = n > 0 ? (size_t)n : srv->limits.max_message;
-
-                        closer_close_all(fds, nfds);
-                        violation(c, got >= SN_HEADER_SIZE ? sn_get_u32(srv->rbuf + 8) : 0,
-                                  n == -EMSGSIZE ? EMSGSIZE : ETOOMANYREFS,
-                                  n == -EMSGSIZE ? "message larger than the limit"
-                                                 : "more fds than the limit");
-                        continue;
-                }
-                if (n < 0) {
-                        conn_kill(c, "receive failed");
-                        return;
-                }
-                /* Cut although there was room for them all (MSG_CTRUNC): the kernel could not
-                 * install them, the daemon's own table is full.  The request is answered all
-                 * the same (EMFILE), never left without a reply. */
-                conn_handle(c, srv->rbuf, (size_t)n, fds, nfds,
-                            !cut ? FDS_CUT_NONE : pooled ? FDS_CUT_POOL : FDS_CUT_TABLE);
+        /* An unprivileged user's descriptors beyond the pool never enter the table.
+         * Otherwise there is room for the most a message can carry, so that more than
+         * max_fds are seen (and refused) rather than cut off by the kernel. */
+        n = sn__fdmsg_recv_room(c->fd, srv->rbuf, srv->limits.max_message, fds,
+                                pooled ? room : SN_PROTO_MAX_FDS, &nfds, &cut, MSG_DONTWAIT);
+        if (n == -EAGAIN || n == -EWOULDBLOCK)
+                return 0;
+        if (n == 0 && (nfds || cut)) {
+                /* A zero-length datagram, not the end of the stream: the end carries no
+                 * descriptors.  What came with it is closed like any bad message. */
+                closer_close_all(fds, nfds);
+                violation(c, 0, EBADMSG, "empty message with file descriptors");
+                return 1;
         }
+        if (n == 0) {
+                conn_kill(c, "disconnected");
+                return -1;
+        }
+        if (n == -EMSGSIZE || (n > 0 && nfds > srv->limits.max_fds)) {
+                /* SOCK_SEQPACKET keeps boundaries: the next message is still sound.  The
+                 * buffer holds the message's start (all of it, or max_message bytes): the
+                 * request id is known when its header came. */
+                size_t got = n > 0 ? (size_t)n : srv->limits.max_message;
+
+                closer_close_all(fds, nfds);
+                violation(c, got >= SN_HEADER_SIZE ? sn_get_u32(srv->rbuf + 8) : 0,
+                          n == -EMSGSIZE ? EMSGSIZE : ETOOMANYREFS,
+                          n == -EMSGSIZE ? "message larger than the limit"
+                                         : "more fds than the limit");
+                return 1;
+        }
+        if (n < 0) {
+                conn_kill(c, "receive failed");
+                return -1;
+        }
+        /* Cut although there was room for them all (MSG_CTRUNC): the kernel could not install
+         * them, the daemon's own table is full.  The request is answered all the same
+         * (EMFILE), never left without a reply. */
+        conn_handle(c, srv->rbuf, (size_t)n, fds, nfds,
+                    !cut ? FDS_CUT_NONE : pooled ? FDS_CUT_POOL : FDS_CUT_TABLE);
+        return c->dead ? -1 : 1;
+}
+
+static void conn_ring_turn(struct conn *c);
+
+static void conn_read(struct conn *c)
+{
+        for (int i = 0; i < 64 && !c->dead; i++) {
+                if (c->ring) {
+                        /* HELLO chose the rings: from here on the SQ says what comes. */
+                        conn_ring_turn(c);
+                        return;
+                }
+                if (conn_read_one(c) <= 0)
+                        return;
+        }
+}
+
+/*
+ * With the rings, a message on the socket must have been announced by a SOCKET record in the
+ * SQ, which the client publishes before it sends.  So once the SQ is empty and no record waits
+ * for its message, the socket holds nothing: its end (EOF) ends the connection, and a message
+ * there breaks the protocol (unless a record came meanwhile: then the turn goes on).  Returns
+ * whether the turn must go on.
+ */
+static bool ring_socket_check(struct conn *c)
+{
+        char byte;
+        ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return false;
+        if (n > 0 && sn_ring_rx_ready(&c->ring->sq))
+                return true;
+        if (n == 0)
+                conn_kill(c, "disconnected");
+        else if (n > 0)
+                conn_kill(c, "sent a message on its socket that its ring did not announce");
+        else
+                conn_kill(c, "receive failed");
+        return false;
+}
+
+/*
+ * Runs what the client put in its submission ring: each record is copied out of the shared
+ * memory before anything in it is looked at (sn_ring_get), its space given back at once, and
+ * the copy handled exactly like a datagram of the socket.  A SOCKET record stops the ring until
+ * its message has come on the socket.  At most 64 requests per turn, so that one client cannot
+ * hold the loop; the rest waits for the next turn.  When the ring is empty the daemon announces
+ * it sleeps (the client then rings the doorbell), and the client is woken once, at the end,
+ * for every reply and all the room the turn made.
+ */
+static void conn_ring_turn(struct conn *c)
+{
+        struct conn_ring *r = c->ring;
+        struct server *srv = c->srv;
+        int budget = 64;
+
+        r->in_turn = true;
+        while (!c->dead) {
+                uint32_t len, kind;
+                int k;
+
+                if (budget-- == 0) {
+                        event_active(&r->ev, EV_READ, 0);
+                        break;
+                }
+                if (r->stalled) {
+                        k = conn_read_one(c);
+                        if (k <= 0)
+                                break;
+                        r->stalled = false;
+                        live_ring_update(c);
+                        continue;
+                }
+                k = sn_ring_get(&r->sq, srv->rbuf, srv->limits.max_message, &len, &kind);
+                if (k < 0) {
+                        log_notice("connection %llu (pid %d): %s", (unsigned long long)c->serial,
+                                   (int)c->pid,
+                                   k == -EMSGSIZE ? "a request in its ring is larger than "
+                                                    "max-message"
+                                                  : "its submission ring is broken");
+                        conn_kill(c, "broke its submission ring");
+                        break;
+                }
+                if (k == 0) {
+                        if (!ring_try_sleep(r))
+                                continue;
+                        if (!ring_socket_check(c))
+                                break;
+                        sn_ring_store(&r->hdr->daemon_sleeps, 0);
+                        continue;
+                }
+                /* Copied: the space is the client's again.  A crash from here on must answer the
+                 * request (EIO, restore.c): it is marked in flight before it leaves the ring. */
+                if (kind == SN_RING_MSG && len >= SN_HEADER_SIZE)
+                        live_conn_request(c, sn_get_u32(srv->rbuf + 8), true);
+                if (kind == SN_RING_SOCKET) {
+                        r->stalled = true;
+                        live_ring_update(c);
+                }
+                sn_ring_rx_publish(&r->sq);
+                r->bell_pending = true;
+                if (kind == SN_RING_SOCKET)
+                        continue;
+                conn_handle(c, srv->rbuf, len, NULL, 0, FDS_CUT_NONE);
+        }
+        r->in_turn = false;
+        if (!c->dead)
+                ring_wake_client(r);
+}
+
+/* The daemon's doorbell: the client put requests in the SQ, or made room in the CQ. */
+static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct conn *c = arg;
+
+        (void)fd;
+        (void)what;
+        ring_bell_drain(c->ring);
+        if (!sn_list_empty(&c->outq))
+                conn_flush(c);
+        if (!c->dead)
+                conn_ring_turn(c);
 }
 
 static void conn_io_cb(evutil_socket_t fd, short what, void *arg)

@@ -22,6 +22,7 @@
 #include "daemon/objects/world.h"
 #include "daemon/state/journal.h"
 
+struct conn_ring;
 struct server;
 struct ucred;
 struct user;
@@ -67,6 +68,7 @@ struct conn {
         bool writing;
         bool hello;
         uint16_t version;         /* protocol version chosen at HELLO */
+        struct conn_ring *ring;   /* its shared-memory rings (version 3), or NULL: the socket */
         struct conn_stage stage;
         struct sn_list outq;
         size_t outq_bytes;        /* real allocation held by outq, counted against limits */
@@ -104,6 +106,9 @@ void conn_defer_cancel(struct conn *c, struct outmsg *m);
 /* Re-exec: an unfinished multi-part call; takes fds.  Returns 0 or -EINVAL/-ENOMEM. */
 int conn_adopt_stage(struct conn *c, uint32_t id, uint32_t port, uint32_t error,
                      const uint8_t *items, uint32_t nitems, int *fds, uint32_t nfds);
+/* Restore: the connection's rings, from their descriptors (fds in HELLO_REPLY's order, taken);
+ * stalled: its SQ waits for a message of the socket.  Returns 0 or a negative errno. */
+int conn_adopt_ring(struct conn *c, int *fds, bool stalled);
 /* Sends ERROR with status (id 0) on a connection being refused, and closes fd. */
 void conn_refuse(struct server *srv, int fd, uint32_t status);
 void conn_free(struct conn *conn, uint32_t status);

@@ -68,6 +68,8 @@ static void usage(FILE *f)
                 "      --log-level=LEVEL        error, warning, notice, info (default), debug\n"
                 "  -v, --verbose                log debug messages (--log-level=debug)\n"
                 "      --trace                  log every message sent and received\n"
+                "      --no-shm                 serve every client on its socket only: offer no\n"
+                "                               shared-memory rings (protocol version 3)\n"
                 "  -h, --help                   show this help and exit\n"
                 "  -V, --version                show the version and exit\n"
                 "\n"
@@ -341,6 +343,7 @@ enum {
         OPT_MODE = 0x100,
         OPT_GROUP,
         OPT_TRACE,
+        OPT_NO_SHM,
         OPT_LOG_LEVEL,
         OPT_RESTORE,
         OPT_CHECK_STATE,
@@ -386,6 +389,9 @@ static int take_option(struct start *st, int c, const char *arg)
         case OPT_TRACE:
                 st->opt.trace = true;
                 break;
+        case OPT_NO_SHM:
+                st->opt.no_shm = true;
+                break;
         default:
                 if (c < OPT_LIMIT || c >= OPT_LIMIT + (int)settings_nlimit_options)
                         return 1;
@@ -408,6 +414,7 @@ static int parse_args(int argc, char **argv, struct start *st)
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "verbose", no_argument, NULL, 'v' },
                 { "trace", no_argument, NULL, OPT_TRACE },
+                { "no-shm", no_argument, NULL, OPT_NO_SHM },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { "restore-fd", required_argument, NULL, OPT_RESTORE },

@@ -24,6 +24,7 @@
 #include "daemon/restore/restore.h"
 #include "daemon/service/conn.h"
 #include "daemon/service/persist.h"
+#include "daemon/service/ring.h"
 #include "daemon/state/journal.h"
 #include "proto/codec.h"
 
@@ -44,7 +45,7 @@ void live_conn_update(struct conn *c)
         r = journal_rec(j, c->jr);
         r->u8b = (uint8_t)((c->stage.active ? JR_CONN_STAGED : 0) |
                            (c->discarding ? JR_CONN_DISCARD : 0) | (c->hello ? JR_CONN_HELLO : 0) |
-                           (c->passed_fds ? JR_CONN_PASSED : 0));
+                           (c->passed_fds ? JR_CONN_PASSED : 0) | (c->ring ? JR_CONN_RING : 0));
         r->u32b = c->stage.id;
         r->u32c = c->version;
         r->u32e = c->discard_id;
@@ -77,6 +78,56 @@ void live_conn_gone(struct conn *c)
 
         journal_drop(j, &c->box);
         journal_free(j, &c->jr);
+}
+
+/* ---- rings -------------------------------------------------------------------------------- */
+
+void live_ring(struct conn *c)
+{
+        struct journal *j = c->srv->journal;
+        struct conn_ring *ring = c->ring;
+        struct stat st;
+
+        if (!j || !ring || !c->jr || c->dead)
+                return;
+        for (int i = 0; i < RING_NFDS; i++) {
+                struct jr_record *r;
+
+                if (ring->jr[i])
+                        continue;
+                if (!(ring->jr[i] = journal_new(j, JR_RING)))
+                        return;
+                r = journal_rec(j, ring->jr[i]);
+                r->serial = c->serial;
+                r->u8a = (uint8_t)i;
+                r->u32d = (uint32_t)ring->fds[i];
+                if (fstat(ring->fds[i], &st) == 0) {
+                        r->dev = (uint64_t)st.st_dev;
+                        r->ino = (uint64_t)st.st_ino;
+                }
+                journal_keep(j, &ring->box[i], ring->fds[i], ring->jr[i]);
+        }
+        live_ring_update(c);
+}
+
+void live_ring_update(struct conn *c)
+{
+        struct journal *j = c->srv->journal;
+
+        if (j && c->ring && c->ring->jr[RING_FILE])
+                journal_rec(j, c->ring->jr[RING_FILE])->u8b = c->ring->stalled;
+}
+
+void live_ring_gone(struct conn *c)
+{
+        struct journal *j = c->srv->journal;
+
+        if (!c->ring)
+                return;
+        for (int i = 0; i < RING_NFDS; i++) {
+                journal_drop(j, &c->ring->box[i]);
+                journal_free(j, &c->ring->jr[i]);
+        }
 }
 
 void live_conn_request(struct conn *c, uint32_t id, bool begin)
@@ -214,6 +265,7 @@ static void journal_conn(struct conn *c)
         if (c->dead)
                 return;
         live_conn(c);
+        live_ring(c);
         for (pos = c->outq.next; pos != &c->outq; pos = pos->next)
                 live_out(c, sn_list_entry(pos, struct outmsg, link));
         if (st->active && (st->nitems || st->nfds))
@@ -268,6 +320,8 @@ static void forget_records(struct server *srv)
                 struct conn *c = sn_list_entry(pos, struct conn, link);
 
                 c->jr = 0;
+                if (c->ring)
+                        memset(c->ring->jr, 0, sizeof(c->ring->jr));
                 c->stage.jr_first = c->stage.jr_last = 0;
                 for (uint32_t i = 0; c->stage.keep && i < c->stage.nfds; i++)
                         if (c->stage.keep[i])
@@ -369,6 +423,8 @@ void live_set_cloexec(struct server *srv, bool on)
                 if (c->dead)
                         continue;
                 set_cloexec(c->fd, on);
+                for (int i = 0; c->ring && i < RING_NFDS; i++)
+                        set_cloexec(c->ring->fds[i], on);
                 for (uint32_t i = 0; i < c->stage.nfds; i++)
                         set_cloexec(c->stage.fds[i], on);
         }
@@ -432,6 +488,11 @@ static int restore_stage(struct session *s, uint32_t id, uint32_t port, uint32_t
         return conn_adopt_stage(conn_of_session(s), id, port, error, items, nitems, fds, nfds);
 }
 
+static int restore_ring(struct session *s, int *fds, bool stalled)
+{
+        return conn_adopt_ring(conn_of_session(s), fds, stalled);
+}
+
 static void restore_discard(struct session *s, uint32_t id)
 {
         struct conn *c = conn_of_session(s);
@@ -446,4 +507,5 @@ const struct restore_conn_ops live_restore_ops = {
         .answered = restore_answered,
         .stage = restore_stage,
         .discard = restore_discard,
+        .ring = restore_ring,
 };

@@ -38,6 +38,11 @@ void live_conn(struct conn *c);
 /* Its flags, protocol version or staged call changed. */
 void live_conn_update(struct conn *c);
 void live_conn_gone(struct conn *c);
+/* The connection's rings: records and boxes for their descriptors; the record of the ring file
+ * also says whether the SQ waits for a message of the socket (stalled). */
+void live_ring(struct conn *c);
+void live_ring_update(struct conn *c);
+void live_ring_gone(struct conn *c);
 /* Request id is being handled (begin) or was answered. */
 void live_conn_request(struct conn *c, uint32_t id, bool begin);
 /* A reply leaving for c (buf, len bytes): the request it answers is no longer in flight. */

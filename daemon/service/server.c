@@ -634,6 +634,7 @@ static struct server *server_alloc(const struct server_options *opt)
         srv->argv = (char **)opt->argv;
         srv->exe = own_exe();
         srv->trace = opt->trace;
+        srv->no_shm = opt->no_shm;
         clamp_max_message(&srv->limits);
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);

@@ -26,6 +26,7 @@ struct server_options {
         const char *group;
         struct limits limits;
         bool trace;
+        bool no_shm; /* offer no rings (--no-shm) */
         int listen_fd; /* an adopted listening socket, or -1 */
 };
 

@@ -37,6 +37,7 @@ enum jr_type {
         JR_OUT,    /* a part of a reply queued for a connection (struct jr_blob) */
         JR_STAGE,  /* a part of a multi-part call's items received so far (struct jr_blob) */
         JR_STAGED_FD, /* a descriptor received with a multi-part call's part */
+        JR_RING,   /* one of a connection's ring descriptors (version 3) */
         JR_TYPES
 };
 
@@ -46,6 +47,7 @@ enum {
         JR_CONN_DISCARD = 2, /* the remaining parts of call u32e are dropped */
         JR_CONN_HELLO = 4,   /* its handshake is done */
         JR_CONN_PASSED = 8,  /* it passed descriptors */
+        JR_CONN_RING = 16,   /* it uses rings (JR_RING records, version 3) */
 };
 
 /* Host byte order: the journal is read only by a daemon of the same machine. */

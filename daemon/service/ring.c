@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * ring.c - making, adopting and freeing a connection's rings, and the doorbells.
+ *
+ * What the requests and replies do with the rings is conn.c's: this file only owns the
+ * memory and the descriptors.  The seals (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL) are what
+ * make a shared mapping safe for the daemon: without them a client could truncate the file
+ * and the daemon's next write into it would end the daemon with SIGBUS.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/service/ring.h"
+
+#define RING_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+static void ring_bind(struct conn_ring *r)
+{
+        struct sn_ring_header *h = r->hdr;
+
+        r->sq = (struct sn_ring_rx){ .data = r->map + SN_RING_HEADER_SIZE,
+                                     .size = SN_RING_SQ_SIZE,
+                                     .phead = &h->sq_head,
+                                     .ptail = &h->sq_tail };
+        r->cq = (struct sn_ring_tx){ .data = r->map + SN_RING_HEADER_SIZE + SN_RING_SQ_SIZE,
+                                     .size = SN_RING_CQ_SIZE,
+                                     .ptail = &h->cq_tail,
+                                     .phead = &h->cq_head };
+}
+
+static int ring_map(struct conn_ring *r)
+{
+        void *m = mmap(NULL, SN_RING_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, r->file, 0);
+
+        if (m == MAP_FAILED)
+                return -errno;
+        r->map = m;
+        r->hdr = m;
+        ring_bind(r);
+        return 0;
+}
+
+static struct conn_ring *ring_alloc(void)
+{
+        struct conn_ring *r = calloc(1, sizeof(*r));
+
+        if (r)
+                r->file = r->bell_in = r->bell_out = -1;
+        return r;
+}
+
+int ring_new(struct conn_ring **ret)
+{
+        struct conn_ring *r = ring_alloc();
+        int err;
+
+        if (!r)
+                return -ENOMEM;
+        r->file = memfd_create("socknotify-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (r->file < 0 || ftruncate(r->file, SN_RING_FILE_SIZE) < 0 ||
+            fcntl(r->file, F_ADD_SEALS, RING_SEALS) < 0)
+                goto fail_errno;
+        r->bell_in = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        r->bell_out = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (r->bell_in < 0 || r->bell_out < 0)
+                goto fail_errno;
+        err = ring_map(r);
+        if (err)
+                goto fail;
+        /* A new file reads as zeros: only the layout needs writing. */
+        *r->hdr = (struct sn_ring_header){ .magic = SN_RING_MAGIC,
+                                           .layout = SN_RING_LAYOUT,
+                                           .sq_offset = SN_RING_HEADER_SIZE,
+                                           .sq_size = SN_RING_SQ_SIZE,
+                                           .cq_offset = SN_RING_HEADER_SIZE + SN_RING_SQ_SIZE,
+                                           .cq_size = SN_RING_CQ_SIZE };
+        *ret = r;
+        return 0;
+fail_errno:
+        err = -errno;
+fail:
+        ring_free(r);
+        return err;
+}
+
+int ring_adopt(int file, int bell_in, int bell_out, struct conn_ring **ret)
+{
+        struct conn_ring *r = ring_alloc();
+        struct stat st;
+        uint32_t v;
+        int err = -EINVAL;
+
+        if (!r) {
+                close(file);
+                close(bell_in);
+                close(bell_out);
+                return -ENOMEM;
+        }
+        r->file = file;
+        r->bell_in = bell_in;
+        r->bell_out = bell_out;
+        if (fstat(file, &st) < 0 || st.st_size != SN_RING_FILE_SIZE ||
+            (fcntl(file, F_GET_SEALS) & RING_SEALS) != RING_SEALS)
+                goto fail;
+        err = ring_map(r);
+        if (err)
+                goto fail;
+        /* The positions the daemon published are the ones to go on from; they sit in memory
+         * the client can write, so they are checked like anything else read from it: the CQ
+         * tail at most one ring ahead of the client's head, the SQ head at most at its tail. */
+        r->sq.head = __atomic_load_n(&r->hdr->sq_head, __ATOMIC_ACQUIRE);
+        r->cq.tail = __atomic_load_n(&r->hdr->cq_tail, __ATOMIC_ACQUIRE);
+        v = __atomic_load_n(&r->hdr->cq_head, __ATOMIC_ACQUIRE);
+        if (r->cq.tail % 8 || r->sq.head % 8 || r->cq.tail - v > SN_RING_CQ_SIZE ||
+            __atomic_load_n(&r->hdr->sq_tail, __ATOMIC_ACQUIRE) - r->sq.head > SN_RING_SQ_SIZE) {
+                err = -EPROTO;
+                goto fail;
+        }
+        *ret = r;
+        return 0;
+fail:
+        ring_free(r);
+        return err;
+}
+
+void ring_free(struct conn_ring *r)
+{
+        if (!r)
+                return;
+        if (r->ev_added)
+                event_del(&r->ev);
+        if (r->map)
+                munmap(r->map, SN_RING_FILE_SIZE);
+        if (r->file >= 0)
+                close(r->file);
+        if (r->bell_in >= 0)
+                close(r->bell_in);
+        if (r->bell_out >= 0)
+                close(r->bell_out);
+        free(r);
+}
+
+void ring_wake_client(struct conn_ring *r)
+{
+        static const uint64_t one = 1;
+
+        if (!r->bell_pending)
+                return;
+        r->bell_pending = false;
+        sn_ring_fence();
+        /* The write can only fail when the counter is near 2^64 (it is read at every wake-up):
+         * then the client is awake anyway. */
+        if (sn_ring_claim_wake(&r->hdr->client_sleeps))
+                (void)!write(r->bell_out, &one, sizeof(one));
+}
+
+void ring_bell_drain(struct conn_ring *r)
+{
+        uint64_t v;
+
+        (void)!read(r->bell_in, &v, sizeof(v));
+}
+
+bool ring_try_sleep(struct conn_ring *r)
+{
+        sn_ring_rx_publish(&r->sq);
+        sn_ring_store(&r->hdr->daemon_sleeps, 1);
+        sn_ring_fence();
+        if (!sn_ring_rx_ready(&r->sq))
+                return true;
+        sn_ring_store(&r->hdr->daemon_sleeps, 0);
+        return false;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * ring.h - a connection's shared-memory rings, as the daemon holds them (ring.c).
+ *
+ * The daemon makes the ring file (a sealed memfd: the client can neither shrink nor grow it, so
+ * no write of the daemon into it can fault) and both doorbells, maps the file, and passes the
+ * three descriptors to the client with HELLO_REPLY.  Its own positions (the SQ head, the CQ
+ * tail) are kept here, privately; nothing of the daemon's state lives in the shared memory, and
+ * every word read from it is checked by common/ring.h before it is used.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "common/ring.h"
+#include "daemon/state/journal.h"
+
+/* A ring's descriptors, in the order HELLO_REPLY carries them. */
+enum { RING_FILE, RING_BELL_IN, RING_BELL_OUT, RING_NFDS };
+
+struct conn_ring {
+        struct sn_ring_header *hdr;
+        uint8_t *map;
+        union {
+                struct {
+                        int file;     /* the ring file (memfd) */
+                        int bell_in;  /* the daemon's doorbell (eventfd): the client writes it */
+                        int bell_out; /* the client's doorbell (eventfd): the daemon writes it */
+                };
+                int fds[RING_NFDS];
+        };
+        struct sn_ring_rx sq;
+        struct sn_ring_tx cq;
+        struct event ev; /* on bell_in */
+        bool ev_added;
+        bool stalled; /* at a SOCKET record: the next request is on the socket */
+        bool bell_pending; /* records published (or SQ room made) since the last wake-up */
+        bool in_turn;      /* conn.c is running the requests of the SQ */
+        /* In the journal (service/persist.c): a record and a box for each descriptor. */
+        uint32_t jr[RING_NFDS];
+        struct box_ref box[RING_NFDS];
+};
+
+/* Makes rings: the file sealed and mapped, the doorbells.  Returns 0 or a negative errno
+ * (-EMFILE, -ENOMEM, ...); *ret only on success. */
+int ring_new(struct conn_ring **ret);
+/* Adopts a ring file and doorbells (descriptors taken, closed on failure) after a re-exec or a
+ * restore: the file is checked (size, seals) and mapped, the positions are read back from it
+ * and checked.  Returns 0 or a negative errno. */
+int ring_adopt(int file, int bell_in, int bell_out, struct conn_ring **ret);
+/* Stops watching, unmaps, closes the descriptors.  Accepts NULL. */
+void ring_free(struct conn_ring *r);
+/* Wakes the client if it sleeps and records were published since it last looked. */
+void ring_wake_client(struct conn_ring *r);
+/* Empties the daemon's doorbell (non-blocking). */
+void ring_bell_drain(struct conn_ring *r);
+/* Publishes what was consumed from the SQ, and says whether the daemon may sleep: it announces
+ * it sleeps, then looks again; false when records arrived meanwhile (then it does not sleep). */
+bool ring_try_sleep(struct conn_ring *r);
