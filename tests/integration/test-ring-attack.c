@@ -396,24 +396,42 @@ START_TEST(test_doorbell_full_and_blocking)
 }
 END_TEST
 
+struct thief {
+        int fd;
+        volatile bool stop, done;
+};
+
 static void *steal_bells(void *arg)
 {
-        int fd = *(int *)arg;
+        struct thief *t = arg;
         uint64_t v;
 
-        for (;;) {
-                struct pollfd p = { .fd = fd, .events = POLLIN };
+        while (!t->stop) {
+                struct pollfd p = { .fd = t->fd, .events = POLLIN };
 
-                pthread_testcancel();
-                if (poll(&p, 1, 0) == 1 && read(fd, &v, sizeof(v)) < 0 && errno != EINTR &&
+                if (poll(&p, 1, 0) == 1 && read(t->fd, &v, sizeof(v)) < 0 && errno != EINTR &&
                     errno != EAGAIN)
-                        return NULL;
+                        break;
         }
+        t->done = true;
+        return NULL;
+}
+
+/* Stops the thief: it may wait in read() when the daemon took the count first. */
+static void thief_stop(struct thief *t, pthread_t th)
+{
+        t->stop = true;
+        while (!t->done) {
+                bell(t->fd, 1);
+                sched_yield();
+        }
+        pthread_join(th, NULL);
 }
 
 START_TEST(test_doorbell_stolen)
 {
         struct rclient rc, other;
+        struct thief t;
         pthread_t th;
         int err;
 
@@ -422,7 +440,8 @@ START_TEST(test_doorbell_stolen)
         ck_assert_int_eq(fcntl(rc.bell_daemon, F_SETFL, 0), 0);
         /* A thread of the client spins on the daemon's doorbell and takes the count as soon as
          * it is there: now and then between the daemon's epoll_wait() and its read(). */
-        ck_assert_int_eq(pthread_create(&th, NULL, steal_bells, &rc.bell_daemon), 0);
+        t = (struct thief){ .fd = rc.bell_daemon };
+        ck_assert_int_eq(pthread_create(&th, NULL, steal_bells, &t), 0);
         for (int i = 0; i < 500; i++) {
                 bell(rc.bell_daemon, 1);
                 sched_yield();
@@ -430,12 +449,13 @@ START_TEST(test_doorbell_stolen)
         err = rclient_open(D.path, &other);
         if (KNOWN_DEFECT_SHARED_DOORBELLS && err == -ETIMEDOUT) {
                 /* The same defect, met when the thief won the race (not every run). */
-                pthread_cancel(th);
-                pthread_join(th, NULL);
-                rclient_close(&other);
-                rclient_close(&rc);
+                fprintf(stderr, "test_doorbell_stolen: the daemon waits in read() on its "
+                                "doorbell (known defect)\n");
                 kill(D.pid, SIGKILL);
                 test_daemon_reap(&D);
+                thief_stop(&t, th);
+                rclient_close(&other);
+                rclient_close(&rc);
                 return;
         }
         ck_assert_int_eq(err, 0);
@@ -443,8 +463,7 @@ START_TEST(test_doorbell_stolen)
                 rclient_status(&other, id);
         rclient_close(&other);
         others_served();
-        pthread_cancel(th);
-        pthread_join(th, NULL);
+        thief_stop(&t, th);
         rclient_close(&rc);
         test_daemon_finish(&D, baseline);
 }
