@@ -23,6 +23,8 @@
 #define SN_PROTO_REPLY_BIT 0x80
 #define SN_PROTO_NO_FD 0xffffffffu
 #define SN_PROTO_PROCESS_PART 0x1u
+/* Version 3: the thread's next dequeue, posted ahead while the thread runs (PROTOCOL.md). */
+#define SN_PROTO_PROCESS_AHEAD 0x2u
 #define SN_PROTO_INFINITE 0xffffffffu
 /* HELLO flags (version 3): the client asks for the shared-memory rings (common/ring.h). */
 #define SN_PROTO_HELLO_RING 0x1u

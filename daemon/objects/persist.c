@@ -258,6 +258,7 @@ void live_wait(struct wait *w)
         r->u32c = w->thread;
         r->u32d = w->max_entries;
         r->u32e = w->timeout_ms;
+        r->u8b = w->ahead;
         r->u64a = w->timeout_ms == SN_PROTO_INFINITE ? 0 : ns_of(&w->deadline);
         nz = put_pairs(w, &from, r->data);
         r->u64b = w->nresults | (uint64_t)nz << 32;

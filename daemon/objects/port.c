@@ -794,16 +794,75 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
         return n;
 }
 
+static bool runs_on(const struct port *port, const struct session *session, uint32_t thread)
+{
+        const struct sn_list *pos;
+
+        for (pos = session->runners.next; pos != &session->runners; pos = pos->next) {
+                const struct runner *r = sn_list_entry(pos, struct runner, conn_link);
+
+                if (r->port == port && r->thread == thread)
+                        return true;
+        }
+        return false;
+}
+
+struct wait *port_wait_ahead(struct port *port, struct session *session, uint32_t thread)
+{
+        struct sn_list *pos;
+
+        for (pos = session->waits.next; pos != &session->waits; pos = pos->next) {
+                struct wait *w = sn_list_entry(pos, struct wait, conn_link);
+
+                if (w->ahead && w->port == port && w->thread == thread && !w->detached)
+                        return w;
+        }
+        return NULL;
+}
+
+/*
+ * The waiter the next entries go to, or NULL.  A thread that waits comes first, the most recent
+ * one, while fewer than concurrency threads run.  A dequeue posted ahead gets
+ * entries only when no such waiter may take them: when nobody waits, or when concurrency is
+ * reached and its thread is one of those running (it keeps its place, the count does not
+ * change); so it takes nothing a waiting thread would have been given.  The scan is over the
+ * port's waiting calls, never over its registrations.
+ */
+static struct wait *dispatch_pick(struct port *port)
+{
+        bool may_run = port_may_run(port);
+        struct wait *ahead = NULL;
+        struct sn_list *pos;
+
+        for (pos = port->waiters.next; pos != &port->waiters; pos = pos->next) {
+                struct wait *w = sn_list_entry(pos, struct wait, port_link);
+
+                if (!w->ahead) {
+                        if (may_run)
+                                return w;
+                } else if (!ahead && (may_run || runs_on(port, w->session, w->thread))) {
+                        ahead = w;
+                        if (!may_run)
+                                return w;
+                }
+        }
+        return ahead;
+}
+
 void port_dispatch(struct port *port)
 {
         struct server *srv = port->srv;
+        struct wait *w;
 
-        /* Most recent waiter first, and only while fewer than concurrency threads run.  A
-         * waiter's session is alive here: its kill takes dead ones off the list.  If the
+        /* A waiter's session is alive here: its kill takes dead ones off the list.  If the
          * answer's send kills it, the entries go with it, as with any waiter that dies. */
-        while (!sn_list_empty(&port->waiters) && port_may_run(port)) {
-                struct wait *w = sn_list_first(&port->waiters, struct wait, port_link);
-                uint32_t n = port_take(port, srv->ebuf, w->max_entries);
+        while ((w = dispatch_pick(port))) {
+                /* A call posted ahead while other threads run too takes its share only: what
+                 * it holds waits for its one thread, while the others may be free first. */
+                uint32_t max = w->ahead && port->nrunning > 1
+                                       ? SN_MAX(w->max_entries / port->nrunning, 1u)
+                                       : w->max_entries;
+                uint32_t n = port_take(port, srv->ebuf, max);
 
                 if (!n)
                         break;
@@ -847,7 +906,8 @@ int port_wait_check(struct session *session, uint32_t n)
 }
 
 int port_wait(struct port *port, struct session *session, uint32_t id, uint32_t thread,
-              uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n)
+              uint32_t max_entries, uint32_t timeout_ms, bool ahead, const uint32_t *results,
+              uint32_t n)
 {
         size_t size = sizeof(struct wait) + (size_t)n * sizeof(uint32_t);
         struct wait *w;
@@ -862,6 +922,9 @@ int port_wait(struct port *port, struct session *session, uint32_t id, uint32_t 
         if (!w)
                 return -ENOMEM;
         w->detached = false;
+        w->ahead = ahead;
+        if (ahead)
+                timeout_ms = SN_PROTO_INFINITE;
         w->jr = 0;
         w->charge = size;
         w->session = session;

@@ -43,6 +43,7 @@ struct wait {
         struct event timer;
         bool timer_armed;
         bool detached;            /* its session died: off the port, no timer, never answered */
+        bool ahead;               /* posted ahead by a running thread (SN_PROTO_PROCESS_AHEAD) */
         uint32_t timeout_ms;      /* as asked; SN_PROTO_INFINITE: none */
         struct timespec deadline; /* CLOCK_MONOTONIC, when timeout_ms is finite */
         size_t charge;            /* bytes counted against the user's output budget */
@@ -162,10 +163,15 @@ void port_dispatch(struct port *port);
  * the session's waits or its user's (or the unprivileged pool's) waits or output budget
  * would be exceeded. */
 int port_wait_check(struct session *session, uint32_t n);
-/* Parks a PROCESS request.  results (n) are copied.  Returns 0, -EDQUOT (max-waits, or the
- * user's waits or output budget) or -ENOMEM. */
+/* Parks a PROCESS request; ahead: a dequeue posted ahead by a running thread (no timeout; it
+ * keeps its thread's running place, and gets entries only when no thread that waits may take
+ * them).  results (n) are copied.  Returns 0, -EDQUOT (max-waits, or the user's waits or
+ * output budget) or -ENOMEM. */
 int port_wait(struct port *port, struct session *session, uint32_t id, uint32_t thread,
-              uint32_t max_entries, uint32_t timeout_ms, const uint32_t *results, uint32_t n);
+              uint32_t max_entries, uint32_t timeout_ms, bool ahead, const uint32_t *results,
+              uint32_t n);
+/* The dequeue thread posted ahead on port, or NULL. */
+struct wait *port_wait_ahead(struct port *port, struct session *session, uint32_t thread);
 /* Whether a caller may take entries now (fewer than concurrency threads running). */
 bool port_may_run(const struct port *port);
 /* Entries were handed to (session, thread): it now runs on port.  A session has at most

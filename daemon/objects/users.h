@@ -42,6 +42,7 @@ struct user {
         uid_t uid;
         struct pool *pool;  /* the server's pool of unprivileged users; NULL when privileged */
         uint32_t nconns;
+        uint32_t nrings;    /* connections with shared-memory rings (version 3) */
         uint32_t nports;
         uint32_t nsockets;  /* registrations whose socket the daemon holds, and staged fds */
         uint32_t nregs;
@@ -105,6 +106,18 @@ static inline void user_charge_posted(struct user *u, int64_t delta)
         u->nposted += (uint32_t)delta;
         if (u->pool)
                 u->pool->posted += (uint64_t)delta;
+}
+
+/* u's connections with rings change by delta: each holds 3 descriptors and bytes of memory,
+ * counted with the output bytes (memory the daemon holds for u). */
+static inline void user_charge_rings(struct user *u, int32_t delta, uint64_t bytes)
+{
+        u->nrings += (uint32_t)delta;
+        u->output += (size_t)((int64_t)delta * (int64_t)bytes);
+        if (u->pool) {
+                u->pool->fds += (uint64_t)(int64_t)(3 * delta);
+                u->pool->output += (uint64_t)((int64_t)delta * (int64_t)bytes);
+        }
 }
 
 /* Registration items of u's unfinished multi-part calls change by delta. */

@@ -63,6 +63,7 @@ struct server {
         uint32_t *slot_next;
         struct sn_list conns;
         uint32_t nconns;
+        uint32_t nrings;             /* connections with shared-memory rings */
         struct sn_list ports;
         struct sn_list users;
         struct pool unprivileged; /* what users other than root and ours hold together */

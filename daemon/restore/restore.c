@@ -835,7 +835,7 @@ static void restore_waits(struct reader *rd)
 
                         left = ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)0xfffffffe);
                 }
-                if (port_wait(p, c, r->u32b, r->u32c, r->u32d, left, res, nres) < 0)
+                if (port_wait(p, c, r->u32b, r->u32c, r->u32d, left, r->u8b, res, nres) < 0)
                         session_reply_process(c, r->u32b, EIO, NULL, 0, NULL, 0);
                 else
                         rd->out->waits++;

@@ -315,6 +315,10 @@ void conn_free(struct conn *c, uint32_t status)
         if (event_initialized(&c->ev))
                 event_del(&c->ev);
         live_ring_gone(c);
+        if (c->ring) {
+                user_charge_rings(c->user, -1, SN_RING_FILE_SIZE);
+                c->srv->nrings--;
+        }
         ring_free(c->ring);
         sn_close(c->fd);
         sn_list_del(&c->dead_link);
@@ -616,11 +620,23 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
         struct conn_ring *r;
         size_t len = sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0);
         uint8_t *p;
-        int err = ring_new(&r);
+        int err;
 
+        /* The file's memory counts with the user's output bytes, its descriptors with the
+         * user's; over a limit the connection keeps its socket (the check logs the refusal). */
+        if (c->user->output + SN_RING_FILE_SIZE > srv->limits.max_output_per_user) {
+                c->user->refused++;
+                server_log_refusal(srv, &c->session, c->uid, "max-output-per-user");
+                err = -EDQUOT;
+        } else if (user_check_output(srv, c->user, &c->session, SN_RING_FILE_SIZE) < 0 ||
+                   user_check_fds(srv, c->user, &c->session, RING_NFDS) < 0) {
+                err = -EDQUOT;
+        } else {
+                err = ring_new(&r);
+        }
         if (err) {
-                log_warning("connection %llu (pid %d): no rings (%s): it keeps its socket",
-                            (unsigned long long)c->serial, (int)c->pid, strerror(-err));
+                log_info("connection %llu (pid %d): no rings (%s): it keeps its socket",
+                         (unsigned long long)c->serial, (int)c->pid, strerror(-err));
                 p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, id, 0, 0, 0, 0);
                 snw_hello_reply_encode(p, out);
                 conn_send(c, srv->wbuf, len);
@@ -646,6 +662,8 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
         }
         live_answered(c, srv->wbuf, len);
         c->ring = r;
+        user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
+        c->srv->nrings++;
         event_assign(&r->ev, srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
         event_add(&r->ev, NULL);
         r->ev_added = true;
@@ -664,6 +682,8 @@ int conn_adopt_ring(struct conn *c, int *fds, bool stalled)
                 return err;
         }
         c->ring = r;
+        user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
+        c->srv->nrings++;
         r->stalled = stalled;
         event_assign(&r->ev, c->srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
         event_add(&r->ev, NULL);
@@ -811,6 +831,14 @@ static void handle_thread_exit(struct conn *c, const struct snw_header *h, const
         struct snw_thread in;
 
         snw_thread_decode(sn_msg_body(buf), &in);
+        /* Its dequeues posted ahead end with it. */
+        for (struct sn_list *pos = c->waits.next, *tmp = pos->next; pos != &c->waits;
+             pos = tmp, tmp = pos->next) {
+                struct wait *w = sn_list_entry(pos, struct wait, conn_link);
+
+                if (w->ahead && w->thread == in.thread && !w->detached)
+                        wait_cancel(w, ECANCELED);
+        }
         runner_release(&c->session, in.thread, NULL);
         reply_simple(c, SN_MSG_THREAD_EXIT_REPLY, h->id, 0);
 }
@@ -1241,7 +1269,10 @@ static bool process_refuse(struct conn *c, const struct snw_header *h, const str
                 violation(c, h->id, EBUSY, "interleaved multi-part PROCESS calls");
                 return true;
         }
-        if (in->flags & ~SN_PROTO_PROCESS_PART) {
+        if (in->flags & ~(SN_PROTO_PROCESS_PART | SN_PROTO_PROCESS_AHEAD) ||
+            (in->flags & SN_PROTO_PROCESS_AHEAD &&
+             (c->version < 3 || in->flags & SN_PROTO_PROCESS_PART || nitems || st->active ||
+              in->max_entries == 0))) {
                 closer_close_all(fds, nfds);
                 stage_reset(c);
                 discard_rest(c, h->id, in->flags);
@@ -1353,6 +1384,16 @@ static void process_answer(struct conn *c, uint32_t id, const struct snw_process
         }
         room = srv->limits.max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, 0);
         max = (uint32_t)SN_MIN((size_t)in->max_entries, room / SN_WIRE_SIZE_entry);
+        if (in->flags & SN_PROTO_PROCESS_AHEAD) {
+                /* Posted while its thread runs: it keeps its running place and waits, without
+                 * a timeout, behind every thread that really waits (port_dispatch()). */
+                int r = port_wait(port, &c->session, id, in->thread, max, SN_PROTO_INFINITE, true,
+                                  NULL, 0);
+
+                if (r < 0)
+                        conn_reply_process(c, id, (uint32_t)-r, NULL, 0, NULL, 0);
+                return;
+        }
         /* The calling thread is back: it no longer runs anywhere (row 72), and it is first in
          * line for this port, before parked waiters. */
         runner_release(&c->session, in->thread, port);
@@ -1363,12 +1404,33 @@ static void process_answer(struct conn *c, uint32_t id, const struct snw_process
         if (n || in->timeout_ms == 0) {
                 conn_reply_process(c, id, n ? 0 : ETIMEDOUT, results, nitems, srv->ebuf, n);
         } else {
-                int r = port_wait(port, &c->session, id, in->thread, max, in->timeout_ms, results,
-                                  nitems);
+                int r = port_wait(port, &c->session, id, in->thread, max, in->timeout_ms, false,
+                                  results, nitems);
 
                 if (r < 0)
                         conn_reply_process(c, id, (uint32_t)-r, results, nitems, NULL, 0);
         }
+}
+
+/*
+ * A thread's dequeue on a port ends the dequeue it posted ahead there, which is answered first
+ * (ECANCELED, no entries: it had found none, or its answer would already be on its way); a
+ * second dequeue posted ahead while one is still posted is refused (EBUSY).  Returns 0 or the
+ * status the call fails with.
+ */
+static uint32_t process_ahead(struct conn *c, const struct snw_process *in, struct port *port)
+{
+        struct wait *w;
+
+        if (in->max_entries == 0)
+                return 0; /* registrations only: the thread is still running */
+        w = port_wait_ahead(port, &c->session, in->thread);
+        if (!w)
+                return 0;
+        if (in->flags & SN_PROTO_PROCESS_AHEAD)
+                return EBUSY;
+        wait_cancel(w, ECANCELED);
+        return 0;
 }
 
 static void handle_process(struct conn *c, const struct snw_header *h, const uint8_t *buf,
@@ -1388,6 +1450,8 @@ static void handle_process(struct conn *c, const struct snw_header *h, const uin
             process_stage(c, h, &in, &call, &status))
                 return;
         port = port_find(&c->session, in.port);
+        if (!status && port)
+                status = process_ahead(c, &in, port);
         if (!status)
                 status = process_check(c, &in, port, call.nitems);
         if (!status && call.nitems > SN_ARRAY_SIZE(stack_results)) {
@@ -1738,6 +1802,7 @@ static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
 
         (void)fd;
         (void)what;
+        c->srv->counters.doorbells++;
         ring_bell_drain(c->ring);
         if (!sn_list_empty(&c->outq))
                 conn_flush(c);

@@ -104,9 +104,10 @@ static json_t *reserve_object(const struct server *srv, bool used)
 
 static json_t *user_object(const struct user *u, uid_t uid)
 {
-        return json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I}",
+        return json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I}",
                          "uid", (json_int_t)uid,
                          "connections", u ? (int)u->nconns : 0,
+                         "rings", u ? (int)u->nrings : 0,
                          "ports", u ? (int)u->nports : 0,
                          "sockets", u ? (int)u->nsockets : 0,
                          "registrations", u ? (int)u->nregs : 0,
@@ -179,15 +180,17 @@ char *server_status_json(struct server *srv, uid_t uid)
                 json_object_set_new(doc, "scope", json_string("daemon"));
                 json_object_set_new(doc, "users", users);
                 json_object_set_new(doc, "connections", json_integer(srv->nconns));
+                json_object_set_new(doc, "rings", json_integer(srv->nrings));
                 json_object_set_new(doc, "ports", json_integer(srv->nports));
                 json_object_set_new(doc, "registrations", json_integer((json_int_t)srv->nregs));
                 json_object_set_new(doc, "queued", json_integer((json_int_t)srv->nqueued));
                 json_object_set_new(doc, "waiters", json_integer(srv->nwaits));
                 json_object_set_new(
                         doc, "counters",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                                   "connections_total", (json_int_t)srv->counters.connections_total,
                                   "messages_in", (json_int_t)srv->counters.messages_in,
+                                  "doorbells", (json_int_t)srv->counters.doorbells,
                                   "messages_out", (json_int_t)srv->counters.messages_out,
                                   "registrations_applied",
                                   (json_int_t)srv->counters.registrations_applied,
