@@ -9,10 +9,11 @@
  * cases check round trips of every size across the wrap and across the 32-bit overflow of the
  * positions, the full ring, the size limits, and every position and record a hostile peer can
  * write, on both sides: the consumer must answer -EPROTO and take nothing, the producer must
- * answer -EPROTO and write nothing.  The last case runs a producer and a consumer thread over a
- * small ring with the sleep and wake-up protocol of the header's flags and eventfd doorbells,
- * and checks that a million records arrive whole and in order (a lost wake-up shows up as a
- * wait that times out).
+ * answer -EPROTO and write nothing.  Two cases use threads: one writes the ring and its tail
+ * at random while the consumer takes records (whatever it reads, the consumer stays in the ring
+ * and in its buffer); the other runs a producer and a consumer over a small ring with the sleep
+ * and wake-up protocol of the header's flags and eventfd doorbells, and checks that a million
+ * records arrive whole and in order (a lost wake-up shows up as a wait that times out).
  */
 #define _GNU_SOURCE
 #include <errno.h>
