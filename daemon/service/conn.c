@@ -644,7 +644,7 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
         }
         int fds[SN_PROTO_RING_NFDS] = { [SN_PROTO_RING_FD_FILE] = r->file,
                                         [SN_PROTO_RING_FD_DAEMON] = r->bell_in,
-                                        [SN_PROTO_RING_FD_CLIENT] = r->bell_out };
+                                        [SN_PROTO_RING_FD_CLIENT] = r->bell_peer };
 
         out->transport = SN_PROTO_TRANSPORT_RING;
         p = sn_msg_begin(srv->wbuf, SN_MSG_HELLO_REPLY, id, 0, SN_PROTO_RING_NFDS, 0, 0);
@@ -661,10 +661,15 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
                 return;
         }
         live_answered(c, srv->wbuf, len);
+        close(r->bell_peer); /* the client's now */
+        r->bell_peer = -1;
         c->ring = r;
         user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
         c->srv->nrings++;
-        event_assign(&r->ev, srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
+        /* Edge-triggered and never read: each write of the client is an edge, and a read could
+         * block on a doorbell the client made blocking (they share its file description). */
+        event_assign(&r->ev, srv->base, r->bell_in, EV_READ | EV_PERSIST | EV_ET, conn_bell_cb,
+                     c);
         event_add(&r->ev, NULL);
         r->ev_added = true;
         live_conn_update(c);
@@ -685,7 +690,8 @@ int conn_adopt_ring(struct conn *c, int *fds, bool stalled)
         user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
         c->srv->nrings++;
         r->stalled = stalled;
-        event_assign(&r->ev, c->srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
+        event_assign(&r->ev, c->srv->base, r->bell_in, EV_READ | EV_PERSIST | EV_ET, conn_bell_cb,
+                     c);
         event_add(&r->ev, NULL);
         r->ev_added = true;
         /* What the client wrote while no daemon ran is read at the loop's first turn, and the
@@ -1803,7 +1809,6 @@ static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
         (void)fd;
         (void)what;
         c->srv->counters.doorbells++;
-        ring_bell_drain(c->ring);
         if (!sn_list_empty(&c->outq))
                 conn_flush(c);
         if (!c->dead)

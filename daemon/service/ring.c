@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,7 +55,7 @@ static struct conn_ring *ring_alloc(void)
         struct conn_ring *r = calloc(1, sizeof(*r));
 
         if (r)
-                r->file = r->bell_in = r->bell_out = -1;
+                r->file = r->bell_in = r->bell_out = r->bell_peer = -1;
         return r;
 }
 
@@ -70,9 +71,19 @@ int ring_new(struct conn_ring **ret)
             fcntl(r->file, F_ADD_SEALS, RING_SEALS) < 0)
                 goto fail_errno;
         r->bell_in = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        r->bell_out = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (r->bell_in < 0 || r->bell_out < 0)
+        if (r->bell_in < 0)
                 goto fail_errno;
+        {
+                int sv[2];
+
+                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+                        goto fail_errno;
+                r->bell_out = sv[0];
+                r->bell_peer = sv[1];
+                /* One way only: what the client would send to the daemon's end is refused
+                 * (EPIPE), never queued in memory nobody reads. */
+                shutdown(sv[0], SHUT_RD);
+        }
         err = ring_map(r);
         if (err)
                 goto fail;
@@ -109,7 +120,8 @@ int ring_adopt(int file, int bell_in, int bell_out, struct conn_ring **ret)
         r->bell_in = bell_in;
         r->bell_out = bell_out;
         if (fstat(file, &st) < 0 || st.st_size != SN_RING_FILE_SIZE ||
-            (fcntl(file, F_GET_SEALS) & RING_SEALS) != RING_SEALS)
+            (fcntl(file, F_GET_SEALS) & RING_SEALS) != RING_SEALS ||
+            fstat(bell_out, &st) < 0 || !S_ISSOCK(st.st_mode))
                 goto fail;
         err = ring_map(r);
         if (err)
@@ -146,28 +158,23 @@ void ring_free(struct conn_ring *r)
                 close(r->bell_in);
         if (r->bell_out >= 0)
                 close(r->bell_out);
+        if (r->bell_peer >= 0)
+                close(r->bell_peer);
         free(r);
 }
 
 void ring_wake_client(struct conn_ring *r)
 {
-        static const uint64_t one = 1;
+        static const char wake = 1;
 
         if (!r->bell_pending)
                 return;
         r->bell_pending = false;
         sn_ring_fence();
-        /* The write can only fail when the counter is near 2^64 (it is read at every wake-up):
-         * then the client is awake anyway. */
+        /* Never blocks, whatever the client did to its end; fails (EAGAIN) only when the
+         * client let many wake-ups pile up unread: then it has one to read already. */
         if (sn_ring_claim_wake(&r->hdr->client_sleeps))
-                (void)!write(r->bell_out, &one, sizeof(one));
-}
-
-void ring_bell_drain(struct conn_ring *r)
-{
-        uint64_t v;
-
-        (void)!read(r->bell_in, &v, sizeof(v));
+                (void)!send(r->bell_out, &wake, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 bool ring_try_sleep(struct conn_ring *r)

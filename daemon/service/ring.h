@@ -5,7 +5,11 @@
  *
  * The daemon makes the ring file (a sealed memfd: the client can neither shrink nor grow it, so
  * no write of the daemon into it can fault) and both doorbells, maps the file, and passes the
- * three descriptors to the client with HELLO_REPLY.  Its own positions (the SQ head, the CQ
+ * three descriptors to the client with HELLO_REPLY.  Nothing the client does to the descriptors
+ * it shares can make the daemon block: the daemon's doorbell (an eventfd) is watched
+ * edge-triggered and never read, and the client's is a datagram socket pair, the daemon writing
+ * its own end with MSG_DONTWAIT (a client can clear O_NONBLOCK on an eventfd it shares, and a
+ * write of the daemon would then block on a full counter).  Its own positions (the SQ head, the CQ
  * tail) are kept here, privately; nothing of the daemon's state lives in the shared memory, and
  * every word read from it is checked by common/ring.h before it is used.
  */
@@ -30,10 +34,12 @@ struct conn_ring {
                 struct {
                         int file;     /* the ring file (memfd) */
                         int bell_in;  /* the daemon's doorbell (eventfd): the client writes it */
-                        int bell_out; /* the client's doorbell (eventfd): the daemon writes it */
+                        int bell_out; /* the client's doorbell: the daemon's end of a datagram
+                                       * socket pair, the client polls the other */
                 };
                 int fds[RING_NFDS];
         };
+        int bell_peer; /* the client's end of that pair, until HELLO_REPLY carried it (-1 after) */
         struct sn_ring_rx sq;
         struct sn_ring_tx cq;
         struct event ev; /* on bell_in */
@@ -57,8 +63,6 @@ int ring_adopt(int file, int bell_in, int bell_out, struct conn_ring **ret);
 void ring_free(struct conn_ring *r);
 /* Wakes the client if it sleeps and records were published since it last looked. */
 void ring_wake_client(struct conn_ring *r);
-/* Empties the daemon's doorbell (non-blocking). */
-void ring_bell_drain(struct conn_ring *r);
 /* Publishes what was consumed from the SQ, and says whether the daemon may sleep: it announces
  * it sleeps, then looks again; false when records arrived meanwhile (then it does not sleep). */
 bool ring_try_sleep(struct conn_ring *r);
