@@ -12,9 +12,9 @@
  * socket that no SOCKET record announced, reconnecting each time it is dropped, while a
  * well-behaved libsocknotify client on the same daemon registers sockets and must receive every
  * notification it should, exactly; a client that tries to shrink, grow or re-seal its ring
- * file; and a client that turns the doorbells it shares with the daemon into blocking ones and
- * fills or empties them.  Each test ends with the daemon serving, back to its descriptor
- * baseline, and exiting 0.
+ * file; and a client that turns the doorbells it shares with the daemon into blocking ones,
+ * fills them and takes what the daemon would read.  Each test ends with the daemon serving,
+ * back to its descriptor baseline, and exiting 0.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -156,9 +156,20 @@ static void rclient_close(struct rclient *rc)
         *rc = (struct rclient){ .fd = -1, .file = -1, .bell_daemon = -1, .bell_client = -1 };
 }
 
+/* Writes the daemon's doorbell (an eventfd: an 8-byte count). */
 static void bell(int fd, uint64_t v)
 {
         (void)!write(fd, &v, sizeof(v));
+}
+
+/* Empties the client's doorbell (the client's end of a datagram socket pair), without waiting
+ * whatever its O_NONBLOCK says. */
+static void bell_drain(int fd)
+{
+        char b[64];
+
+        while (recv(fd, b, sizeof(b), MSG_DONTWAIT) > 0)
+                ;
 }
 
 /* Publishes the SQ and rings the daemon's doorbell if it sleeps, as the library does. */
@@ -208,11 +219,8 @@ static size_t rclient_recv(struct rclient *rc, uint8_t *buf, size_t cap)
                         continue;
                 ck_assert_msg(now_ms() < until, "no reply in the completion ring");
                 ck_assert_int_ge(poll(p, 2, 100), 0);
-                if (p[1].revents & POLLIN) {
-                        uint64_t v;
-
-                        (void)!read(rc->bell_client, &v, sizeof(v));
-                }
+                if (p[1].revents & POLLIN)
+                        bell_drain(rc->bell_client);
         }
 }
 
@@ -338,56 +346,47 @@ START_TEST(test_ring_file_sealed)
 END_TEST
 
 /*
- * The doorbells are eventfds the client shares with the daemon: the same open file, so the
- * same O_NONBLOCK flag.  A client that clears it and fills its own doorbell to the eventfd's
- * maximum makes a write of the daemon wait (the next wake-up); one that clears it and takes
- * the daemon's doorbell's count before the daemon does makes the daemon's read wait.  Neither
- * may stop the daemon serving others.
+ * The client shares its doorbells with the daemon: the daemon's is an eventfd, the same open
+ * file on both sides, so the same O_NONBLOCK flag; the client's is its end of a datagram socket
+ * pair.  A client that makes them blocking, never reads its own until the daemon's wake-ups
+ * fill it, sends on it, brings the eventfd's count to its maximum (a write of 1 would then
+ * wait) or takes the count the daemon would read, must not stop the daemon serving others.
  */
-/*
- * Known defect: the daemon blocks in write() on the client's doorbell (the daemon's
- * HELLO_REPLY passes the eventfds themselves, so the client shares their O_NONBLOCK), and
- * serves nobody from then on.  While this is 1 the test passes when the daemon hangs, and
- * fails once it no longer does: then set it to 0.
- */
-#define KNOWN_DEFECT_SHARED_DOORBELLS 1
-
 START_TEST(test_doorbell_full_and_blocking)
 {
         struct rclient rc, other;
         uint8_t buf[SN_HEADER_SIZE];
-        int err;
 
         start();
         ck_assert_int_eq(rclient_open(D.path, &rc), 0);
         ck_assert_int_eq(fcntl(rc.bell_client, F_SETFL, 0), 0);
+        ck_assert_int_eq(fcntl(rc.bell_daemon, F_SETFL, 0), 0);
         /* 0xfffffffffffffffe is the most an eventfd holds: a write of 1 would wait. */
-        bell(rc.bell_client, 0xfffffffffffffffeull);
+        bell(rc.bell_daemon, 0xfffffffffffffffeull);
+        /* A datagram on its own doorbell (refused); where that doorbell is an eventfd, as daemons
+         * before the socket pair passed, its count at the maximum. */
+        if (send(rc.bell_client, buf, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == ENOTSOCK)
+                bell(rc.bell_client, 0xfffffffffffffffeull);
         /* Requests whose replies must wake the client, which announces that it sleeps. */
         for (uint32_t id = 2; id < 10; id++) {
                 sn_msg_begin(buf, SN_MSG_STATUS, id, 0, 0, 0, 0);
                 ck_assert_int_eq(sn_ring_put(&rc.sq, SN_RING_MSG, buf, sizeof(buf)), 0);
         }
         sn_ring_store(&rc.hdr->client_sleeps, 1);
-        rclient_publish(&rc);
-        bell(rc.bell_daemon, 1);
-        err = rclient_open(D.path, &other);
-        if (KNOWN_DEFECT_SHARED_DOORBELLS) {
-                ck_assert_msg(err == -ETIMEDOUT,
-                              "the daemon no longer hangs on a full blocking doorbell (%s): "
-                              "set KNOWN_DEFECT_SHARED_DOORBELLS to 0",
-                              err ? strerror(-err) : "served");
-                rclient_close(&other);
-                rclient_close(&rc);
-                kill(D.pid, SIGKILL);
-                test_daemon_reap(&D);
-                return;
-        }
-        ck_assert_int_eq(err, 0);
-        for (uint32_t id = 2; id < 50; id++) {
-                rclient_status(&other, id);
+        /* Published without the doorbell: this client's own write of 1 would wait now. */
+        sn_ring_tx_publish(&rc.sq);
+        /* The eventfd is full: the daemon learns of the requests from its own look at the
+         * ring, or not at all; either way only this client's replies are at stake. */
+        ck_assert_int_eq(rclient_open(D.path, &other), 0);
+        for (uint32_t id = 2; id < 2000; id++) {
+                /* Asleep again at every turn: every reply of the other's turn wakes it. */
                 sn_ring_store(&rc.hdr->client_sleeps, 1);
-                bell(rc.bell_daemon, 1);
+                if (id % 8 == 0) {
+                        sn_msg_begin(buf, SN_MSG_STATUS, id, 0, 0, 0, 0);
+                        if (sn_ring_put(&rc.sq, SN_RING_MSG, buf, sizeof(buf)) == 0)
+                                sn_ring_tx_publish(&rc.sq);
+                }
+                rclient_status(&other, id);
         }
         rclient_close(&other);
         others_served();
@@ -433,12 +432,12 @@ START_TEST(test_doorbell_stolen)
         struct rclient rc, other;
         struct thief t;
         pthread_t th;
-        int err;
 
         start();
         ck_assert_int_eq(rclient_open(D.path, &rc), 0);
         ck_assert_int_eq(fcntl(rc.bell_daemon, F_SETFL, 0), 0);
-        /* A thread of the client spins on the daemon's doorbell and takes the count as soon as
+        /* (A daemon that read its doorbell would then wait in read().)  A thread of the client
+         * spins on the daemon's doorbell and takes the count as soon as
          * it is there: now and then between the daemon's epoll_wait() and its read(). */
         t = (struct thief){ .fd = rc.bell_daemon };
         ck_assert_int_eq(pthread_create(&th, NULL, steal_bells, &t), 0);
@@ -446,19 +445,7 @@ START_TEST(test_doorbell_stolen)
                 bell(rc.bell_daemon, 1);
                 sched_yield();
         }
-        err = rclient_open(D.path, &other);
-        if (KNOWN_DEFECT_SHARED_DOORBELLS && err == -ETIMEDOUT) {
-                /* The same defect, met when the thief won the race (not every run). */
-                fprintf(stderr, "test_doorbell_stolen: the daemon waits in read() on its "
-                                "doorbell (known defect)\n");
-                kill(D.pid, SIGKILL);
-                test_daemon_reap(&D);
-                thief_stop(&t, th);
-                rclient_close(&other);
-                rclient_close(&rc);
-                return;
-        }
-        ck_assert_int_eq(err, 0);
+        ck_assert_int_eq(rclient_open(D.path, &other), 0);
         for (uint32_t id = 2; id < 50; id++)
                 rclient_status(&other, id);
         rclient_close(&other);
@@ -656,14 +643,24 @@ static void scribble(struct scribbler *s, struct rclient *rc, unsigned manner)
                 }
                 break;
         case 14:
-                /* Doorbells at the eventfd's maximum, or emptied. */
-                if ((r >> 8) & 1) {
-                        bell(rc->bell_client, 0xfffffffffffffffeull);
+                /* The daemon's doorbell at the eventfd's maximum or emptied, a datagram sent on
+                 * the client's, or the client's emptied. */
+                switch ((r >> 8) % 4) {
+                case 0:
                         bell(rc->bell_daemon, 0xfffffffffffffffeull);
-                } else {
+                        break;
+                case 1: {
                         uint64_t v;
 
-                        (void)!read(rc->bell_client, &v, sizeof(v));
+                        (void)!read(rc->bell_daemon, &v, sizeof(v));
+                        break;
+                }
+                case 2:
+                        (void)!send(rc->bell_client, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL);
+                        break;
+                default:
+                        bell_drain(rc->bell_client);
+                        break;
                 }
                 break;
         case 15:
