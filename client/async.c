@@ -13,9 +13,11 @@
  * Invariants (conn->lock guards all of them): a call is on conn->calls from submission until
  * sn_call_free() or sn_conn_close(); it is on the done list exactly when it has completed and
  * was not yet collected; conn->efd holds a nonzero count exactly when the done list is not
- * empty, so conn->pollfd (an epoll instance of efd and the connection socket) is readable when
- * a call can be collected or a reply is waiting to be read.  A call freed before it completed
- * is marked abandoned and freed when its reply comes.
+ * empty, so conn->pollfd (an epoll instance of efd, the connection socket and, with the rings,
+ * their client doorbell) is readable when a call can be collected or a reply is waiting to be
+ * read.  With the rings, whoever stops reading while a call waits for its reply asks the
+ * daemon to ring that doorbell for the next record (conn.c, conn_idle).  A call freed before
+ * it completed is marked abandoned and freed when its reply comes.
  *
  * Ownership: this file alone frees a struct sn_call, and exactly once, by call_destroy() from
  * one of four places: sn_call_free() of a completed call (collected or not); call_done() for a
@@ -226,14 +228,26 @@ static void calls_release(sn_conn_t *c)
         c->efd = sn_close(c->efd);
 }
 
-/* Hook: a resume replaced the connection's socket (conn->lock held).  The old one left the
- * epoll instance when it was closed; the application keeps polling the same pollfd. */
-static void fd_changed(sn_conn_t *c)
+/* Adds the connection's socket and, with the rings, their client doorbell (a reply in the
+ * completion ring leaves the socket quiet) to pollfd; conn->lock held.  Returns 0 or -errno. */
+static int poll_add_transport(sn_conn_t *c)
 {
         struct epoll_event ev = { .events = EPOLLIN };
+        int bell = sn__ring_bell_fd(&c->ring);
 
-        if (c->pollfd >= 0 && epoll_ctl(c->pollfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
-                /* Without it a reply would wake nobody: treat pollfd as always readable. */
+        if (epoll_ctl(c->pollfd, EPOLL_CTL_ADD, c->fd, &ev) < 0 ||
+            (bell >= 0 && epoll_ctl(c->pollfd, EPOLL_CTL_ADD, bell, &ev) < 0))
+                return -errno;
+        return 0;
+}
+
+/* Hook: a resume replaced the connection's socket and rings (conn->lock held).  The old
+ * descriptors left the epoll instance when they were closed; the application keeps polling
+ * the same pollfd. */
+static void fd_changed(sn_conn_t *c)
+{
+        if (c->pollfd >= 0 && poll_add_transport(c) < 0) {
+                /* Without them a reply would wake nobody: treat pollfd as always readable. */
                 efd_signal(c);
         }
 }
@@ -260,7 +274,7 @@ static int poll_setup(sn_conn_t *c)
                 return -errno;
         c->pollfd = epoll_create1(EPOLL_CLOEXEC);
         if (c->pollfd < 0 || epoll_ctl(c->pollfd, EPOLL_CTL_ADD, c->efd, &ev) < 0 ||
-            epoll_ctl(c->pollfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+            poll_add_transport(c) < 0) {
                 int r = -errno;
 
                 c->pollfd = sn_close(c->pollfd);
@@ -476,8 +490,12 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                 uint64_t gen;
 
                 r = call_send(c, k, port, buf, per_msg, timeout_ms, waiter, &gen);
-                if (r == 0)
+                if (r == 0) {
+                        /* Nobody may read when its reply comes: the application's poll of
+                         * pollfd must see it. */
+                        sn__conn_arm(c);
                         break;
+                }
                 /* A part may have gone out, but no daemon applies a call before its last
                  * part: after a resume the whole call goes to the new daemon, once. */
                 int r2 = sn__conn_recover(c, gen, r);

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
+#include "client/transport.h"
 #include "proto/codec.h"
 #include "socknotify.h"
 
@@ -41,6 +42,10 @@ struct sn_pending {
         uint32_t port, thread;
         uint32_t (*salvage)(struct sn_pending *p, sn_entry_t **ret_entries);
         bool relay;     /* a pure dequeue: it may return stashed entries instead (-EINPROGRESS) */
+        /* Sent through the rings (sn__call_on): the submission ring's position after its
+         * record, to tell at a resume whether the daemon that ended ever took it. */
+        bool in_ring;
+        uint32_t sq_end;
         bool ahead;     /* a dequeue posted ahead (sn__ahead_post): its entries are its thread's */
         bool abandoned; /* heap copy left by its caller: its reply is stashed */
         bool gone;      /* ... by a cancelled caller, whose thread is gone */
@@ -66,6 +71,9 @@ struct sn_orphans {
 /* A pure dequeue whose daemon ended while it waited (conn.c, resuming): its caller asks the new
  * daemon again.  Never returned to the application. */
 #define SN__ASK_AGAIN (-ERESTART)
+/* A request put in the rings of a daemon that ended before it took it from there (conn.c,
+ * resuming): it never reached a daemon, as one whose send failed, and goes to the new one. */
+#define SN__SEND_AGAIN (-ERESTART - 4096)
 /* How many times a request whose daemon died while handling it (EIO) is sent again, when that
  * is safe (retry.c): a request that crashes every daemon still ends. */
 #define SN__RETRIES 2
@@ -107,6 +115,10 @@ struct sn_conn_hooks {
 struct sn_conn {
         struct sn_conn *next_live; /* in the list of open connections (conn.c) */
         int fd;
+        /* The rings of protocol version 3 when the daemon passed them (transport.h); replaced
+         * with fd, under send_lock and lock.  no_shm: SOCKNOTIFY_NO_SHM, never ask for them. */
+        struct sn_ring ring;
+        bool no_shm;
         uint64_t fork_gen;
         bool trace;
         /* Resuming (docs/reconnect.md): where the connection was opened, who served it then,
@@ -284,6 +296,9 @@ uint32_t sn__thread_id(sn_conn_t *conn);
 /* A per-thread buffer of at least size bytes, valid until the thread's next call. */
 uint8_t *sn__msgbuf(size_t size);
 
+/* After a submitted call went out (async.c): makes sure the daemon rings the doorbell that
+ * conn's pollfd watches when its reply comes, as nobody may be reading then. */
+void sn__conn_arm(sn_conn_t *conn);
 /* Reads, without blocking, every reply already received, when no other thread is reading
  * (conn.c).  Returns 0, or -ECONNRESET once the connection is lost. */
 int sn__conn_pump(sn_conn_t *conn);

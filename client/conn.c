@@ -100,9 +100,17 @@ int sn__send(sn_conn_t *c, const uint8_t *buf, size_t len, const int *fds, unsig
         if (c->trace)
                 trace(c, "->", buf, len);
         /* After a resume that failed there is no transport any more. */
-        r = c->fd < 0 ? -ECONNRESET : sn__fdmsg_send(c->fd, buf, len, fds, nfds, 0);
+        r = c->fd < 0 ? -ECONNRESET : sn__transport_send(c->fd, &c->ring, buf, len, fds, nfds);
         pthread_setcancelstate(cancel_state, NULL);
         return r;
+}
+
+/* Closes the transport: the socket and the rings (never touched again).  Returns -1, for
+ * c->fd.  The caller holds c->lock, and send_lock unless the connection is not shared yet. */
+static int transport_close(sn_conn_t *c)
+{
+        sn__ring_detach(&c->ring);
+        return sn_close(c->fd);
 }
 
 /* Fire and forget (id 0 is never a pending request's): thread is gone on this connection. */
@@ -218,11 +226,6 @@ bool sn__conn_rings(sn_conn_t *c)
         return false;
 }
 
-void sn__conn_pump_ready(sn_conn_t *c)
-{
-        (void)c;
-}
-
 bool sn__ahead_posted(sn_conn_t *c, uint32_t port, uint32_t thread)
 {
         bool found = false;
@@ -287,6 +290,7 @@ void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_rep
         p->port = p->thread = 0;
         p->salvage = NULL;
         p->relay = p->abandoned = p->gone = p->ahead = false;
+        p->in_ring = false;
         p->fds = NULL;
         p->nfds = 0;
         p->fds_cut = false;
@@ -423,6 +427,37 @@ void sn__conn_violation(sn_conn_t *c)
         pthread_mutex_unlock(&c->lock);
 }
 
+/* With c->lock held: whether a submitted call (async.c) waits for its reply, which nobody may
+ * be reading for: the application polls for it. */
+static bool calls_waiting(sn_conn_t *c)
+{
+        for (struct sn_pending *q = c->pending; q; q = q->next)
+                if (q->async)
+                        return true;
+        return false;
+}
+
+static void pump_locked(sn_conn_t *c);
+
+/* With c->lock held, as a reader stops: when a submitted call's reply is still to come, the
+ * daemon must ring the doorbell that the application's pollfd watches, and records already
+ * there are read now (their calls complete, which makes pollfd readable).  Only while nobody
+ * reads: a reader does the same when it stops. */
+static void conn_idle(sn_conn_t *c)
+{
+        if (c->reader_active || c->fd < 0 || !calls_waiting(c))
+                return;
+        if (sn__transport_idle(&c->ring, true))
+                pump_locked(c);
+}
+
+void sn__conn_arm(sn_conn_t *c)
+{
+        pthread_mutex_lock(&c->lock);
+        conn_idle(c);
+        pthread_mutex_unlock(&c->lock);
+}
+
 struct wait_state {
         sn_conn_t *c;
         struct sn_pending *p;
@@ -521,20 +556,28 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
 
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0;
-                bool cut;
-                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-                ssize_t n;
+                bool cut = false;
+                /* The rings change only with the reader role, which this thread holds. */
+                bool rings = sn__ring_active(&c->ring);
+                ssize_t n = 0;
 
                 /* Wait in poll(), which consumes nothing, so that a cancellation never drops
-                 * a reply already received; then read it with cancellation held off. */
-                if (block_state == PTHREAD_CANCEL_ENABLE) {
-                        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-                        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+                 * a reply already received; then read it with cancellation held off.  With
+                 * the rings always: a doorbell may ring for nothing, so the receive does not
+                 * block, and an empty ring means waiting again here. */
+                if (block_state == PTHREAD_CANCEL_ENABLE || rings) {
+                        int wr;
+
+                        pthread_setcancelstate(block_state, NULL);
+                        while ((wr = sn__transport_wait(c->fd, &c->ring, -1)) == -EINTR)
                                 ;
                         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+                        if (wr < 0)
+                                n = wr; /* the transport is gone (a doorbell closed) */
                 }
-                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, fds, &nfds, &cut,
-                                       0);
+                if (n == 0)
+                        n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message,
+                                               fds, &nfds, &cut, rings ? MSG_DONTWAIT : 0);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 pthread_mutex_lock(&c->lock);
@@ -543,8 +586,12 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 c->reader_active = false;
                 if (n <= 0)
                         sn__fds_close(fds, nfds);
-                if (n == -EMSGSIZE)
+                if (n == -EMSGSIZE || n == -EAGAIN || n == -EWOULDBLOCK)
                         continue;
+                if (n == -EPROTO) {
+                        conn_lost(c); /* the daemon broke the rings */
+                        continue;
+                }
                 if (n <= 0) {
                         conn_ended(c);
                         continue;
@@ -552,6 +599,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
         }
         pthread_cleanup_pop(0);
+        conn_idle(c);
         hand_off(c);
         pthread_mutex_unlock(&c->lock);
         pthread_cond_destroy(&p->cond);
@@ -559,11 +607,11 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
         return p->status;
 }
 
-int sn__conn_pump(sn_conn_t *c)
+/* With c->lock held (let go in between): reads, without blocking, every reply already received,
+ * when no other thread is reading; with the rings, a submitted call still waiting leaves the
+ * daemon asked to ring the doorbell the application polls. */
+static void pump_locked(sn_conn_t *c)
 {
-        int r;
-
-        pthread_mutex_lock(&c->lock);
         while (!c->broken && !c->reader_active) {
                 int fds[SN_PROTO_MAX_FDS];
                 unsigned nfds = 0;
@@ -572,8 +620,64 @@ int sn__conn_pump(sn_conn_t *c)
 
                 c->reader_active = true;
                 pthread_mutex_unlock(&c->lock);
-                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, fds, &nfds, &cut,
-                                       MSG_DONTWAIT);
+                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, fds,
+                                       &nfds, &cut, MSG_DONTWAIT);
+                if (n > 0 && c->trace)
+                        trace(c, "<-", c->rbuf, (size_t)n);
+                pthread_mutex_lock(&c->lock);
+                c->reader_active = false;
+                if (n <= 0)
+                        sn__fds_close(fds, nfds);
+                if (n == -EAGAIN || n == -EWOULDBLOCK) {
+                        /* Nothing more: the next reply must ring the doorbell the application
+                         * polls (records that came meanwhile are read now). */
+                        if (sn__transport_idle(&c->ring, calls_waiting(c)))
+                                continue;
+                        break;
+                }
+                if (n == -EMSGSIZE)
+                        continue;
+                if (n == -EPROTO) {
+                        conn_lost(c);
+                        continue;
+                }
+                if (n <= 0) {
+                        conn_ended(c);
+                        continue;
+                }
+                deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
+        }
+}
+
+int sn__conn_pump(sn_conn_t *c)
+{
+        int r;
+
+        pthread_mutex_lock(&c->lock);
+        pump_locked(c);
+        if (c->broken && c->hooks.calls_fail)
+                c->hooks.calls_fail(c, c->lost_err);
+        hand_off(c);
+        r = c->broken ? c->lost_err : 0;
+        pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
+void sn__conn_pump_ready(sn_conn_t *c)
+{
+        pthread_mutex_lock(&c->lock);
+        /* Only while a record is there: an empty ring costs no system call (the receive would
+         * ask the socket whether the daemon is still there). */
+        while (!c->broken && !c->reader_active && c->fd >= 0 && sn__transport_ready(&c->ring)) {
+                int fds[SN_PROTO_MAX_FDS];
+                unsigned nfds = 0;
+                bool cut;
+                ssize_t n;
+
+                c->reader_active = true;
+                pthread_mutex_unlock(&c->lock);
+                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, fds,
+                                       &nfds, &cut, MSG_DONTWAIT);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 pthread_mutex_lock(&c->lock);
@@ -584,18 +688,18 @@ int sn__conn_pump(sn_conn_t *c)
                         break;
                 if (n == -EMSGSIZE)
                         continue;
+                if (n == -EPROTO) {
+                        conn_lost(c);
+                        break;
+                }
                 if (n <= 0) {
                         conn_ended(c);
                         continue;
                 }
                 deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
         }
-        if (c->broken && c->hooks.calls_fail)
-                c->hooks.calls_fail(c, c->lost_err);
         hand_off(c);
-        r = c->broken ? c->lost_err : 0;
         pthread_mutex_unlock(&c->lock);
-        return r;
 }
 
 int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t len,
@@ -617,9 +721,26 @@ int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t l
                 if (port)
                         sn_put_u32((uint8_t *)buf + SN_HEADER_SIZE, *port);
                 r = sn__send(c, buf, len, NULL, 0);
+                if (r == 0) {
+                        /* Where its record ends (resuming needs it), while the rings cannot
+                         * change (send_lock). */
+                        pthread_mutex_lock(&c->lock);
+                        if (!p.done && sn__ring_active(&c->ring)) {
+                                p.in_ring = true;
+                                p.sq_end = c->ring.sq.tail;
+                        }
+                        pthread_mutex_unlock(&c->lock);
+                }
                 pthread_mutex_unlock(&c->send_lock);
                 if (r == 0) {
                         r = sn__wait(c, &p);
+                        if (r == SN__SEND_AGAIN) {
+                                /* Not taken, so not done: to the new daemon, once. */
+                                if (again)
+                                        return -EIO;
+                                again = true;
+                                continue;
+                        }
                         /* The daemon died handling it (retry.c): again where that is safe. */
                         if (r == -EIO && eio < SN__RETRIES &&
                             sn__retry_safe(sn_get_u16(buf + 4), &done)) {
@@ -757,11 +878,12 @@ static int handshake(sn_conn_t *c)
         uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_hello_reply + 64];
         struct snw_hello hello = { .magic = SN_PROTO_MAGIC,
                                   .version_min = SN_PROTO_VERSION_MIN,
-                                  .version_max = SN_PROTO_VERSION };
+                                  .version_max = SN_PROTO_VERSION,
+                                  .flags = c->no_shm ? 0 : SN_PROTO_HELLO_RING };
         const struct sn_msg_desc *d;
         struct snw_hello_reply rep;
         struct snw_header h;
-        int fds[SN_PROTO_MAX_FDS];
+        int fds[SN_PROTO_RING_NFDS];
         unsigned nfds = 0;
         ssize_t n;
         int r;
@@ -772,34 +894,52 @@ static int handshake(sn_conn_t *c)
                 return r;
         /* A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
          * our HELLO arrived: its reason is still there to read. */
-        n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, 0, &nfds, r < 0 ? MSG_DONTWAIT : 0);
+        n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, SN_PROTO_RING_NFDS, &nfds,
+                           r < 0 ? MSG_DONTWAIT : 0);
         if (n == -ECONNRESET) {
                 /* Reported before a reason queued behind it: read that too. */
                 sn__fds_close(fds, nfds);
-                n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, 0, &nfds, MSG_DONTWAIT);
+                n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, SN_PROTO_RING_NFDS, &nfds,
+                                   MSG_DONTWAIT);
                 if (n < 0)
                         n = -ECONNRESET;
         }
-        if (r < 0 && n < 0)
+        if (r < 0 && n < 0) {
+                sn__fds_close(fds, nfds);
                 return r;
-        sn__fds_close(fds, nfds);
-        if (n == 0)
-                return -ECONNRESET;
-        if (n < 0)
-                /* Too large, or with descriptors (HELLO_REPLY carries none): not a daemon. */
-                return n == -EMSGSIZE || n == -ETOOMANYREFS ? -EPROTO : (int)n;
-        if (c->trace)
+        }
+        if (n > 0 && c->trace)
                 trace(c, "<-", buf, (size_t)n);
-        if (sn_msg_check(buf, (size_t)n, &h, &d) < 0)
-                return -EPROTO;
-        if (h.type == SN_MSG_ERROR)
-                return h.status ? -(int)h.status : -EPROTO;
-        if (h.type != SN_MSG_HELLO_REPLY || h.status)
-                return -EPROTO;
+        r = n == 0 ? -ECONNRESET
+            /* Too large, or with more descriptors than the rings': not a daemon. */
+            : n < 0 ? (n == -EMSGSIZE || n == -ETOOMANYREFS ? -EPROTO : (int)n)
+            : sn_msg_check(buf, (size_t)n, &h, &d) < 0 ? -EPROTO
+            : h.type == SN_MSG_ERROR ? (h.status ? -(int)h.status : -EPROTO)
+            : h.type != SN_MSG_HELLO_REPLY || h.status ? -EPROTO
+            : 0;
+        if (r < 0) {
+                sn__fds_close(fds, nfds);
+                return r;
+        }
         snw_hello_reply_decode(sn_msg_body(buf), &rep);
         if (rep.version < SN_PROTO_VERSION_MIN || rep.version > SN_PROTO_VERSION ||
-            rep.max_message < 4096 || rep.max_fds == 0)
+            rep.max_message < 4096 || rep.max_fds == 0) {
+                sn__fds_close(fds, nfds);
                 return -EPROTO;
+        }
+        /* The rings only when asked for, in version 3, with exactly their descriptors (the
+         * header's count and what came must agree); the socket with none.  What the daemon
+         * passed is checked before anything else of it is used (transport.c). */
+        if (rep.transport == SN_PROTO_TRANSPORT_RING && !c->no_shm && rep.version >= 3 &&
+            h.nfds == SN_PROTO_RING_NFDS && nfds == SN_PROTO_RING_NFDS) {
+                r = sn__ring_attach(&c->ring, fds, nfds);
+                if (r < 0)
+                        return r == -EPROTO ? r : -EPROTO;
+        } else {
+                sn__fds_close(fds, nfds);
+                if (rep.transport != SN_PROTO_TRANSPORT_SOCKET || nfds || h.nfds)
+                        return -EPROTO;
+        }
         c->version = rep.version;
         c->limits = (sn_limits_t){
                 .max_message = rep.max_message,
@@ -870,7 +1010,7 @@ static int connect_candidates(sn_conn_t *c, const struct sn_socket_candidate *ca
                         return 0;
                 }
                 r = -errno;
-                c->fd = sn_close(c->fd);
+                c->fd = transport_close(c);
                 open_error_add("%s%s %s (%s)", i ? "; " : "", source_name(cand[i].source),
                                cand[i].path, strerrordesc_np(-r));
                 if (!no_daemon(r))
@@ -943,7 +1083,7 @@ static int reconnect_once(sn_conn_t *c)
         r = handshake(c);
         if (r < 0) {
                 pthread_mutex_lock(&c->lock);
-                c->fd = sn_close(c->fd);
+                c->fd = transport_close(c);
                 pthread_mutex_unlock(&c->lock);
                 /* A daemon that ends, or refuses us (a limit), during start-up: maybe the
                  * next one will not.  Who it is was checked above. */
@@ -955,13 +1095,19 @@ static int reconnect_once(sn_conn_t *c)
 /* With c->lock held, when the daemon ended: no reply will come for any pending request. */
 static void pending_fail_all(sn_conn_t *c)
 {
+        /* Read once, before the rings go: what the daemon never took from them never reached
+         * it (a lie only harms this process's own requests). */
+        uint32_t taken = sn__transport_sq_taken(&c->ring);
+
         if (c->hooks.calls_fail)
                 c->hooks.calls_fail(c, -EIO); /* takes the submitted calls off the list */
         while (c->pending) {
                 struct sn_pending *p = c->pending;
 
                 c->pending = p->next;
-                p->status = p->relay ? SN__ASK_AGAIN : -EIO;
+                p->status = p->relay ? SN__ASK_AGAIN
+                            : p->in_ring && (int32_t)(p->sq_end - taken) > 0 ? SN__SEND_AGAIN
+                            : -EIO;
                 p->done = true;
                 if (p->abandoned) {
                         pthread_cond_destroy(&p->cond);
@@ -1002,7 +1148,7 @@ static void conn_resume(sn_conn_t *c)
         pthread_mutex_unlock(&c->lock);
         pthread_mutex_lock(&c->send_lock);
         pthread_mutex_lock(&c->lock);
-        c->fd = sn_close(c->fd);
+        c->fd = transport_close(c);
         pthread_mutex_unlock(&c->lock);
         for (;;) {
                 uint32_t old_max = c->limits.max_message;
@@ -1016,7 +1162,7 @@ static void conn_resume(sn_conn_t *c)
                                 c->hooks.fd_changed(c);
                         r = c->hooks.replay ? c->hooks.replay(c) : 0;
                         if (r < 0)
-                                c->fd = sn_close(c->fd);
+                                c->fd = transport_close(c);
                         pthread_mutex_unlock(&c->lock);
                         if (r == 0)
                                 break;
@@ -1041,7 +1187,7 @@ static void conn_resume(sn_conn_t *c)
         c->resuming = false;
         c->gen++;
         if (r < 0) {
-                c->fd = sn_close(c->fd);
+                c->fd = transport_close(c);
                 c->lost_err = r;
                 conn_lost(c);
         }
@@ -1065,6 +1211,11 @@ int sn__conn_recover(sn_conn_t *c, uint64_t gen, int err)
 {
         int cancel_state, r;
 
+        if (err == -EPROTO) {
+                /* The daemon broke the rings: as a reply that cannot be trusted. */
+                sn__conn_violation(c);
+                return c->lost_err;
+        }
         if (err != -EPIPE && err != -ECONNRESET && err != -ENOTCONN)
                 return err;
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
@@ -1108,20 +1259,22 @@ int sn__conn_exchange(sn_conn_t *c, uint8_t *buf, size_t len, const int *fds, un
         if (r < 0)
                 return r == -EPIPE ? -ECONNRESET : r;
         for (;;) {
-                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 int rfds[SN_PROTO_MAX_FDS];
                 unsigned rnfds = 0;
                 bool cut = false;
                 ssize_t n;
 
-                /* A daemon that stops answering must not hold the resume for ever. */
-                r = poll(&pfd, 1, timeout);
-                if (r == 0)
-                        return -ETIMEDOUT;
-                if (r < 0 && errno == EINTR)
+                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, rfds,
+                                       &rnfds, &cut, MSG_DONTWAIT);
+                if (n == -EAGAIN || n == -EWOULDBLOCK) {
+                        /* A daemon that stops answering must not hold the resume for ever. */
+                        r = sn__transport_wait(c->fd, &c->ring, timeout);
+                        if (r == 0)
+                                return -ETIMEDOUT;
+                        if (r < 0 && r != -EINTR)
+                                return r;
                         continue;
-                n = sn__fdmsg_recv_any(c->fd, c->rbuf, c->limits.max_message, rfds, &rnfds, &cut,
-                                       0);
+                }
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
                 if (n <= 0 || rnfds || cut) {
@@ -1161,10 +1314,17 @@ SN_EXPORT const char *sn_conn_open_error(void)
         return open_error;
 }
 
+/* A switch in the environment: set, not empty and not "0". */
+static bool env_set(const char *name)
+{
+        const char *v = getenv(name);
+
+        return v && *v && strcmp(v, "0") != 0;
+}
+
 SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
 {
         struct sn_socket_candidate cand[SN_SOCKET_CANDIDATES_MAX];
-        const char *tr = getenv("SOCKNOTIFY_TRACE");
         sn_conn_t *c;
         int n, r, which = 0;
 
@@ -1184,9 +1344,11 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         if (!c)
                 return -ENOMEM;
         c->fd = -1;
+        sn__ring_init(&c->ring);
+        c->no_shm = env_set("SOCKNOTIFY_NO_SHM");
         c->fork_gen = fork_generation;
         c->efd = c->pollfd = -1;
-        c->trace = tr && *tr && strcmp(tr, "0") != 0;
+        c->trace = env_set("SOCKNOTIFY_TRACE");
         c->reconnect_ms = reconnect_ms_from_env();
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->send_lock, NULL);
@@ -1240,7 +1402,7 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
         pthread_mutex_unlock(&live_lock);
         if (c->hooks.calls_release)
                 c->hooks.calls_release(c);
-        sn_close(c->fd);
+        transport_close(c);
         /* Requests left by cancelled callers, and entries nobody took. */
         while (c->pending) {
                 struct sn_pending *p = c->pending;

@@ -412,6 +412,13 @@ int test_daemon_reap(struct test_daemon *d)
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+int test_conn_fds(void)
+{
+        const char *v = getenv("SOCKNOTIFY_NO_SHM");
+
+        return v && *v && strcmp(v, "0") != 0 ? 1 : 4;
+}
+
 int test_daemon_fds(const struct test_daemon *d)
 {
         char p[64];

@@ -44,6 +44,10 @@ void test_daemon_start_with_fds(struct test_daemon *d, const char *const *args, 
 int test_daemon_stop(struct test_daemon *d);
 /* Waits for a daemon that was told to stop; returns its exit status as test_daemon_stop(). */
 int test_daemon_reap(struct test_daemon *d);
+/* The descriptors a daemon holds for one library connection of this process: its socket, and
+ * with the shared-memory rings (protocol version 3, unless SOCKNOTIFY_NO_SHM is set) the ring
+ * file and the two doorbells. */
+int test_conn_fds(void);
 /* Open descriptors of the daemon (/proc/PID/fd). */
 int test_daemon_fds(const struct test_daemon *d);
 /* Waits up to timeout_ms (scaled: test_timeout_ms()) for the daemon's descriptor count to equal

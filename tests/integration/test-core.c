@@ -725,7 +725,7 @@ START_TEST(test_port_close_wakes_waiters)
         tcp_pair(&cl, &sv);
         ck_assert_int_eq(reg(P, sv, 80, SN_REGISTER_EVENT_IN, SN_OP_ENABLE, SN_TRIGGER_LEVEL), 0);
         /* The connection, the port's epoll instance and the socket copy. */
-        ck_assert_int_eq(test_daemon_fds(&D), baseline + 3);
+        ck_assert_int_eq(test_daemon_fds(&D), baseline + test_conn_fds() + 2);
         ck_assert_int_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
         wait_for_waiters(1);
         /* Rule 9: waiters get ECANCELED, registrations go without REMOVE, copies are closed. */
@@ -733,7 +733,7 @@ START_TEST(test_port_close_wakes_waiters)
         P = NULL;
         ck_assert_int_eq(pthread_join(t, NULL), 0);
         ck_assert_int_eq(w.result, -ECANCELED);
-        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline + 1, 2000), baseline + 1);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline + test_conn_fds(), 2000), baseline + test_conn_fds());
         /* ...so the socket can be registered on another port at once. */
         ck_assert_int_eq(sn_port_create(C, 0, &P), 0);
         ck_assert_int_eq(reg(P, sv, 81, SN_REGISTER_EVENT_IN, SN_OP_ENABLE, SN_TRIGGER_LEVEL), 0);
@@ -840,7 +840,7 @@ START_TEST(test_client_killed_mid_wait)
         waitpid(pid, NULL, 0);
         ck_assert(peer_closed(cl, 2000));
         wait_for_waiters(0);
-        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline + 2, 2000), baseline + 2);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline + test_conn_fds() + 1, 2000), baseline + test_conn_fds() + 1);
         close(cl);
         close(pipefd[0]);
         close(pipefd[1]);
@@ -886,7 +886,7 @@ START_TEST(test_big_batch)
         int n = sn_port_process(P, r, N, e, N, 1000);
         for (int i = 0; i < N; i++)
                 ck_assert_int_eq(r[i].result, 0);
-        ck_assert_int_eq(test_daemon_fds(&D), baseline + 2 + N);
+        ck_assert_int_eq(test_daemon_fds(&D), baseline + test_conn_fds() + 1 + N);
         ck_assert_int_gt(n, 0);
         for (int i = 0; i < n; i++)
                 ck_assert_uint_eq(e[i].events, SN_EVENT_IN);
@@ -901,7 +901,7 @@ START_TEST(test_big_batch)
                 for (int i = 0; i < n; i++)
                         removed += !!(e[i].events & SN_EVENT_REMOVE);
         }
-        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline + 2, 2000), baseline + 2);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, baseline + test_conn_fds() + 1, 2000), baseline + test_conn_fds() + 1);
         for (int i = 0; i < N; i++) {
                 close(pairs[i][0]);
                 close(pairs[i][1]);
