@@ -788,12 +788,39 @@ static void good_client(unsigned rounds)
         }
 }
 
+/* Mappings of a ring file in this process (/proc/self/maps names the daemon's memfd). */
+static int ring_mappings(void)
+{
+        FILE *f = fopen("/proc/self/maps", "r");
+        char line[512];
+        int n = 0;
+
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f))
+                n += strstr(line, "socknotify-ring") != NULL;
+        fclose(f);
+        return n;
+}
+
 START_TEST(test_scribbler)
 {
         struct scribbler s = { .rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)now_ms() };
         pthread_t th;
 
         start();
+        /* The good client takes the rings, unless told to keep to the socket. */
+        {
+                const char *no_shm = getenv("SOCKNOTIFY_NO_SHM");
+                bool rings = !(no_shm && *no_shm && strcmp(no_shm, "0"));
+                int before = ring_mappings();
+                sn_conn_t *conn;
+
+                ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
+                ck_assert_int_eq(ring_mappings() - before, rings ? 1 : 0);
+                sn_conn_close(conn);
+                fprintf(stderr, "test_scribbler: the good client uses the %s\n",
+                        rings ? "rings" : "socket");
+        }
         fprintf(stderr, "test_scribbler: seed %#llx\n", (unsigned long long)s.rng);
         ck_assert_int_eq(pthread_create(&th, NULL, scribbler_run, &s), 0);
         good_client(GOOD_ROUNDS);
