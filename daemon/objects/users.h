@@ -108,16 +108,16 @@ static inline void user_charge_posted(struct user *u, int64_t delta)
                 u->pool->posted += (uint64_t)delta;
 }
 
-/* u's connections with rings change by delta: each holds 3 descriptors and bytes of memory,
- * counted with the output bytes (memory the daemon holds for u). */
+/* u's connections with rings change by delta: each holds 3 descriptors, counted with u's
+ * sockets (so within --max-sockets-per-user: a user's share of the pool stays what the
+ * per-user limits give it), and bytes of memory, counted with the output bytes. */
 static inline void user_charge_rings(struct user *u, int32_t delta, uint64_t bytes)
 {
         u->nrings += (uint32_t)delta;
+        user_charge_sockets(u, 3 * (int64_t)delta);
         u->output += (size_t)((int64_t)delta * (int64_t)bytes);
-        if (u->pool) {
-                u->pool->fds += (uint64_t)(int64_t)(3 * delta);
+        if (u->pool)
                 u->pool->output += (uint64_t)((int64_t)delta * (int64_t)bytes);
-        }
 }
 
 /* Registration items of u's unfinished multi-part calls change by delta. */

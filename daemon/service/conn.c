@@ -623,8 +623,10 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
         int err;
 
         /* The file's memory counts with the user's output bytes, its descriptors with the
-         * user's; over a limit the connection keeps its socket (the check logs the refusal). */
-        if (c->user->output + SN_RING_FILE_SIZE > srv->limits.max_output_per_user) {
+         * user's sockets and in the pool; over a limit the connection keeps its socket. */
+        if (c->user->nsockets + (uint64_t)RING_NFDS > srv->limits.max_sockets_per_user) {
+                err = -EDQUOT; /* its descriptors count with its sockets */
+        } else if (c->user->output + SN_RING_FILE_SIZE > srv->limits.max_output_per_user) {
                 c->user->refused++;
                 server_log_refusal(srv, &c->session, c->uid, "max-output-per-user");
                 err = -EDQUOT;
