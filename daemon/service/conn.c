@@ -624,8 +624,10 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
 
         /* The file's memory counts with the user's output bytes, its descriptors with the
          * user's sockets and in the pool; over a limit the connection keeps its socket. */
-        if (c->user->nsockets + (uint64_t)RING_NFDS > srv->limits.max_sockets_per_user) {
-                err = -EDQUOT; /* its descriptors count with its sockets */
+        if (c->user->nsockets + (uint64_t)RING_NFDS > srv->limits.max_sockets_per_user / 2) {
+                /* Its descriptors count with the user's sockets, and take at most half of
+                 * their quota: the sockets are what the user came for. */
+                err = -EDQUOT;
         } else if (c->user->output + SN_RING_FILE_SIZE > srv->limits.max_output_per_user) {
                 c->user->refused++;
                 server_log_refusal(srv, &c->session, c->uid, "max-output-per-user");
@@ -1694,14 +1696,14 @@ static int conn_read_one(struct conn *c)
         return c->dead ? -1 : 1;
 }
 
-static void conn_ring_turn(struct conn *c);
+static void conn_ring_turn(struct conn *c, bool socket_ready);
 
 static void conn_read(struct conn *c)
 {
         for (int i = 0; i < 64 && !c->dead; i++) {
                 if (c->ring) {
                         /* HELLO chose the rings: from here on the SQ says what comes. */
-                        conn_ring_turn(c);
+                        conn_ring_turn(c, true);
                         return;
                 }
                 if (conn_read_one(c) <= 0)
@@ -1741,9 +1743,10 @@ static bool ring_socket_check(struct conn *c)
  * its message has come on the socket.  At most 64 requests per turn, so that one client cannot
  * hold the loop; the rest waits for the next turn.  When the ring is empty the daemon announces
  * it sleeps (the client then rings the doorbell), and the client is woken once, at the end,
- * for every reply and all the room the turn made.
+ * for every reply and all the room the turn made.  socket_ready: the loop saw the socket
+ * readable, so it is looked at once the ring is empty (otherwise it costs no system call).
  */
-static void conn_ring_turn(struct conn *c)
+static void conn_ring_turn(struct conn *c, bool socket_ready)
 {
         struct conn_ring *r = c->ring;
         struct server *srv = c->srv;
@@ -1779,7 +1782,7 @@ static void conn_ring_turn(struct conn *c)
                 if (k == 0) {
                         if (!ring_try_sleep(r))
                                 continue;
-                        if (!ring_socket_check(c))
+                        if (!socket_ready || !ring_socket_check(c))
                                 break;
                         sn_ring_store(&r->hdr->daemon_sleeps, 0);
                         continue;
@@ -1814,7 +1817,7 @@ static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
         if (!sn_list_empty(&c->outq))
                 conn_flush(c);
         if (!c->dead)
-                conn_ring_turn(c);
+                conn_ring_turn(c, false);
 }
 
 static void conn_io_cb(evutil_socket_t fd, short what, void *arg)
