@@ -31,6 +31,10 @@ struct sn_ring {
         struct sn_ring_tx sq;
         struct sn_ring_rx cq;
         bool socket_next;   /* a SOCKET record was taken: the next reply is on the socket */
+        bool sock_quiet;    /* the last wait saw nothing on the socket: an empty ring need not
+                             * ask it whether the daemon is still there */
+        int spin_credit;    /* > 0 while spinning for replies has paid off lately */
+        uint32_t spin_skipped;
         int64_t stray_since; /* ms: when we started waiting for a socket message's record, or for
                               * the socket message of a SOCKET record (0: not waiting) */
 };

@@ -63,13 +63,15 @@ struct sn_ring_header {
         uint8_t pad1[60];
         uint32_t sq_head;        /* daemon: bytes consumed from the SQ */
         uint32_t daemon_sleeps;  /* daemon sets 1 before it waits for its doorbell */
-        uint8_t pad2[56];
+        uint32_t daemon_cpu;     /* daemon: 1 + the CPU it last ran on (a hint for spinning) */
+        uint8_t pad2[52];
         uint32_t cq_tail; /* daemon: bytes written into the CQ */
         uint8_t pad3[60];
         uint32_t cq_head;        /* client: bytes consumed from the CQ */
         uint32_t client_sleeps;  /* client sets 1 before it waits for its doorbell */
         uint32_t daemon_blocked; /* daemon sets 1 when a reply waits for CQ space */
-        uint8_t pad4[52];
+        uint32_t client_cpu;     /* client: 1 + the CPU it last ran on (a hint for spinning) */
+        uint8_t pad4[48];
 };
 
 _Static_assert(sizeof(struct sn_ring_header) == 5 * 64, "ring header layout");
@@ -100,6 +102,18 @@ static inline void sn_ring_store(uint32_t *p, uint32_t v)
 static inline void sn_ring_fence(void)
 {
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* One step of a spin: tells the CPU the loop waits for another one (and costs no system call). */
+static inline void sn_ring_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield" ::: "memory");
+#else
+        __asm__ __volatile__("" ::: "memory");
+#endif
 }
 
 /* Claims the wake-up of a side that announced it sleeps: true exactly once per announcement. */

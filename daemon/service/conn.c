@@ -1780,7 +1780,9 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
                         break;
                 }
                 if (k == 0) {
-                        if (!ring_try_sleep(r))
+                        /* Replies first: the client may be waiting for them while we spin. */
+                        ring_wake_client(r);
+                        if (ring_spin(r) || !ring_try_sleep(r))
                                 continue;
                         if (!socket_ready || !ring_socket_check(c))
                                 break;

@@ -47,6 +47,8 @@ struct conn_ring {
         bool stalled; /* at a SOCKET record: the next request is on the socket */
         bool bell_pending; /* records published (or SQ room made) since the last wake-up */
         bool in_turn;      /* conn.c is running the requests of the SQ */
+        int spin_credit;   /* ring_spin(): > 0 while spinning has paid off lately */
+        uint32_t spin_skipped;
         /* In the journal (service/persist.c): a record and a box for each descriptor. */
         uint32_t jr[RING_NFDS];
         struct box_ref box[RING_NFDS];
@@ -63,6 +65,12 @@ int ring_adopt(int file, int bell_in, int bell_out, struct conn_ring **ret);
 void ring_free(struct conn_ring *r);
 /* Wakes the client if it sleeps and records were published since it last looked. */
 void ring_wake_client(struct conn_ring *r);
+/*
+ * The SQ is empty: waits a few microseconds for the client's next request instead of sleeping,
+ * when that is likely to pay (the client runs, on another CPU, and spinning caught a request
+ * lately).  Returns whether a request came.  Bounded (RING_SPIN_NS), whatever the client writes.
+ */
+bool ring_spin(struct conn_ring *r);
 /* Publishes what was consumed from the SQ, and says whether the daemon may sleep: it announces
  * it sleeps, then looks again; false when records arrived meanwhile (then it does not sleep). */
 bool ring_try_sleep(struct conn_ring *r);
