@@ -119,6 +119,9 @@ struct sn_conn {
          * with fd, under send_lock and lock.  no_shm: SOCKNOTIFY_NO_SHM, never ask for them. */
         struct sn_ring ring;
         bool no_shm;
+        /* SOCKNOTIFY_AHEAD: pure dequeues post the thread's next dequeue ahead (port.c), which
+         * relaxes two rules (socknotify(3), AHEAD); off by default. */
+        bool ahead;
         uint64_t fork_gen;
         bool trace;
         /* Resuming (docs/reconnect.md): where the connection was opened, who served it then,
@@ -277,8 +280,9 @@ bool sn__ahead_posted(sn_conn_t *conn, uint32_t port, uint32_t thread);
 /* The least and the most entries a dequeue posted ahead asks for (port.c). */
 #define SN__AHEAD_MIN 64u
 #define SN__AHEAD_MAX 1024u
-/* Whether the connection uses the shared-memory rings (protocol version 3). */
-bool sn__conn_rings(sn_conn_t *conn);
+/* Whether pure dequeues post the next one ahead: the connection uses the shared-memory rings
+ * (protocol version 3) and SOCKNOTIFY_AHEAD is set. */
+bool sn__conn_ahead(sn_conn_t *conn);
 /* Delivers the replies already in the rings, without a system call when there are none and
  * without waiting; nothing when another thread is reading. */
 void sn__conn_pump_ready(sn_conn_t *conn);

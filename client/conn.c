@@ -221,9 +221,14 @@ uint32_t sn__orphans_take(sn_conn_t *c, uint32_t port, uint32_t thread, sn_entry
         return n;
 }
 
-bool sn__conn_rings(sn_conn_t *c)
+bool sn__conn_ahead(sn_conn_t *c)
 {
-        return false;
+        bool on;
+
+        pthread_mutex_lock(&c->lock);
+        on = c->ahead && sn__ring_active(&c->ring);
+        pthread_mutex_unlock(&c->lock);
+        return on;
 }
 
 bool sn__ahead_posted(sn_conn_t *c, uint32_t port, uint32_t thread)
@@ -1346,6 +1351,7 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         c->fd = -1;
         sn__ring_init(&c->ring);
         c->no_shm = env_set("SOCKNOTIFY_NO_SHM");
+        c->ahead = env_set("SOCKNOTIFY_AHEAD");
         c->fork_gen = fork_generation;
         c->efd = c->pollfd = -1;
         c->trace = env_set("SOCKNOTIFY_TRACE");

@@ -494,7 +494,7 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
 {
         sn_conn_t *c = port->conn;
         uint32_t thread = max_entries ? sn__thread_id(c) : 0;
-        bool ahead = max_entries && !nregs && sn__conn_rings(c);
+        bool ahead = max_entries && !nregs && sn__conn_ahead(c);
         int64_t deadline = 0;
         uint32_t n;
         int r, eio = 0;

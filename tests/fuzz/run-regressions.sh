@@ -4,9 +4,9 @@
 # run-regressions.sh - make check's fuzz regression test.
 #
 # Runs every crash reproducer in tests/fuzz/regressions/ through the fuzz target it was found
-# with (decoder-* through tests/fuzz/regress-decoder, daemon-* through tests/fuzz/regress-daemon:
-# the targets built with the project's compiler and a plain main()), each in its own process,
-# then the seed sessions that tests/fuzz/gen-corpus writes.  An input fails when its process
+# with (decoder-* through tests/fuzz/regress-decoder, daemon-* through tests/fuzz/regress-daemon,
+# ring-* through tests/fuzz/regress-ring: the targets built with the project's compiler and a
+# plain main()), each in its own process, then the seed inputs that tests/fuzz/gen-corpus writes.  An input fails when its process
 # does not exit 0 (an abort from the target's invariants, a sanitizer report under
 # --enable-sanitizers, a crash) or runs longer than 60 s.
 #
@@ -49,11 +49,12 @@ run() { # name driver input
         fi
 }
 
-for f in "$dir"/decoder-* "$dir"/daemon-*; do
+for f in "$dir"/decoder-* "$dir"/daemon-* "$dir"/ring-*; do
         test -f "$f" || continue
         name=$(basename "$f")
         case $name in
         decoder-*) run "$name" "$b/tests/fuzz/regress-decoder" "$f" ;;
+        ring-*) run "$name" "$b/tests/fuzz/regress-ring" "$f" ;;
         *) run "$name" "$b/tests/fuzz/regress-daemon" "$f" ;;
         esac
 done
@@ -65,6 +66,9 @@ for f in "$tmp"/corpus-decoder/*; do
 done
 for f in "$tmp"/corpus-daemon/*; do
         run "seed daemon/$(basename "$f")" "$b/tests/fuzz/regress-daemon" "$f"
+done
+for f in "$tmp"/corpus-ring/*; do
+        run "seed ring/$(basename "$f")" "$b/tests/fuzz/regress-ring" "$f"
 done
 
 echo "$passed passed, $failed failed"

@@ -1294,8 +1294,9 @@ START_TEST(test_malformed_handoff_requests)
         hello_version(1, 2, 2);
         hello_version(2, 2, 2);
         hello_version(1, 1, 1);
-        hello_version(2, 9, 2);
-        hello_version(3, 9, -1);
+        hello_version(2, 9, 3);
+        hello_version(3, 9, 3);
+        hello_version(4, 9, -1);
         hello_version(2, 1, -1);
         hello_version(0, 0, -1);
 
