@@ -258,8 +258,8 @@ static int sq_put(int sock, struct sn_ring *r, uint32_t kind, const void *msg, u
         return 0;
 }
 
-int sn__transport_send(int sock, struct sn_ring *r, const void *buf, size_t len, const int *fds,
-                       unsigned nfds)
+static int send_one(int sock, struct sn_ring *r, const void *buf, size_t len, const int *fds,
+                    unsigned nfds)
 {
         int e;
 
@@ -405,8 +405,10 @@ static bool ring_spin(struct sn_ring *r)
         return false;
 }
 
-ssize_t sn__transport_recv(int sock, struct sn_ring *r, void *buf, size_t cap, int *fds,
-                           unsigned *ret_nfds, bool *ret_cut, int flags)
+static int wait_ring(int sock, struct sn_ring *r, int timeout_ms);
+
+static ssize_t recv_one(int sock, struct sn_ring *r, void *buf, size_t cap, int *fds,
+                        unsigned *ret_nfds, bool *ret_cut, int flags)
 {
         *ret_nfds = 0;
         *ret_cut = false;
@@ -421,7 +423,7 @@ ssize_t sn__transport_recv(int sock, struct sn_ring *r, void *buf, size_t cap, i
                         r->sock_quiet = false;
                         return n;
                 }
-                w = sn__transport_wait(sock, r, -1);
+                w = wait_ring(sock, r, -1);
                 if (w < 0 && w != -EINTR) {
                         r->sock_quiet = false;
                         return w;
@@ -429,7 +431,7 @@ ssize_t sn__transport_recv(int sock, struct sn_ring *r, void *buf, size_t cap, i
         }
 }
 
-int sn__transport_wait(int sock, struct sn_ring *r, int timeout_ms)
+static int wait_ring(int sock, struct sn_ring *r, int timeout_ms)
 {
         struct pollfd p[2] = { { .fd = sock, .events = POLLIN } };
         int n;
@@ -471,7 +473,7 @@ int sn__transport_wait(int sock, struct sn_ring *r, int timeout_ms)
         return n > 0 || r->stray_since;
 }
 
-bool sn__transport_idle(struct sn_ring *r, bool want_wake)
+static bool idle(struct sn_ring *r, bool want_wake)
 {
         if (!r->map)
                 return false;
@@ -481,4 +483,44 @@ bool sn__transport_idle(struct sn_ring *r, bool want_wake)
         sn_ring_store(&r->hdr->client_sleeps, 1);
         sn_ring_fence();
         return sn_ring_rx_ready(&r->cq) || r->socket_next;
+}
+
+/*
+ * The verbs leave errno as they found it: the library's callers read it afterwards (the Win32
+ * layer keeps its last error there), and a doorbell found empty (EAGAIN) is no error of theirs.
+ */
+int sn__transport_send(int sock, struct sn_ring *r, const void *buf, size_t len, const int *fds,
+                       unsigned nfds)
+{
+        int saved = errno, ret = send_one(sock, r, buf, len, fds, nfds);
+
+        errno = saved;
+        return ret;
+}
+
+ssize_t sn__transport_recv(int sock, struct sn_ring *r, void *buf, size_t cap, int *fds,
+                           unsigned *ret_nfds, bool *ret_cut, int flags)
+{
+        int saved = errno;
+        ssize_t ret = recv_one(sock, r, buf, cap, fds, ret_nfds, ret_cut, flags);
+
+        errno = saved;
+        return ret;
+}
+
+int sn__transport_wait(int sock, struct sn_ring *r, int timeout_ms)
+{
+        int saved = errno, ret = wait_ring(sock, r, timeout_ms);
+
+        errno = saved;
+        return ret;
+}
+
+bool sn__transport_idle(struct sn_ring *r, bool want_wake)
+{
+        int saved = errno;
+        bool ret = idle(r, want_wake);
+
+        errno = saved;
+        return ret;
 }
