@@ -238,7 +238,7 @@ static int sq_put(int sock, struct sn_ring *r, uint32_t kind, const void *msg, u
                 if (e != -EAGAIN)
                         break;
                 bell_ring(r->daemon_bell);
-                sn_ring_store(&r->hdr->client_sleeps, 1);
+                sn_ring_store(&r->hdr->client_sq_full, 1);
                 sn_ring_fence();
                 e = sn_ring_put(&r->sq, kind, msg, len);
                 if (e != -EAGAIN)

@@ -71,7 +71,8 @@ struct sn_ring_header {
         uint32_t client_sleeps;  /* client sets 1 before it waits for its doorbell */
         uint32_t daemon_blocked; /* daemon sets 1 when a reply waits for CQ space */
         uint32_t client_cpu;     /* client: 1 + the CPU it last ran on (a hint for spinning) */
-        uint8_t pad4[48];
+        uint32_t client_sq_full; /* client sets 1 when it waits for room in the SQ */
+        uint8_t pad4[44];
 };
 
 _Static_assert(sizeof(struct sn_ring_header) == 5 * 64, "ring header layout");

@@ -1798,7 +1798,7 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
                         live_ring_update(c);
                 }
                 sn_ring_rx_publish(&r->sq);
-                r->bell_pending = true;
+                r->sq_freed = true;
                 if (kind == SN_RING_SOCKET)
                         continue;
                 conn_handle(c, srv->rbuf, len, NULL, 0, FDS_CUT_NONE);

@@ -176,13 +176,19 @@ void ring_wake_client(struct conn_ring *r)
 {
         static const char wake = 1;
 
-        if (!r->bell_pending)
+        bool ring;
+
+        if (!r->bell_pending && !r->sq_freed)
                 return;
-        r->bell_pending = false;
         sn_ring_fence();
+        /* Replies wake a client that sleeps; room in the SQ only one that waits for it (a
+         * wake-up for nothing would make the application's poller return for nothing). */
+        ring = (r->bell_pending && sn_ring_claim_wake(&r->hdr->client_sleeps)) |
+               (r->sq_freed && sn_ring_claim_wake(&r->hdr->client_sq_full));
+        r->bell_pending = r->sq_freed = false;
         /* Never blocks, whatever the client did to its end; fails (EAGAIN) only when the
          * client let many wake-ups pile up unread: then it has one to read already. */
-        if (sn_ring_claim_wake(&r->hdr->client_sleeps))
+        if (ring)
                 (void)!send(r->bell_out, &wake, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 

@@ -45,7 +45,8 @@ struct conn_ring {
         struct event ev; /* on bell_in */
         bool ev_added;
         bool stalled; /* at a SOCKET record: the next request is on the socket */
-        bool bell_pending; /* records published (or SQ room made) since the last wake-up */
+        bool bell_pending; /* records published since the last wake-up */
+        bool sq_freed;     /* SQ room made since the last wake-up */
         bool in_turn;      /* conn.c is running the requests of the SQ */
         int spin_credit;   /* ring_spin(): > 0 while spinning has paid off lately */
         uint32_t spin_skipped;
