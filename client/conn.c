@@ -878,13 +878,15 @@ uint8_t *sn__msgbuf(size_t size)
         return b->data;
 }
 
-static int handshake(sn_conn_t *c)
+static int peer_uid(int fd, uid_t *ret_uid);
+
+static int handshake_once(sn_conn_t *c, bool rings)
 {
         uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_hello_reply + 64];
         struct snw_hello hello = { .magic = SN_PROTO_MAGIC,
                                   .version_min = SN_PROTO_VERSION_MIN,
                                   .version_max = SN_PROTO_VERSION,
-                                  .flags = c->no_shm ? 0 : SN_PROTO_HELLO_RING };
+                                  .flags = rings ? SN_PROTO_HELLO_RING : 0 };
         const struct sn_msg_desc *d;
         struct snw_hello_reply rep;
         struct snw_header h;
@@ -935,7 +937,7 @@ static int handshake(sn_conn_t *c)
         /* The rings only when asked for, in version 3, with exactly their descriptors (the
          * header's count and what came must agree); the socket with none.  What the daemon
          * passed is checked before anything else of it is used (transport.c). */
-        if (rep.transport == SN_PROTO_TRANSPORT_RING && !c->no_shm && rep.version >= 3 &&
+        if (rep.transport == SN_PROTO_TRANSPORT_RING && rings && rep.version >= 3 &&
             h.nfds == SN_PROTO_RING_NFDS && nfds == SN_PROTO_RING_NFDS) {
                 r = sn__ring_attach(&c->ring, fds, nfds);
                 if (r < 0)
@@ -956,6 +958,33 @@ static int handshake(sn_conn_t *c)
                 .max_sockets = rep.max_sockets,
         };
         return 0;
+}
+
+/*
+ * HELLO, asking for the rings unless SOCKNOTIFY_NO_SHM.  A daemon older than protocol version 3
+ * refuses HELLO's flags (EINVAL) and closes the connection: the library then asks once more,
+ * on a new connection to the same address and the same daemon, without them.
+ */
+static int handshake(sn_conn_t *c)
+{
+        uid_t uid = (uid_t)-1;
+        int r = handshake_once(c, !c->no_shm), fd;
+
+        if (r != -EINVAL || c->no_shm)
+                return r;
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return r;
+        if (connect(fd, (struct sockaddr *)&c->addr, sizeof(c->addr)) < 0 ||
+            peer_uid(fd, &uid) < 0 || (uid != c->daemon_uid && uid != 0)) {
+                sn_close(fd);
+                return r;
+        }
+        pthread_mutex_lock(&c->lock);
+        sn_close(c->fd);
+        c->fd = fd;
+        pthread_mutex_unlock(&c->lock);
+        return handshake_once(c, false);
 }
 
 /* Why the calling thread's last sn_conn_open() failed ("" after a success). */
