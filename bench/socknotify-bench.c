@@ -1871,14 +1871,8 @@ int main(int argc, char **argv)
                 socket_pass = false;
                 pass_name = "rings";
         }
-        if (transport_opt != TRANSPORT_SOCKET) {
-                const char *a = getenv("SOCKNOTIFY_AHEAD");
-
-                /* SOCKNOTIFY_AHEAD=1 (socknotify(3)): the rings' rows say so. */
-                if (a && *a && strcmp(a, "0"))
-                        pass_name = "rings+ahead";
+        if (transport_opt != TRANSPORT_SOCKET)
                 run_workloads();
-        }
         /* Six minutes at full length: only when asked for by name, or briefly under --smoke. */
         if ((only && selected("scale_matrix")) || (!only && smoke))
                 bench_scale_matrix();

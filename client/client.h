@@ -46,7 +46,6 @@ struct sn_pending {
          * record, to tell at a resume whether the daemon that ended ever took it. */
         bool in_ring;
         uint32_t sq_end;
-        bool ahead;     /* a dequeue posted ahead (sn__ahead_post): its entries are its thread's */
         bool abandoned; /* heap copy left by its caller: its reply is stashed */
         bool gone;      /* ... by a cancelled caller, whose thread is gone */
         /* A reply that brings descriptors (PORT_TAKE): they are moved to fds (room for
@@ -63,7 +62,6 @@ struct sn_orphans {
         uint32_t port;
         uint32_t thread; /* the thread they were given to, */
         bool gone;       /* cancelled: reported gone (THREAD_EXIT) when they are taken */
-        bool ahead;      /* the answer to a dequeue posted ahead: only thread takes them */
         uint32_t n, first;
         sn_entry_t e[];
 };
@@ -119,9 +117,6 @@ struct sn_conn {
          * with fd, under send_lock and lock.  no_shm: SOCKNOTIFY_NO_SHM, never ask for them. */
         struct sn_ring ring;
         bool no_shm;
-        /* SOCKNOTIFY_AHEAD: pure dequeues post the thread's next dequeue ahead (port.c), which
-         * relaxes two rules (socknotify(3), AHEAD); off by default. */
-        bool ahead;
         uint64_t fork_gen;
         bool trace;
         /* Resuming (docs/reconnect.md): where the connection was opened, who served it then,
@@ -266,26 +261,9 @@ void sn__conn_renumber(sn_conn_t *conn, const uint32_t (*map)[2], uint32_t n);
  * A relay request (pure dequeue) returns -EINPROGRESS when entries were stashed for its port
  * meanwhile: its own request is left behind the same way, and the caller takes the stash. */
 int sn__wait(sn_conn_t *conn, struct sn_pending *p);
-/* Moves up to max entries stashed for port (by cancelled callers, and the answers of dequeues
- * thread posted ahead, which are its own) to entries; returns how many (0: none).  Reports the
- * cancelled threads gone to the daemon (THREAD_EXIT). */
-uint32_t sn__orphans_take(sn_conn_t *conn, uint32_t port, uint32_t thread, sn_entry_t *entries,
-                          uint32_t max);
-/* Posts thread's next dequeue on port ahead (PROCESS with AHEAD, PROTOCOL.md section 8): the
- * daemon fills it while the thread works, and its answer is stashed for that thread alone
- * (sn__orphans_take).  Returns 0 or the transport's negative errno. */
-int sn__ahead_post(sn_conn_t *conn, uint32_t port, uint32_t thread, uint32_t max);
-/* Whether a dequeue thread posted ahead on port is still unanswered. */
-bool sn__ahead_posted(sn_conn_t *conn, uint32_t port, uint32_t thread);
-/* The least and the most entries a dequeue posted ahead asks for (port.c). */
-#define SN__AHEAD_MIN 64u
-#define SN__AHEAD_MAX 1024u
-/* Whether pure dequeues post the next one ahead: the connection uses the shared-memory rings
- * (protocol version 3) and SOCKNOTIFY_AHEAD is set. */
-bool sn__conn_ahead(sn_conn_t *conn);
-/* Delivers the replies already in the rings, without a system call when there are none and
- * without waiting; nothing when another thread is reading. */
-void sn__conn_pump_ready(sn_conn_t *conn);
+/* Moves up to max entries stashed for port (by cancelled callers) to entries; returns how many
+ * (0: none).  Reports the cancelled threads gone to the daemon (THREAD_EXIT). */
+uint32_t sn__orphans_take(sn_conn_t *conn, uint32_t port, sn_entry_t *entries, uint32_t max);
 /* One request with a body-only reply: sends, waits, returns status.  When the daemon ended
  * before the request reached it, it goes to the new one after a resume. */
 int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,

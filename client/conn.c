@@ -133,31 +133,22 @@ static struct sn_orphans *orphans_new(sn_conn_t *c, const struct sn_pending *p, 
 
         if (!o)
                 return NULL;
-        *o = (struct sn_orphans){ .port = p->port, .thread = p->thread, .gone = p->gone,
-                                  .ahead = p->ahead, .n = n };
+        *o = (struct sn_orphans){ .port = p->port, .thread = p->thread, .gone = p->gone, .n = n };
         for (pp = &c->orphans; *pp; pp = &(*pp)->next)
                 ;
         *pp = o;
-        /* Wake the relay requests of that port that may take them: they return these entries. */
+        /* Wake the relay requests of that port: they return these entries. */
         for (struct sn_pending *q = c->pending; q; q = q->next)
-                if (q->relay && q->port == p->port && q->waiting &&
-                    (!p->ahead || q->thread == p->thread))
+                if (q->relay && q->port == p->port && q->waiting)
                         pthread_cond_signal(&q->cond);
         return o;
 }
 
-/* Whether thread may take the entries of o: those of a dequeue posted ahead are its thread's
- * only (they were given to it); those a cancelled caller left, anyone's on the port. */
-static bool orphans_mine(const struct sn_orphans *o, uint32_t port, uint32_t thread)
-{
-        return o->port == port && (!o->ahead || o->thread == thread);
-}
-
-/* With c->lock held: whether entries are stashed for thread on port. */
-static bool orphans_for(sn_conn_t *c, uint32_t port, uint32_t thread)
+/* With c->lock held: whether entries are stashed for port. */
+static bool orphans_for(sn_conn_t *c, uint32_t port)
 {
         for (struct sn_orphans *o = c->orphans; o; o = o->next)
-                if (orphans_mine(o, port, thread))
+                if (o->port == port)
                         return true;
         return false;
 }
@@ -185,8 +176,7 @@ static void orphan_reply(struct sn_pending *p, const uint8_t *buf, const struct 
         }
 }
 
-uint32_t sn__orphans_take(sn_conn_t *c, uint32_t port, uint32_t thread, sn_entry_t *entries,
-                          uint32_t max)
+uint32_t sn__orphans_take(sn_conn_t *c, uint32_t port, sn_entry_t *entries, uint32_t max)
 {
         uint32_t n = 0, gone[8];
         unsigned ngone = 0;
@@ -198,7 +188,7 @@ uint32_t sn__orphans_take(sn_conn_t *c, uint32_t port, uint32_t thread, sn_entry
                 struct sn_orphans *o = *pp;
                 uint32_t k;
 
-                if (!orphans_mine(o, port, thread)) {
+                if (o->port != port) {
                         pp = &o->next;
                         continue;
                 }
@@ -221,67 +211,6 @@ uint32_t sn__orphans_take(sn_conn_t *c, uint32_t port, uint32_t thread, sn_entry
         return n;
 }
 
-bool sn__conn_ahead(sn_conn_t *c)
-{
-        bool on;
-
-        pthread_mutex_lock(&c->lock);
-        on = c->ahead && sn__ring_active(&c->ring);
-        pthread_mutex_unlock(&c->lock);
-        return on;
-}
-
-bool sn__ahead_posted(sn_conn_t *c, uint32_t port, uint32_t thread)
-{
-        bool found = false;
-
-        pthread_mutex_lock(&c->lock);
-        for (struct sn_pending *p = c->pending; p && !found; p = p->next)
-                found = p->ahead && p->port == port && p->thread == thread;
-        pthread_mutex_unlock(&c->lock);
-        return found;
-}
-
-int sn__ahead_post(sn_conn_t *c, uint32_t port, uint32_t thread, uint32_t max)
-{
-        uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_process];
-        struct sn_pending *a = malloc(sizeof(*a));
-        struct snw_process body = { .port = port,
-                                    .timeout_ms = SN_PROTO_INFINITE,
-                                    .max_entries = max,
-                                    .flags = SN_PROTO_PROCESS_AHEAD,
-                                    .thread = thread };
-        int r;
-
-        if (!a)
-                return -ENOMEM;
-        /* Nobody waits for its answer: like a cancelled caller's, it is stashed when it comes
-         * (entries for its thread only), and the pending entry frees itself then. */
-        sn__pending_add(c, a, SN_MSG_PROCESS_REPLY, orphan_reply, c);
-        pthread_mutex_lock(&c->lock);
-        a->port = port;
-        a->thread = thread;
-        a->ahead = a->abandoned = true;
-        pthread_mutex_unlock(&c->lock);
-        snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, a->id, 0, 0, 0, 0), &body);
-        pthread_mutex_lock(&c->send_lock);
-        r = sn__send(c, buf, sizeof(buf), NULL, 0);
-        pthread_mutex_unlock(&c->send_lock);
-        if (r < 0) {
-                pthread_mutex_lock(&c->lock);
-                /* Still ours unless a resume failed every pending request meanwhile. */
-                for (struct sn_pending *p = c->pending; p; p = p->next)
-                        if (p == a) {
-                                sn__pending_unlink(c, a);
-                                pthread_cond_destroy(&a->cond);
-                                free(a);
-                                break;
-                        }
-                pthread_mutex_unlock(&c->lock);
-        }
-        return r;
-}
-
 void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
                      void *ctx)
 {
@@ -294,7 +223,7 @@ void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_rep
         p->ctx = ctx;
         p->port = p->thread = 0;
         p->salvage = NULL;
-        p->relay = p->abandoned = p->gone = p->ahead = false;
+        p->relay = p->abandoned = p->gone = false;
         p->in_ring = false;
         p->fds = NULL;
         p->nfds = 0;
@@ -541,7 +470,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                         p->done = true;
                         break;
                 }
-                if (p->relay && orphans_for(c, p->port, p->thread)) {
+                if (p->relay && orphans_for(c, p->port)) {
                         leave_behind(c, p, false);
                         p->status = -EINPROGRESS;
                         break;
@@ -668,45 +597,6 @@ int sn__conn_pump(sn_conn_t *c)
         return r;
 }
 
-void sn__conn_pump_ready(sn_conn_t *c)
-{
-        pthread_mutex_lock(&c->lock);
-        /* Only while a record is there: an empty ring costs no system call (the receive would
-         * ask the socket whether the daemon is still there). */
-        while (!c->broken && !c->reader_active && c->fd >= 0 && sn__transport_ready(&c->ring)) {
-                int fds[SN_PROTO_MAX_FDS];
-                unsigned nfds = 0;
-                bool cut;
-                ssize_t n;
-
-                c->reader_active = true;
-                pthread_mutex_unlock(&c->lock);
-                n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, fds,
-                                       &nfds, &cut, MSG_DONTWAIT);
-                if (n > 0 && c->trace)
-                        trace(c, "<-", c->rbuf, (size_t)n);
-                pthread_mutex_lock(&c->lock);
-                c->reader_active = false;
-                if (n <= 0)
-                        sn__fds_close(fds, nfds);
-                if (n == -EAGAIN || n == -EWOULDBLOCK)
-                        break;
-                if (n == -EMSGSIZE)
-                        continue;
-                if (n == -EPROTO) {
-                        conn_lost(c);
-                        break;
-                }
-                if (n <= 0) {
-                        conn_ended(c);
-                        continue;
-                }
-                deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
-        }
-        hand_off(c);
-        pthread_mutex_unlock(&c->lock);
-}
-
 int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t len,
                 uint16_t expect, sn_reply_fn fn, void *ctx)
 {
@@ -781,23 +671,6 @@ static pthread_key_t thread_key;
 static pthread_once_t thread_once = PTHREAD_ONCE_INIT;
 
 /* At thread exit: tell every live connection it waited on that it no longer runs. */
-/* With c->lock held: thread ended, so what was given to it ahead and not taken goes to the
- * port's next caller, like the entries of a cancelled one (on Windows they would still be in
- * the port); so does the answer of its dequeue posted ahead, which THREAD_EXIT ends. */
-static void aheads_release(sn_conn_t *c, uint32_t thread)
-{
-        for (struct sn_orphans *o = c->orphans; o; o = o->next)
-                if (o->ahead && o->thread == thread) {
-                        o->ahead = false;
-                        o->gone = true;
-                }
-        for (struct sn_pending *p = c->pending; p; p = p->next)
-                if (p->ahead && p->thread == thread) {
-                        p->ahead = false;
-                        p->gone = true;
-                }
-}
-
 static void thread_exit(void *arg)
 {
         struct thread_info *ti = arg;
@@ -805,12 +678,8 @@ static void thread_exit(void *arg)
         pthread_mutex_lock(&live_lock);
         for (unsigned i = 0; i < ti->n; i++)
                 for (sn_conn_t *c = live; c; c = c->next_live)
-                        if (c == ti->conns[i] && sn__conn_usable(c) == 0) {
-                                pthread_mutex_lock(&c->lock);
-                                aheads_release(c, ti->tid);
-                                pthread_mutex_unlock(&c->lock);
+                        if (c == ti->conns[i] && sn__conn_usable(c) == 0)
                                 send_thread_exit(c, ti->tid);
-                        }
         pthread_mutex_unlock(&live_lock);
         free(ti);
 }
@@ -1380,7 +1249,6 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         c->fd = -1;
         sn__ring_init(&c->ring);
         c->no_shm = env_set("SOCKNOTIFY_NO_SHM");
-        c->ahead = env_set("SOCKNOTIFY_AHEAD");
         c->fork_gen = fork_generation;
         c->efd = c->pollfd = -1;
         c->trace = env_set("SOCKNOTIFY_TRACE");

@@ -470,31 +470,11 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
         return r;
 }
 
-/* How many entries a dequeue posted ahead asks for: more than the caller's batch, so that a
- * thread that takes one at a time finds many waiting (the daemon gives a call posted ahead its
- * share only while other threads run on the port), at most what one ring record carries. */
-static uint32_t ahead_size(const sn_conn_t *c, uint32_t max_entries)
-{
-        size_t room = (c->limits.max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, 0, 0)) /
-                      SN_WIRE_SIZE_entry;
-
-        return (uint32_t)SN_MIN(SN_MIN((size_t)SN_MAX(max_entries, SN__AHEAD_MIN), room),
-                                (size_t)SN__AHEAD_MAX);
-}
-
 /* sn_port_process() with a reference on port: the calls the daemon needs (see below), and the
- * entries cancelled callers, and dequeues posted ahead, left.  The result goes to *ret.
- *
- * With the rings, a pure dequeue that returns entries posts the thread's next dequeue ahead
- * (sn__ahead_post): the daemon fills it while the application handles these entries, and the
- * next call finds them in the ring without asking.  When it finds nothing, it asks as usual,
- * and the daemon ends the call posted ahead first. */
+ * entries cancelled callers left.  The result goes to *ret. */
 static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                           sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, int *ret)
 {
-        sn_conn_t *c = port->conn;
-        uint32_t thread = max_entries ? sn__thread_id(c) : 0;
-        bool ahead = max_entries && !nregs && sn__conn_ahead(c);
         int64_t deadline = 0;
         uint32_t n;
         int r, eio = 0;
@@ -516,10 +496,8 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                 uint32_t nowed = max_entries ? owed_take(port, entries, max_entries) : 0;
 
                 n = nowed;
-                if (ahead && n < max_entries)
-                        sn__conn_pump_ready(c); /* answers already in the ring, unasked */
                 if (n < max_entries)
-                        n += sn__orphans_take(c, port->id, thread, entries + n,
+                        n += sn__orphans_take(port->conn, port->id, entries + n,
                                               max_entries - n);
                 if (n) {
                         /* (An owed entry's ONESHOT registration was marked by the replay.) */
@@ -562,8 +540,6 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
         }
         if (r > 0 && (uint32_t)r < max_entries)
                 r = fetch_more(port, entries, max_entries, (uint32_t)r, nregs);
-        if (ahead && r > 0 && !sn__ahead_posted(c, port->id, thread))
-                (void)sn__ahead_post(c, port->id, thread, ahead_size(c, max_entries));
 out:
         *ret = r;
 }

@@ -106,8 +106,3 @@ static inline uint32_t sn__transport_sq_taken(const struct sn_ring *r)
         return r->map ? sn_ring_load(r->sq.phead) : 0;
 }
 
-/* Whether the rings hold a message to receive now (one load; false without rings). */
-static inline bool sn__transport_ready(const struct sn_ring *r)
-{
-        return r->map && (r->socket_next || sn_ring_rx_ready(&r->cq));
-}
