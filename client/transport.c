@@ -375,7 +375,7 @@ static int64_t mono_ns(void)
  * again once in a while).  Returns whether a record came.  The daemon's hint is only a hint:
  * whatever it says, the spin is bounded.
  */
-static bool ring_spin(struct sn_ring *r)
+static bool reply_spin(struct sn_ring *r)
 {
         uint32_t daemon_cpu = __atomic_load_n(&r->hdr->daemon_cpu, __ATOMIC_RELAXED);
         int cpu = sched_getcpu();
@@ -441,7 +441,7 @@ static int wait_ring(int sock, struct sn_ring *r, int timeout_ms)
                 return n < 0 ? -errno : n > 0;
         }
         /* A reply due in a few microseconds is cheaper to wait for awake. */
-        if (timeout_ms && ring_spin(r))
+        if (timeout_ms && reply_spin(r))
                 return 1;
         /* Announce the sleep, then look again: a record published before the announcement is
          * seen here, one published after it rings the doorbell (common/ring.h). */
