@@ -5,9 +5,9 @@
  * a dequeue posted ahead is answered with the entries nobody who really waits may take, it
  * takes nothing from a waiting thread below the port's concurrency, it ends with its thread's
  * next dequeue, THREAD_EXIT or PORT_CLOSE (ECANCELED), a second one is refused (EBUSY), a
- * malformed one is refused (EINVAL) without being parked, and a re-exec keeps it.  Posted
- * packets are the entries: they make every outcome deterministic.  Each case ends with the
- * daemon back to its baseline of descriptors.
+ * malformed one is refused (EINVAL) without being parked, it takes only its share while other
+ * threads run, and a re-exec keeps it.  Posted packets are the entries: they make every
+ * outcome deterministic.  Each case ends with the daemon back to its baseline of descriptors.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -292,8 +292,10 @@ START_TEST(test_ahead_waiter_first)
         fd = hello(3);
         port = port_create(fd, 2, 2);
         run_thread(fd, &id, port, T1, 20);
-        process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
+        /* Thread 2 waits first, so the call posted ahead is the most recent waiter: it still
+         * comes after every thread that really waits. */
         process(fd, 21, port, (uint32_t)test_timeout_ms(5000), 4, 0, T2);
+        process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
         expect_quiet(fd, 22);
         post(fd, 23, port, &k21, 1);
         expect_pair(fd, SN_MSG_POST_REPLY, 23, 21, 0, &k21, 1);
@@ -404,6 +406,34 @@ START_TEST(test_ahead_port_close)
 }
 END_TEST
 
+/* While two threads run, a call posted ahead takes its share only: max_entries divided by the
+ * running threads; the rest stays queued for whichever thread is free first.  Once answered, it
+ * is not answered again by its thread's next dequeue. */
+START_TEST(test_ahead_share)
+{
+        const uint64_t keys[] = { 72, 73, 74, 75 };
+        uint32_t id = 10, port;
+        int fd;
+
+        start();
+        fd = hello(3);
+        port = port_create(fd, 2, 2);
+        run_thread(fd, &id, port, T1, 70);
+        run_thread(fd, &id, port, T2, 71);
+        process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
+        expect_quiet(fd, 21);
+        post(fd, 22, port, keys, 4);
+        expect_pair(fd, SN_MSG_POST_REPLY, 22, 20, 0, keys, 2);
+        expect_quiet(fd, 23);
+        process(fd, 24, port, 0, 4, 0, T2);
+        expect_process(fd, 24, 0, keys + 2, 2);
+        process(fd, 25, port, 0, 4, 0, T1);
+        expect_process(fd, 25, ETIMEDOUT, NULL, 0);
+        expect_quiet(fd, 26);
+        finish(&fd, 1);
+}
+END_TEST
+
 /* SIGUSR2, then waits until the daemon (same PID) answers from its new image. */
 static void reexec(void)
 {
@@ -459,6 +489,7 @@ int main(void)
         tcase_add_test(tc, test_ahead_thread_exit);
         tcase_add_test(tc, test_ahead_port_close);
         tcase_add_test(tc, test_ahead_reexec);
+        tcase_add_test(tc, test_ahead_share);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
