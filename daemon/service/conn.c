@@ -698,10 +698,12 @@ int conn_adopt_ring(struct conn *c, int *fds, bool stalled)
                      c);
         event_add(&r->ev, NULL);
         r->ev_added = true;
-        /* What the client wrote while no daemon ran is read at the loop's first turn, and the
-         * client, which may sleep, is woken for the replies restored before it. */
+        /* What the client wrote while no daemon ran is read at the loop's first turn.  The
+         * client is woken once whatever its flag says: a daemon that crashed between claiming
+         * the client's wake-up (the flag back to 0) and ringing left it asleep with no one to
+         * ring, and a wake-up for nothing costs it one look at the ring. */
         event_active(&r->ev, EV_READ, 0);
-        r->bell_pending = true;
+        ring_wake_force(r);
         live_conn_update(c);
         live_ring(c);
         return 0;

@@ -231,6 +231,14 @@ bool ring_spin(struct conn_ring *r)
         return false;
 }
 
+void ring_wake_force(struct conn_ring *r)
+{
+        static const char wake = 1;
+
+        sn_ring_store(&r->hdr->client_sleeps, 0);
+        (void)!send(r->bell_out, &wake, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 bool ring_try_sleep(struct conn_ring *r)
 {
         sn_ring_rx_publish(&r->sq);

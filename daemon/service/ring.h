@@ -66,6 +66,8 @@ int ring_adopt(int file, int bell_in, int bell_out, struct conn_ring **ret);
 void ring_free(struct conn_ring *r);
 /* Wakes the client if it sleeps and records were published since it last looked. */
 void ring_wake_client(struct conn_ring *r);
+/* Wakes the client whatever its flag says (after a restore). */
+void ring_wake_force(struct conn_ring *r);
 /*
  * The SQ is empty: waits a few microseconds for the client's next request instead of sleeping,
  * when that is likely to pay (the client runs, on another CPU, and spinning caught a request
