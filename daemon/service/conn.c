@@ -647,7 +647,7 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
                 return;
         }
         int fds[SN_PROTO_RING_NFDS] = { [SN_PROTO_RING_FD_FILE] = r->file,
-                                        [SN_PROTO_RING_FD_DAEMON] = r->bell_in,
+                                        [SN_PROTO_RING_FD_DAEMON] = r->bell_in_peer,
                                         [SN_PROTO_RING_FD_CLIENT] = r->bell_peer };
 
         out->transport = SN_PROTO_TRANSPORT_RING;
@@ -666,14 +666,12 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
         }
         live_answered(c, srv->wbuf, len);
         close(r->bell_peer); /* the client's now */
-        r->bell_peer = -1;
+        close(r->bell_in_peer);
+        r->bell_peer = r->bell_in_peer = -1;
         c->ring = r;
         user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
         c->srv->nrings++;
-        /* Edge-triggered and never read: each write of the client is an edge, and a read could
-         * block on a doorbell the client made blocking (they share its file description). */
-        event_assign(&r->ev, srv->base, r->bell_in, EV_READ | EV_PERSIST | EV_ET, conn_bell_cb,
-                     c);
+        event_assign(&r->ev, srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
         event_add(&r->ev, NULL);
         r->ev_added = true;
         live_conn_update(c);
@@ -694,8 +692,7 @@ int conn_adopt_ring(struct conn *c, int *fds, bool stalled)
         user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
         c->srv->nrings++;
         r->stalled = stalled;
-        event_assign(&r->ev, c->srv->base, r->bell_in, EV_READ | EV_PERSIST | EV_ET, conn_bell_cb,
-                     c);
+        event_assign(&r->ev, c->srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
         event_add(&r->ev, NULL);
         r->ev_added = true;
         /* What the client wrote while no daemon ran is read at the loop's first turn.  The
@@ -1818,6 +1815,7 @@ static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
         (void)fd;
         (void)what;
         c->srv->counters.doorbells++;
+        ring_bell_drain(c->ring);
         if (!sn_list_empty(&c->outq))
                 conn_flush(c);
         if (!c->dead)

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -62,7 +61,7 @@ static struct conn_ring *ring_alloc(void)
         struct conn_ring *r = calloc(1, sizeof(*r));
 
         if (r) {
-                r->file = r->bell_in = r->bell_out = r->bell_peer = -1;
+                r->file = r->bell_in = r->bell_out = r->bell_peer = r->bell_in_peer = -1;
                 r->spin_credit = RING_SPIN_CREDIT;
         }
         return r;
@@ -79,19 +78,25 @@ int ring_new(struct conn_ring **ret)
         if (r->file < 0 || ftruncate(r->file, SN_RING_FILE_SIZE) < 0 ||
             fcntl(r->file, F_ADD_SEALS, RING_SEALS) < 0)
                 goto fail_errno;
-        r->bell_in = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (r->bell_in < 0)
-                goto fail_errno;
         {
-                int sv[2];
+                int in[2], out[2];
 
-                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+                /* Datagram socket pairs, not eventfds: a socket's end has an identity of its
+                 * own (its inode), by which the restore tells one connection's doorbell from
+                 * another's (every eventfd has the same), and the daemon reads and writes its
+                 * ends with MSG_DONTWAIT, whatever flags the client sets on its own. */
+                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, in) < 0)
                         goto fail_errno;
-                r->bell_out = sv[0];
-                r->bell_peer = sv[1];
-                /* One way only: what the client would send to the daemon's end is refused
-                 * (EPIPE), never queued in memory nobody reads. */
-                shutdown(sv[0], SHUT_RD);
+                r->bell_in = in[0];
+                r->bell_in_peer = in[1];
+                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, out) < 0)
+                        goto fail_errno;
+                r->bell_out = out[0];
+                r->bell_peer = out[1];
+                /* One way each: what the client would send to the daemon's end of its own
+                 * doorbell is refused (EPIPE), never queued in memory nobody reads. */
+                shutdown(out[0], SHUT_RD);
+                shutdown(in[0], SHUT_WR);
         }
         err = ring_map(r);
         if (err)
@@ -130,7 +135,8 @@ int ring_adopt(int file, int bell_in, int bell_out, struct conn_ring **ret)
         r->bell_out = bell_out;
         if (fstat(file, &st) < 0 || st.st_size != SN_RING_FILE_SIZE ||
             (fcntl(file, F_GET_SEALS) & RING_SEALS) != RING_SEALS ||
-            fstat(bell_out, &st) < 0 || !S_ISSOCK(st.st_mode))
+            fstat(bell_out, &st) < 0 || !S_ISSOCK(st.st_mode) || fstat(bell_in, &st) < 0 ||
+            !S_ISSOCK(st.st_mode))
                 goto fail;
         err = ring_map(r);
         if (err)
@@ -169,6 +175,8 @@ void ring_free(struct conn_ring *r)
                 close(r->bell_out);
         if (r->bell_peer >= 0)
                 close(r->bell_peer);
+        if (r->bell_in_peer >= 0)
+                close(r->bell_in_peer);
         free(r);
 }
 
@@ -229,6 +237,17 @@ bool ring_spin(struct conn_ring *r)
         } while (now_ns() < end);
         r->spin_credit -= 2;
         return false;
+}
+
+void ring_bell_drain(struct conn_ring *r)
+{
+        char b[16];
+
+        /* The client sends one datagram per sleep it sees announced; more is its own flood,
+         * bounded here per wake-up (the loop comes back while more are there). */
+        for (int i = 0; i < 64; i++)
+                if (recv(r->bell_in, b, sizeof(b), MSG_DONTWAIT) < 0)
+                        return;
 }
 
 void ring_wake_force(struct conn_ring *r)

@@ -6,10 +6,10 @@
  * The daemon makes the ring file (a sealed memfd: the client can neither shrink nor grow it, so
  * no write of the daemon into it can fault) and both doorbells, maps the file, and passes the
  * three descriptors to the client with HELLO_REPLY.  Nothing the client does to the descriptors
- * it shares can make the daemon block: the daemon's doorbell (an eventfd) is watched
- * edge-triggered and never read, and the client's is a datagram socket pair, the daemon writing
- * its own end with MSG_DONTWAIT (a client can clear O_NONBLOCK on an eventfd it shares, and a
- * write of the daemon would then block on a full counter).  Its own positions (the SQ head, the CQ
+ * it shares can make the daemon block: both doorbells are datagram socket pairs whose ends the
+ * daemon reads and writes with MSG_DONTWAIT (a client can clear O_NONBLOCK on a descriptor it
+ * shares with the daemon, as it could on an eventfd, and a read or write of the daemon would
+ * then block).  Its own positions (the SQ head, the CQ
  * tail) are kept here, privately; nothing of the daemon's state lives in the shared memory, and
  * every word read from it is checked by common/ring.h before it is used.
  */
@@ -33,13 +33,15 @@ struct conn_ring {
         union {
                 struct {
                         int file;     /* the ring file (memfd) */
-                        int bell_in;  /* the daemon's doorbell (eventfd): the client writes it */
+                        int bell_in;  /* the daemon's doorbell: its end of a datagram socket
+                                       * pair, the client sends on the other */
                         int bell_out; /* the client's doorbell: the daemon's end of a datagram
                                        * socket pair, the client polls the other */
                 };
                 int fds[RING_NFDS];
         };
         int bell_peer; /* the client's end of that pair, until HELLO_REPLY carried it (-1 after) */
+        int bell_in_peer; /* the client's end of the daemon's doorbell, likewise */
         struct sn_ring_rx sq;
         struct sn_ring_tx cq;
         struct event ev; /* on bell_in */
@@ -66,6 +68,8 @@ int ring_adopt(int file, int bell_in, int bell_out, struct conn_ring **ret);
 void ring_free(struct conn_ring *r);
 /* Wakes the client if it sleeps and records were published since it last looked. */
 void ring_wake_client(struct conn_ring *r);
+/* Takes the datagrams of the daemon's doorbell (never blocking). */
+void ring_bell_drain(struct conn_ring *r);
 /* Wakes the client whatever its flag says (after a restore). */
 void ring_wake_force(struct conn_ring *r);
 /*
