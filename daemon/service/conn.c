@@ -1664,6 +1664,14 @@ static int conn_read_one(struct conn *c)
                                 pooled ? room : SN_PROTO_MAX_FDS, &nfds, &cut, MSG_DONTWAIT);
         if (n == -EAGAIN || n == -EWOULDBLOCK)
                 return 0;
+        if (c->ring && c->ring->stalled) {
+                /* The message a SOCKET record announced has left the socket: the journal must
+                 * say so before it is handled, or a daemon restored after a crash while
+                 * handling it would wait for it again and take the client's next message (its
+                 * retry) for it, leaving that message's own record waiting forever. */
+                c->ring->stalled = false;
+                live_ring_update(c);
+        }
         if (n == 0 && (nfds || cut)) {
                 /* A zero-length datagram, not the end of the stream: the end carries no
                  * descriptors.  What came with it is closed like any bad message. */
@@ -1766,11 +1774,10 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
                         break;
                 }
                 if (r->stalled) {
+                        /* conn_read_one() ends the stall as it takes the message. */
                         k = conn_read_one(c);
                         if (k <= 0)
                                 break;
-                        r->stalled = false;
-                        live_ring_update(c);
                         continue;
                 }
                 k = sn_ring_get(&r->sq, srv->rbuf, srv->limits.max_message, &len, &kind);

@@ -3,7 +3,9 @@
 /*
  * crash-reply.c - a preload library for tests only (libsncrash.so, never installed): it makes
  * socknotifyd die by SIGKILL just before a reply of one type leaves, so that a test can crash
- * the daemon in the middle of a request without a hook in the daemon.  The request took effect
+ * the daemon in the middle of a request without a hook in the daemon.  A reply leaves by
+ * send() or sendmsg() on the socket, or is copied (memcpy) into a connection's completion ring
+ * before it is published: all three are caught.  The request took effect
  * and is in the journal as begun and not answered: the daemon restored from it answers EIO.
  *
  * SN_TEST_CRASH_REPLY=<type> (a number, 0x.. accepted) names the reply type (with bit 0x80,
@@ -69,4 +71,31 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
         if (mh && mh->msg_iovlen == 1)
                 check(mh->msg_iov[0].iov_base, mh->msg_iov[0].iov_len);
         return next(fd, mh, flags);
+}
+
+/* The copy into a completion ring (common/ring.h, sn_ring_put).  dlsym() may copy memory itself
+ * while the next memcpy is looked up: that copy is made here, byte by byte (volatile, so that
+ * the compiler does not turn the loop back into a call of memcpy). */
+EXPORT void *memcpy(void *dst, const void *src, size_t n);
+
+EXPORT void *memcpy(void *dst, const void *src, size_t n)
+{
+        static void *(*next)(void *, const void *, size_t);
+        static int resolving;
+
+        if (!next && !resolving) {
+                resolving = 1;
+                next = (void *(*)(void *, const void *, size_t))dlsym(RTLD_NEXT, "memcpy");
+                resolving = 0;
+        }
+        if (!next) {
+                volatile unsigned char *d = dst;
+                const volatile unsigned char *s = src;
+
+                for (size_t i = 0; i < n; i++)
+                        d[i] = s[i];
+                return dst;
+        }
+        check(src, n);
+        return next(dst, src, n);
 }

@@ -82,10 +82,6 @@ static void start(unsigned type)
         manager_start(&M, mdir, 64);
         crash_env(type);
         test_daemon_start(&D, NULL);
-        /* crash-reply.c catches a reply where it leaves by sendmsg(): one put in the shared-
-         * memory ring never does, so this test's clients keep to the socket.  The retry logic
-         * sits above the transport (client/retry.c) and is the same with the rings. */
-        setenv("SOCKNOTIFY_NO_SHM", "1", 1);
 }
 
 static void stop(void)
