@@ -419,6 +419,25 @@ int test_conn_fds(void)
         return v && *v && strcmp(v, "0") != 0 ? 1 : 4;
 }
 
+long test_daemon_cpu_ticks(const struct test_daemon *d)
+{
+        char path[64], buf[1024], *p;
+        long utime = 0, stime = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)d->pid);
+        f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+        fclose(f);
+        p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+        ck_assert_ptr_nonnull(p);
+        /* Fields after the command: state is 3rd; utime and stime are 14th and 15th. */
+        ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld",
+                                &utime, &stime), 2);
+        return utime + stime;
+}
+
 int test_daemon_fds(const struct test_daemon *d)
 {
         char p[64];

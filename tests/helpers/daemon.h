@@ -50,6 +50,8 @@ int test_daemon_reap(struct test_daemon *d);
 int test_conn_fds(void);
 /* Open descriptors of the daemon (/proc/PID/fd). */
 int test_daemon_fds(const struct test_daemon *d);
+/* The daemon's CPU time so far (user + system), in clock ticks (/proc/PID/stat). */
+long test_daemon_cpu_ticks(const struct test_daemon *d);
 /* Waits up to timeout_ms (scaled: test_timeout_ms()) for the daemon's descriptor count to equal
  * want; returns the count. */
 int test_daemon_wait_fds(const struct test_daemon *d, int want, int timeout_ms);

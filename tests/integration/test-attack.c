@@ -449,25 +449,6 @@ START_TEST(test_port_ids_tell_others_activity)
 }
 END_TEST
 
-/* Daemon CPU time (user + system) in clock ticks. */
-static long daemon_cpu_ticks(void)
-{
-        char path[64], buf[1024], *p;
-        long utime = 0, stime = 0;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)D.pid);
-        f = fopen(path, "r");
-        ck_assert_ptr_nonnull(f);
-        ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
-        fclose(f);
-        p = strrchr(buf, ')');
-        ck_assert_ptr_nonnull(p);
-        ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld",
-                                &utime, &stime), 2);
-        return utime + stime;
-}
-
 static long daemon_rss_kib(void)
 {
         char path[64], line[256];
@@ -496,7 +477,7 @@ static long daemon_rss_kib(void)
 static long one_entry_calls(int a, uint32_t pa, uint32_t *id, uint32_t rounds, uint32_t per,
                             bool distinct)
 {
-        long t0 = daemon_cpu_ticks();
+        long t0 = test_daemon_cpu_ticks(&D);
 
         for (uint32_t r = 0; r < rounds; r++) {
                 raw_post(a, (*id)++, pa, per);
@@ -511,7 +492,7 @@ static long one_entry_calls(int a, uint32_t pa, uint32_t *id, uint32_t rounds, u
                 }
                 *id += per;
         }
-        return daemon_cpu_ticks() - t0;
+        return test_daemon_cpu_ticks(&D) - t0;
 }
 
 /*
@@ -610,16 +591,16 @@ START_TEST(test_control_listing_amplification)
         }
         /* What walking them costs: a port filter that matches none of them. */
         snprintf(req, sizeof(req), "{\"verb\":\"registrations\",\"port\":%u}", pa + 12345);
-        t0 = daemon_cpu_ticks();
+        t0 = test_daemon_cpu_ticks(&D);
         for (int i = 0; i < 100; i++)
                 ck_assert_int_eq(control_call(a, id++, req), 0);
-        skip = daemon_cpu_ticks() - t0;
+        skip = test_daemon_cpu_ticks(&D) - t0;
         /* The last ten of them. */
         snprintf(req, sizeof(req), "{\"verb\":\"registrations\",\"offset\":2990}");
-        t0 = daemon_cpu_ticks();
+        t0 = test_daemon_cpu_ticks(&D);
         for (int i = 0; i < 100; i++)
                 ck_assert_int_eq(control_call(a, id++, req), 0);
-        page = daemon_cpu_ticks() - t0;
+        page = test_daemon_cpu_ticks(&D) - t0;
         printf("CONTROL: 100 pages of 10 registrations at offset 2990: %ld ticks (walk: %ld)\n",
                page, skip);
         ck_assert_int_le(page, 4 * skip + sysconf(_SC_CLK_TCK) / 5);

@@ -478,26 +478,6 @@ START_TEST(test_handshake_timeout)
 }
 END_TEST
 
-/* Daemon CPU time (user + system) in clock ticks. */
-static long daemon_cpu_ticks(void)
-{
-        char path[64], buf[1024], *p;
-        long utime = 0, stime = 0;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)D.pid);
-        f = fopen(path, "r");
-        ck_assert_ptr_nonnull(f);
-        ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
-        fclose(f);
-        p = strrchr(buf, ')');
-        ck_assert_ptr_nonnull(p);
-        /* Fields after the command: state is 3rd; utime and stime are 14th and 15th. */
-        ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld",
-                                &utime, &stime), 2);
-        return utime + stime;
-}
-
 /* Defect 6: out of descriptors, the daemon refuses with EMFILE and does not spin. */
 START_TEST(test_out_of_descriptors_no_spin)
 {
@@ -521,9 +501,9 @@ START_TEST(test_out_of_descriptors_no_spin)
         }
         /* One waits in the listen queue: the old daemon spun on it at 100% CPU. */
         knock = raw_connect(D.path);
-        t0 = daemon_cpu_ticks();
+        t0 = test_daemon_cpu_ticks(&D);
         usleep(1000 * 1000);
-        ck_assert_int_le(daemon_cpu_ticks() - t0, sysconf(_SC_CLK_TCK) / 10);
+        ck_assert_int_le(test_daemon_cpu_ticks(&D) - t0, sysconf(_SC_CLK_TCK) / 10);
         expect_reply(knock, SN_MSG_ERROR, 0, EMFILE);
         close(knock);
         while (n > 0)

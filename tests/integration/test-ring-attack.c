@@ -856,25 +856,6 @@ static void *flood(void *arg)
         return NULL;
 }
 
-/* The daemon's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat). */
-static long long daemon_ticks(void)
-{
-        char path[64], buf[1024], *p;
-        unsigned long long ut = 0, st = 0;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)D.pid);
-        f = fopen(path, "r");
-        ck_assert_ptr_nonnull(f);
-        ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
-        fclose(f);
-        p = strrchr(buf, ')'); /* the command name may hold spaces */
-        ck_assert_ptr_nonnull(p);
-        ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                                &ut, &st), 2);
-        return (long long)(ut + st);
-}
-
 /* This user's "doorbell_mutes" in STATUS, asked by a well-behaved client. */
 static long long mutes_of_user(sn_conn_t *conn)
 {
@@ -927,14 +908,14 @@ START_TEST(test_doorbell_flood)
         }
         /* Then, over the next ten mutes (half a second at least), what it costs the daemon. */
         t0 = now_ms();
-        c0 = daemon_ticks();
+        c0 = test_daemon_cpu_ticks(&D);
         while ((m = mutes_of_user(conn)) < m0 + 10) {
                 ck_assert_msg(now_ms() < until, "the flood stopped being muted (%lld mutes)", m);
                 others_served();
                 poll(NULL, 0, 50);
         }
         t1 = now_ms();
-        c1 = daemon_ticks();
+        c1 = test_daemon_cpu_ticks(&D);
         f.stop = true;
         pthread_join(th, NULL);
         fprintf(stderr, "test_doorbell_flood: %llu doorbells, %lld mutes; the daemon used "
