@@ -2011,10 +2011,11 @@ int main(int argc, char **argv)
                                 "[--socket PATH] "
                                 "[--csv-dir DIR]\n       [--transport both|rings|socket]"
                                 "\nworkloads (--only NAME): delivery "
-                                "delivery_16 delivery_1 libevent_delivery oneshot_rearm rearm_nowait idle_cpu latency\n"
-                                "  (latency_p50, latency_p99) registration registration_store "
-                                "memory (memory_daemon,\n  memory_client) scale mt_server "
-                                "churn; scale_matrix runs only by name or under --smoke\n"
+                                "delivery_16 delivery_1 libevent_delivery oneshot_rearm\n"
+                                "  rearm_nowait idle_cpu latency (latency_p50, latency_p99) "
+                                "registration registration_store\n  memory (memory_daemon, "
+                                "memory_client) scale mt_server churn; scale_matrix runs\n"
+                                "  only by name or under --smoke\n"
                                 "Report bugs at https://github.com/socknotify/socknotify/issues\n");
                         return c == 'h' ? 0 : 2;
                 }
