@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/base/closer.h"
+#include "daemon/base/epctl.h"
 #include "daemon/base/settings.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
@@ -635,6 +636,11 @@ static struct server *server_alloc(const struct server_options *opt)
         srv->exe = own_exe();
         srv->trace = opt->trace;
         srv->no_shm = opt->no_shm;
+        /* A ring that cannot be had leaves the plain path (logged there), never an error. */
+        if (epctl_new(!opt->no_io_uring, reg_epoll_done, srv, &srv->epctl) < 0) {
+                server_free(srv);
+                return NULL;
+        }
         clamp_max_message(&srv->limits);
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);
@@ -822,6 +828,7 @@ void server_free(struct server *srv)
         }
         sn_close(srv->listen_fd);
         sn_close(srv->reserve_fd);
+        srv->epctl = epctl_free(srv->epctl);
         if (srv->owns_path)
                 unlink(srv->path);
         registry_deinit(&srv->registry);
