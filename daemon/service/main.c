@@ -679,6 +679,9 @@ int main(int argc, char **argv)
                        st.note, sizeof(st.note));
         settings_resolve(&st.opt.cmdline, &st.file, st.cap, &st.opt.limits, &level);
         sn_log_set_level(level);
+        /* The option wins; without it the file's "no-io-uring" decides. */
+        if (!st.opt.no_io_uring && st.file.no_io_uring == 1)
+                st.opt.no_io_uring = true;
         if (choose_socket(&st) < 0)
                 return 1;
         st.opt.argv = argv;

@@ -7,7 +7,8 @@
  * tests/helpers/no-io-uring, whose seccomp filter fails io_uring_setup with EPERM, as a
  * systemd unit's SystemCallFilter= may).  Each case runs in every mode: STATUS names the path
  * in use; registration, one-shot re-enable, disable, remove, the ENABLE errors, several
- * operations on one socket in one call, and EDGE's rule 15 behave alike.  Each case ends with
+ * operations on one socket in one call, and EDGE's rule 15 behave alike.  The configuration
+ * file's "no-io-uring" key chooses the plain path too.  Each case ends with
  * the daemon's descriptor count back to its baseline and a clean exit.
  */
 #define _GNU_SOURCE
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -342,6 +344,47 @@ START_TEST(test_edge_enable)
 }
 END_TEST
 
+/* The configuration file's "no-io-uring": true chooses the plain path as the option does, and a
+ * value that is not a boolean is refused (--check-config exits 1). */
+START_TEST(test_config_key)
+{
+        char conf[128], dir[] = "/tmp/test-epctl.XXXXXX";
+        const char *args[] = { "--config", conf, NULL };
+        json_t *o;
+        FILE *f;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(conf, sizeof(conf), "%s/socknotifyd.json", dir);
+        f = fopen(conf, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(_i ? "{ \"no-io-uring\": 1 }\n" : "{ \"no-io-uring\": true }\n", f);
+        ck_assert_int_eq(fclose(f), 0);
+        if (_i) {
+                char cmd[1024];
+                const char *builddir = getenv("SN_BUILDDIR");
+
+                snprintf(cmd, sizeof(cmd),
+                         "%s/daemon/socknotifyd --check-config --config %s >/dev/null 2>&1",
+                         builddir ? builddir : SN_BUILDDIR, conf);
+                ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
+        } else {
+                test_daemon_start(&D, args);
+                baseline = test_daemon_fds(&D);
+                ck_assert_int_eq(sn_conn_open(D.path, &C), 0);
+                o = epctl_status();
+                ck_assert_str_eq(json_string_value(json_object_get(o, "path")), "epoll_ctl");
+                ck_assert_str_eq(json_string_value(json_object_get(o, "plain_reason")),
+                                 "disabled");
+                json_decref(o);
+                C = sn_conn_close(C);
+                ck_assert_int_eq(test_daemon_wait_fds(&D, baseline, 2000), baseline);
+                ck_assert_int_eq(test_daemon_stop(&D), 0);
+        }
+        unlink(conf);
+        rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("epctl");
@@ -354,6 +397,7 @@ static Suite *suite(void)
         tcase_add_loop_test(tc, test_enable_errors, 0, NMODES);
         tcase_add_loop_test(tc, test_same_socket_twice, 0, NMODES);
         tcase_add_loop_test(tc, test_edge_enable, 0, NMODES);
+        tcase_add_loop_test(tc, test_config_key, 0, 2);
         suite_add_tcase(s, tc);
         return s;
 }
