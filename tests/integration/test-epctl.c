@@ -13,9 +13,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/status.h"
 
 enum mode { MODE_DEFAULT, MODE_NO_IO_URING, MODE_REFUSED, NMODES };
 
@@ -344,6 +347,115 @@ START_TEST(test_edge_enable)
 }
 END_TEST
 
+/* Fills the kernel's budget of wake-up paths of the socket fd (fs/eventpoll.c: at most 500 of
+ * depth 2): epoll instances that each watch fd, all of them watched by one more.  The daemon's
+ * EPOLL_CTL_ADD of the same socket (its copy is the same open file) would be path 501, through
+ * the port's epoll instance and the daemon's loop, which watches it: the kernel refuses it
+ * with EINVAL.  Returns how many descriptors it opened into fds (the last one is the outer). */
+static int fill_paths(int fd, int *fds, int max)
+{
+        struct epoll_event ev = { .events = EPOLLIN };
+        int outer = epoll_create1(EPOLL_CLOEXEC), n = 0;
+
+        ck_assert_int_ge(outer, 0);
+        while (n < max - 1) {
+                int in = epoll_create1(EPOLL_CLOEXEC);
+
+                ck_assert_int_ge(in, 0);
+                ck_assert_int_eq(epoll_ctl(in, EPOLL_CTL_ADD, fd, &ev), 0);
+                if (epoll_ctl(outer, EPOLL_CTL_ADD, in, &ev) < 0) {
+                        ck_assert_int_eq(errno, EINVAL); /* the budget is full */
+                        close(in);
+                        break;
+                }
+                fds[n++] = in;
+        }
+        ck_assert_int_lt(n, max - 1);
+        fds[n++] = outer;
+        return n;
+}
+
+struct waiter {
+        pthread_t thread;
+        sn_entry_t e;
+        int n;
+};
+
+static void *wait_one(void *arg)
+{
+        struct waiter *w = arg;
+
+        w->n = sn_port_dequeue(P, &w->e, 1, (uint32_t)test_timeout_ms(60000));
+        return NULL;
+}
+
+/* An ENABLE whose epoll_ctl the kernel refuses, for real (fill_paths()): the item's result is
+ * that errno, queued or not; a registration that existed is left DISABLED (a DISABLE finds it),
+ * one the ENABLE would have made is gone (a DISABLE does not); the other items of the call are
+ * applied; once the paths are freed the same ENABLE succeeds and reports. */
+START_TEST(test_enable_refused_by_kernel)
+{
+        const uint8_t once = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT;
+        static int fds[1024];
+        struct waiter w = { 0 };
+        sn_registration_t r[3];
+        bool mask[NSOCK] = { 0 };
+        int n, want[3] = { -EINVAL, 0, -EINVAL };
+
+        start((enum mode)_i);
+        /* 0: registered, then disabled (out of epoll: its next ENABLE is an ADD). */
+        r[0] = reg(pairs[0][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 0);
+        apply(r, 1, NULL);
+        r[0] = reg(pairs[0][0], SN_OP_DISABLE, 0, 0, 0);
+        apply(r, 1, NULL);
+        n = fill_paths(pairs[0][0], fds, 1024);
+        /* 2: never registered, its budget filled too. */
+        n += fill_paths(pairs[2][0], fds + n, 1024 - n);
+        /* The daemon's loop watches the port's epoll instance while a call waits on it, which
+         * makes the kernel count the paths at each ADD on it (a nested instance). */
+        ck_assert_int_eq(pthread_create(&w.thread, NULL, wait_one, &w), 0);
+        {
+                long long deadline = now_ms() + test_timeout_ms(5000);
+
+                while (test_status_number(C, "waiters") < 1) {
+                        ck_assert_msg(now_ms() < deadline, "the dequeue never parked");
+                        usleep(2000);
+                }
+        }
+        r[0] = reg(pairs[0][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 0);
+        r[1] = reg(pairs[1][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 1);
+        r[2] = reg(pairs[2][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 2);
+        apply(r, 3, want);
+        /* The waiter goes with a posted packet. */
+        ck_assert_int_eq(sn_port_post(P, 777, 1, 2), 0);
+        ck_assert_int_eq(pthread_join(w.thread, NULL), 0);
+        ck_assert_int_eq(w.n, 1);
+        ck_assert_uint_eq(w.e.kind, SN_ENTRY_POSTED);
+        ck_assert_uint_eq(w.e.key, 777);
+        make_readable(0);
+        make_readable(1);
+        make_readable(2);
+        mask[1] = true;
+        expect_keys(mask, 1, SN_EVENT_IN);
+        {
+                int gone[2] = { 0, -ENOENT };
+
+                r[0] = reg(pairs[0][0], SN_OP_DISABLE, 0, 0, 0); /* left DISABLED: found */
+                r[1] = reg(pairs[2][0], SN_OP_DISABLE, 0, 0, 2); /* never made: not found */
+                apply(r, 2, gone);
+        }
+        for (int i = 0; i < n; i++)
+                close(fds[i]);
+        r[0] = reg(pairs[0][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 0);
+        r[1] = reg(pairs[2][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 2);
+        apply(r, 2, NULL);
+        mask[1] = false;
+        mask[0] = mask[2] = true;
+        expect_keys(mask, 2, SN_EVENT_IN);
+        finish();
+}
+END_TEST
+
 /* The configuration file's "no-io-uring": true chooses the plain path as the option does, and a
  * value that is not a boolean is refused (--check-config exits 1). */
 START_TEST(test_config_key)
@@ -397,6 +509,7 @@ static Suite *suite(void)
         tcase_add_loop_test(tc, test_enable_errors, 0, NMODES);
         tcase_add_loop_test(tc, test_same_socket_twice, 0, NMODES);
         tcase_add_loop_test(tc, test_edge_enable, 0, NMODES);
+        tcase_add_loop_test(tc, test_enable_refused_by_kernel, 0, NMODES);
         tcase_add_loop_test(tc, test_config_key, 0, 2);
         suite_add_tcase(s, tc);
         return s;
