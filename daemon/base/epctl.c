@@ -271,6 +271,15 @@ int epctl_ctl(struct epctl *e, int epfd, int op, int fd, const struct epoll_even
 #endif
 }
 
+int epctl_now(struct epctl *e, int epfd, int op, int fd, const struct epoll_event *event)
+{
+        struct epoll_event copy = { 0 };
+
+        if (event)
+                copy = *event;
+        return plain_ctl(e, epfd, op, fd, event ? &copy : NULL);
+}
+
 unsigned epctl_queued(const struct epctl *e)
 {
         return e ? e->n : 0;

@@ -59,6 +59,9 @@ void epctl_end(struct epctl *e);
  */
 int epctl_ctl(struct epctl *e, int epfd, int op, int fd, const struct epoll_event *event,
               uint64_t cookie);
+/* epoll_ctl(epfd, op, fd, event) made at once, whatever the window (counted with the plain
+ * operations): 0 or a negative errno.  e may be NULL. */
+int epctl_now(struct epctl *e, int epfd, int op, int fd, const struct epoll_event *event);
 /* Submits what is queued, waits for every completion and hands each result to the handler.
  * Does nothing when nothing is queued; e may be NULL. */
 void epctl_flush(struct epctl *e);

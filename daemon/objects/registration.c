@@ -147,9 +147,14 @@ static void reg_out_close(struct reg *g)
 {
         if (g->out_fd < 0)
                 return;
-        if (g->out_in_epoll && g->port->epfd >= 0 &&
-            epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->out_fd, NULL) < 0)
-                log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
+        if (g->out_in_epoll && g->port->epfd >= 0) {
+                int r = epctl_now(g->port->srv->epctl, g->port->epfd, EPOLL_CTL_DEL, g->out_fd,
+                                  NULL);
+
+                if (r < 0)
+                        log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %s",
+                                    strerror(-r));
+        }
         g->out_in_epoll = false;
         g->out_fd = closer_close(g->out_fd);
         user_charge_sockets(g->port->user, -1);
@@ -208,7 +213,7 @@ static int reg_epoll_update(struct reg *g, uint8_t why, uint32_t *later)
                         return 0;
                 }
         } else {
-                r = epoll_ctl(g->port->epfd, op, g->fd, &e) < 0 ? -errno : 0;
+                r = epctl_now(g->port->srv->epctl, g->port->epfd, op, g->fd, &e);
         }
         if (r < 0)
                 return r;
@@ -217,9 +222,10 @@ static int reg_epoll_update(struct reg *g, uint8_t why, uint32_t *later)
         if (g->out_fd >= 0) {
                 e = (struct epoll_event){ .events = epoll_interest(g, true),
                                           .data.u64 = g->slot | EPOLL_OUT_SIDE };
-                if (epoll_ctl(g->port->epfd, g->out_in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
-                              g->out_fd, &e) < 0)
-                        return -errno;
+                r = epctl_now(g->port->srv->epctl, g->port->epfd,
+                              g->out_in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, g->out_fd, &e);
+                if (r < 0)
+                        return r;
                 g->out_in_epoll = true;
         }
         return 0;
@@ -232,9 +238,12 @@ static void reg_epoll_remove(struct reg *g)
         reg_epq_settle(g);
         if (g->out_in_epoll) {
                 g->out_in_epoll = false;
-                if (g->port->epfd >= 0 &&
-                    epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->out_fd, NULL) < 0)
-                        log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
+                r = g->port->epfd >= 0 ? epctl_now(g->port->srv->epctl, g->port->epfd,
+                                                   EPOLL_CTL_DEL, g->out_fd, NULL)
+                                       : 0;
+                if (r < 0)
+                        log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %s",
+                                    strerror(-r));
         }
         if (!g->in_epoll)
                 return;
