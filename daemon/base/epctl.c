@@ -267,6 +267,7 @@ int epctl_ctl(struct epctl *e, int epfd, int op, int fd, const struct epoll_even
                 return 1;
         }
 #else
+        (void)cookie; /* never queued */
         return plain_ctl(e, epfd, op, fd, event ? &copy : NULL);
 #endif
 }

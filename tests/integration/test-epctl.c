@@ -12,6 +12,8 @@
  * the daemon's descriptor count back to its baseline and a clean exit.
  */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -19,11 +21,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <check.h>
 #include <jansson.h>
+#include <linux/io_uring.h>
 
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
@@ -154,6 +158,23 @@ static void make_readable(int i)
         ck_assert_int_eq(write(pairs[i][1], "x", 1), 1);
 }
 
+/* Why the default daemon of this build on this machine makes its calls one by one: "" when it
+ * batches (built with liburing, and the kernel lets this process make an io_uring). */
+static const char *default_plain_reason(void)
+{
+#ifdef HAVE_LIBURING
+        struct io_uring_params p = { 0 };
+        long fd = syscall(__NR_io_uring_setup, 4, &p);
+
+        if (fd < 0)
+                return "refused";
+        close((int)fd);
+        return "";
+#else
+        return "not-built";
+#endif
+}
+
 /* STATUS names the path of the mode, and a call's registrations are counted on it. */
 START_TEST(test_status_path)
 {
@@ -164,10 +185,13 @@ START_TEST(test_status_path)
         o = epctl_status();
         switch (_i) {
         case MODE_DEFAULT:
-                /* This machine allows io_uring (kernel.io_uring_disabled = 0): a build with
-                 * liburing uses it. */
+                /* Where the kernel allows io_uring (kernel.io_uring_disabled = 0, no seccomp
+                 * filter), a build with liburing uses it. */
+                ck_assert_str_eq(json_string_value(json_object_get(o, "plain_reason")),
+                                 default_plain_reason());
+                if (*default_plain_reason())
+                        break;
                 ck_assert_str_eq(json_string_value(json_object_get(o, "path")), "io_uring");
-                ck_assert_str_eq(json_string_value(json_object_get(o, "plain_reason")), "");
                 if (json_object_get(o, "batches")) { /* root only */
                         ck_assert_int_ge(num(o, "batches"), 1);
                         ck_assert_int_ge(num(o, "operations"), NSOCK);
