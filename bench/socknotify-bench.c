@@ -570,6 +570,104 @@ static void bench_delivery(void)
 
 /* ---- 2. one-shot re-arm ------------------------------------------------------------------- */
 
+/*
+ * Re-enables made one by one, each a call of its own that asks for no entries, as a server that
+ * re-arms a socket as soon as it has handled it does (ProcessSocketNotifications with one
+ * registration and no completions): waiting for each answer (sn_port_process) or not
+ * (sn_port_submit, the re-enable without waiting; the answers are collected before the next
+ * dequeue, as an event loop would).  Baseline: epoll_ctl(EPOLL_CTL_MOD) per entry.
+ */
+static double sn_rearm_rate(sn_conn_t *c, sn_port_t *p, int (*sp)[2], bool nowait)
+{
+        enum { BATCH = 16 };
+        sn_entry_t e[BATCH];
+        double t0 = now(), t;
+        long n = 0;
+
+        do {
+                int k = sn_port_dequeue(p, e, BATCH, 1000);
+                sn_call_t *call;
+
+                if (k < 0)
+                        die("dequeue", k);
+                for (int i = 0; i < k; i++) {
+                        sn_registration_t r = { .fd = sp[e[i].key][0], .key = e[i].key,
+                                                .op = SN_OP_ENABLE,
+                                                .filter = SN_REGISTER_EVENT_IN,
+                                                .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT };
+                        int err = nowait ? sn_port_submit(p, &r, 1, 0, 0, 0, NULL, &call)
+                                         : sn_port_process(p, &r, 1, NULL, 0, 0);
+
+                        if (err < 0 || r.result < 0)
+                                die("re-enable", err < 0 ? err : r.result);
+                        if (nowait)
+                                sn_call_free(call); /* its reply is dropped when it comes */
+                }
+                n += k;
+        } while ((t = now()) - t0 < seconds_per_run);
+        (void)c;
+        return (double)n / (t - t0);
+}
+
+static double epoll_rearm_rate(int ep, int (*sp)[2])
+{
+        struct epoll_event ev[16];
+        double t0 = now(), t;
+        long n = 0;
+
+        do {
+                int k = epoll_wait(ep, ev, 16, 1000);
+
+                for (int i = 0; i < k; i++) {
+                        struct epoll_event re = { .events = EPOLLIN | EPOLLONESHOT,
+                                                  .data = ev[i].data };
+                        epoll_ctl(ep, EPOLL_CTL_MOD, sp[ev[i].data.u64][0], &re);
+                }
+                n += k;
+        } while ((t = now()) - t0 < seconds_per_run);
+        return (double)n / (t - t0);
+}
+
+static void bench_rearm_nowait(void)
+{
+        const int N = 1000;
+        int (*sp)[2] = readable_pairs(N);
+        int ep = epoll_of(sp, N, EPOLLIN | EPOLLONESHOT);
+        double xs[16], ws[16], ys[16];
+        sn_conn_t *c;
+        sn_port_t *p;
+        int err;
+
+        connect_port(&c, &p);
+        err = register_all(p, sp, N, SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT);
+        if (err)
+                die("register", err);
+        for (int r = 0; r < rounds; r++) {
+                xs[r] = sn_rearm_rate(c, p, sp, true);
+                ws[r] = sn_rearm_rate(c, p, sp, false);
+                ys[r] = epoll_rearm_rate(ep, sp);
+        }
+        {
+                double x = median(xs, rounds), w = median(ws, rounds), y = median(ys, rounds);
+
+                printf("{\"workload\": \"rearm_nowait\", \"unit\": \"entries/s\", "
+                       "\"transport\": \"%s\", \"socknotify\": %.0f, \"baseline\": %.0f, "
+                       "\"ratio\": %.3f, \"waiting\": %.0f, \"waiting_ratio\": %.3f, "
+                       "\"target\": null, \"met\": null, \"informational\": true, "
+                       "\"note\": \"one re-enable per call, batch 16: sn_port_submit without "
+                       "waiting; waiting = sn_port_process\"}\n",
+                       pass_name, x, y, x / y, w, w / y);
+                fflush(stdout);
+                fprintf(stderr, "%-18s %14.6g %14.6g %-12s ratio %6.3f  (informational; "
+                                "waiting for each: %.3f)  [%s]\n",
+                        "rearm_nowait", x, y, "entries/s", x / y, w / y, pass_name);
+        }
+        sn_port_close(p);
+        sn_conn_close(c);
+        close(ep);
+        close_pairs(sp, N);
+}
+
 static double sn_oneshot_rate(sn_port_t *p, int (*sp)[2])
 {
         enum { BATCH = 256 };
@@ -1859,7 +1957,7 @@ int main(int argc, char **argv)
                                 "[--csv-dir DIR]\n       [--transport both|rings|socket] "
                                 "[--daemon-arg ARG]..."
                                 "\nworkloads (--only NAME): delivery "
-                                "delivery_16 delivery_1 libevent_delivery oneshot_rearm latency\n"
+                                "delivery_16 delivery_1 libevent_delivery oneshot_rearm rearm_nowait latency\n"
                                 "  (latency_p50, latency_p99) registration registration_store "
                                 "memory (memory_daemon,\n  memory_client) scale mt_server "
                                 "churn; scale_matrix runs only by name or under --smoke\n"
@@ -1911,6 +2009,8 @@ static void run_workloads(void)
                 bench_delivery();
         if (selected("oneshot_rearm"))
                 bench_oneshot();
+        if (selected("rearm_nowait"))
+                bench_rearm_nowait();
         if (selected("latency"))
                 bench_latency();
         if (selected("registration"))

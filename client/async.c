@@ -27,8 +27,14 @@
  * from its sending until its reply is decoded or calls_fail() takes it off; conn.c never frees
  * an entry marked async, so whoever frees a call first takes its request off that list.
  *
- * Every ENABLE passes its descriptor (the daemon closes the extra copy), so a submitted call
- * never needs the ESTALE retry of the synchronous path.
+ * An ENABLE passes its descriptor only when the daemon may not know its socket yet, as in
+ * port.c: a re-enable of a socket this connection registered on this port names it by identity
+ * and goes through the rings like any small request, so a submitted re-enable costs a store
+ * into the submission ring, not a descriptor transfer.  Where port.c sends an entry the daemon
+ * answers ESTALE again with its descriptor, a submitted call cannot wait to do so: the entry
+ * reports -ESTALE (the socket's registration was removed meanwhile, by another thread or process
+ * sharing the port) and the descriptor cache forgets the socket, so that submitting the ENABLE
+ * again passes it.
  *
  * The connection (conn.c) reaches this file only through the hooks set by hooks_set(): a reply
  * decoded, every pending call failed (the daemon ended: -EIO when the session resumes, the
@@ -64,6 +70,8 @@ struct sn_call {
         uint32_t nregs;
         uint32_t *sent_idx;          /* which regs went to the daemon, in order */
         uint64_t (*ident)[2];        /* their (dev, ino) */
+        bool *attach;                /* whether each passes its descriptor */
+        uint64_t gen;                /* the transport attach[] was decided for */
         uint32_t nsent;
         sn_entry_t *entries;
         uint32_t max_entries;
@@ -77,6 +85,7 @@ static void call_destroy(struct sn_call *k)
         free(k->regs);
         free(k->sent_idx);
         free(k->ident);
+        free(k->attach);
         free(k->entries);
         sn__port_unref(k->port_obj);
         free(k);
@@ -119,6 +128,13 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
                         if (g->op == SN_OP_ENABLE && g->result == 0) {
                                 sn__cache_set(k->conn, g->fd, k->ident[i][0], k->ident[i][1],
                                               k->port);
+                        } else if (g->op == SN_OP_ENABLE && g->result == -ESTALE &&
+                                   !k->attach[i]) {
+                                /* The daemon no longer knows it: pass it next time. */
+                                struct sn_fdcache *e = sn__cache_get(k->conn, g->fd);
+
+                                if (e && e->dev == k->ident[i][0] && e->ino == k->ident[i][1])
+                                        e->port = 0;
                         } else if (g->op == SN_OP_REMOVE && g->result == 0) {
                                 struct sn_fdcache *e = sn__cache_get(k->conn, g->fd);
 
@@ -261,6 +277,22 @@ static void hooks_set(sn_conn_t *c)
         c->hooks.fd_changed = fd_changed;
 }
 
+/* Calls submitted before pollfd existed were not armed (conn.c, conn_idle): the daemon is asked
+ * to ring the doorbell for their replies, and a reply already in the ring makes pollfd
+ * readable at once; conn->lock held. */
+static void poll_arm(sn_conn_t *c)
+{
+        if (c->reader_active || c->fd < 0)
+                return;
+        for (struct sn_call *k = c->calls; k; k = k->next) {
+                if (!k->completed) {
+                        if (sn__transport_idle(&c->ring, true))
+                                efd_signal(c);
+                        return;
+                }
+        }
+}
+
 /* Creates efd and pollfd on first use; conn->lock held. */
 static int poll_setup(sn_conn_t *c)
 {
@@ -283,6 +315,7 @@ static int poll_setup(sn_conn_t *c)
         }
         if (c->done_head)
                 efd_signal(c);
+        poll_arm(c);
         return 0;
 }
 
@@ -347,6 +380,12 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
         pthread_mutex_lock(&c->lock);
         *ret_gen = c->gen;
         k->port = port->id; /* read under send_lock: a resume renumbers ports */
+        if (c->gen != k->gen) {
+                /* A resume came between: the new daemon knows no descriptor yet. */
+                for (uint32_t i = 0; i < k->nsent; i++)
+                        k->attach[i] = k->regs[k->sent_idx[i]].op == SN_OP_ENABLE;
+                k->gen = c->gen;
+        }
         k->pend.async = true;
         hooks_set(c);
         if (!k->sent) {
@@ -376,7 +415,7 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
                                 .client_fd = (uint32_t)g->fd,
                         };
 
-                        if (g->op == SN_OP_ENABLE) {
+                        if (k->attach[first + n]) {
                                 if (nfds == c->limits.max_fds)
                                         break;
                                 it.fd_index = nfds;
@@ -440,7 +479,8 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                 k->regs = malloc((size_t)nregs * sizeof(*k->regs));
                 k->sent_idx = malloc((size_t)nregs * sizeof(*k->sent_idx));
                 k->ident = malloc((size_t)nregs * sizeof(*k->ident));
-                if (!k->regs || !k->sent_idx || !k->ident)
+                k->attach = malloc((size_t)nregs * sizeof(*k->attach));
+                if (!k->regs || !k->sent_idx || !k->ident || !k->attach)
                         goto nomem;
                 memcpy(k->regs, regs, (size_t)nregs * sizeof(*k->regs));
         }
@@ -459,6 +499,18 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                 k->ident[k->nsent][1] = st.st_ino;
                 k->sent_idx[k->nsent++] = i;
         }
+        /* Which ENABLEs must pass the socket itself: those the daemon may not know yet. */
+        pthread_mutex_lock(&c->lock);
+        k->gen = c->gen;
+        for (uint32_t i = 0; i < k->nsent; i++) {
+                const sn_registration_t *g = &k->regs[k->sent_idx[i]];
+                const struct sn_fdcache *e = sn__cache_get(c, g->fd);
+
+                k->attach[i] = g->op == SN_OP_ENABLE &&
+                               (!e || e->port != port->id || e->dev != k->ident[i][0] ||
+                                e->ino != k->ident[i][1]);
+        }
+        pthread_mutex_unlock(&c->lock);
         if (k->nsent > (c->limits.max_message - 52) / 4) {
                 /* More than one daemon call takes (its reply holds a result for each). */
                 call_destroy(k);

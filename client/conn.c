@@ -376,10 +376,12 @@ static void pump_locked(sn_conn_t *c);
 /* With c->lock held, as a reader stops: when a submitted call's reply is still to come, the
  * daemon must ring the doorbell that the application's pollfd watches, and records already
  * there are read now (their calls complete, which makes pollfd readable).  Only while nobody
- * reads: a reader does the same when it stops. */
+ * reads: a reader does the same when it stops.  Not before the application asked for pollfd
+ * (sn_conn_fd, which arms it then): until then nobody polls, the next call that reads takes
+ * the replies, and a re-enable submitted without waiting costs no doorbell. */
 static void conn_idle(sn_conn_t *c)
 {
-        if (c->reader_active || c->fd < 0 || !calls_waiting(c))
+        if (c->reader_active || c->fd < 0 || c->pollfd < 0 || !calls_waiting(c))
                 return;
         if (sn__transport_idle(&c->ring, true))
                 pump_locked(c);

@@ -342,8 +342,12 @@ SN_EXPORT int sn_conn_fd(sn_conn_t *conn);
  * copies receive the results), then dequeues up to max_entries entries, waiting up to
  * timeout_ms on the daemon's side.  waiter: 0 for the calling thread, or a caller-chosen
  * identity >= SN_WAITER_MIN.  user is returned by sn_call_user().  On success *ret_call is the
- * call, to be collected with sn_conn_collect() and freed with sn_call_free().  Every ENABLE
- * passes its descriptor.  Errors (nothing was sent): -EINVAL (timeout without max_entries, bad
+ * call, to be collected with sn_conn_collect() and freed with sn_call_free().  An ENABLE
+ * passes its descriptor when the daemon may not know the socket yet; a re-enable names it by
+ * identity, and reports -ESTALE when the daemon no longer knows it (removed meanwhile through
+ * another connection): submitting it again passes the descriptor.  With max_entries 0 this is
+ * the re-enable without waiting: its results arrive with a later sn_conn_collect().  Errors
+ * (nothing was sent): -EINVAL (timeout without max_entries, bad
  * waiter, NULL arrays with nonzero counts), -E2BIG (more than (max_message - 52) / 4
  * registrations: one daemon call; sn_port_process() splits such arrays, this call does not),
  * -ENOMEM, -EBADFD, -ECONNRESET.

@@ -13,6 +13,7 @@ struct counters {
         uint64_t connections_total;
         uint64_t messages_in;
         uint64_t doorbells; /* wake-ups by a client's ring doorbell */
+        uint64_t doorbell_mutes; /* doorbells muted for ringing for nothing */
         uint64_t messages_out;
         uint64_t registrations_applied;
         uint64_t notifications;

@@ -50,6 +50,7 @@ const struct limits settings_default_limits = {
         .max_posted_per_user = 262144,
         .max_staged_per_user = 131072,
         .max_output_per_user = 64u << 20,
+        .max_doorbells_per_user = 4096,
         .handshake_timeout_ms = 10000,
         .max_linger_ms = 600000,
         .reserve_fds = 0,         /* 0: a sixteenth of the descriptor capacity, at least 64 */
@@ -87,6 +88,8 @@ const struct limit_option settings_limit_options[] = {
               "items of unfinished multi-part calls of one user"),
         LIMIT("max-output-per-user", max_output_per_user, 65536, 1u << 31,
               "bytes of replies and waiting calls of one user"),
+        LIMIT("max-doorbells-per-user", max_doorbells_per_user, 16, 1u << 24,
+              "ring doorbells a second that find no work, of one user"),
         LIMIT("handshake-timeout", handshake_timeout_ms, 10, 3600000,
               "milliseconds a new connection has to send HELLO"),
         LIMIT("max-linger", max_linger_ms, 0, 86400000,

@@ -31,6 +31,7 @@ struct limits {
         uint32_t max_posted_per_user;
         uint32_t max_staged_per_user;      /* items of unfinished multi-part calls */
         uint32_t max_output_per_user;      /* bytes: queued replies and parked calls' results */
+        uint32_t max_doorbells_per_user;   /* ring doorbells a second that find no work */
         uint32_t handshake_timeout_ms;     /* HELLO must come within this */
         uint32_t max_linger_ms;            /* longest linger time of a named port */
         /* What only root and the daemon's own user may use (privileged users); every other

@@ -51,6 +51,11 @@ struct user {
         uint32_t nstaged;   /* registration items of unfinished multi-part calls */
         size_t output;      /* bytes of queued replies and parked calls' results */
         uint64_t refused;   /* requests refused by a per-user limit or the pool */
+        /* Ring doorbells that found no work (service/conn.c): a bucket that fills at
+         * max_doorbells_per_user a second, up to that many. */
+        uint64_t bell_stamp_ns;
+        uint32_t bell_tokens;
+        uint64_t bell_mutes; /* times one of its connections' doorbells was muted */
 };
 
 /* The user's record, made on first use (NULL when out of memory). */

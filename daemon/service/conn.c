@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/sockios.h>
@@ -342,6 +343,10 @@ void conn_kill(struct conn *c, const char *why)
         if (c->ring && c->ring->ev_added) {
                 event_del(&c->ring->ev);
                 c->ring->ev_added = false;
+        }
+        if (c->ring && c->ring->muted) {
+                event_del(&c->ring->mute_ev);
+                c->ring->muted = false;
         }
         /* Off every port, so no dispatch hands them entries; freed later, never here. */
         holdings_detach_waits(&c->session);
@@ -1803,6 +1808,7 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
                 }
                 sn_ring_rx_publish(&r->sq);
                 r->sq_freed = true;
+                r->taken++;
                 if (kind == SN_RING_SOCKET)
                         continue;
                 conn_handle(c, srv->rbuf, len, NULL, 0, FDS_CUT_NONE);
@@ -1812,15 +1818,102 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
                 ring_wake_client(r);
 }
 
+/*
+ * Doorbells that find no work.  A client rings the daemon's doorbell when it sees the daemon
+ * announce that it sleeps, so a doorbell that finds nothing in the SQ, no reply waiting for
+ * room and no socket message announced is rare (a race with the announcement) unless the client
+ * rings for nothing on purpose, which would cost the daemon a wake-up each time.  Those are
+ * counted against the user's max-doorbells-per-user a second (a bucket that holds one second's
+ * worth); a connection that rings for nothing when its user's bucket is empty has its doorbell
+ * muted for RING_MUTE_MS: its SQ is then looked at when the mute ends, so it slows only itself.
+ */
+#define RING_MUTE_MS 50
+
+static void conn_unmute_cb(evutil_socket_t fd, short what, void *arg);
+
+static bool bell_allowed(struct server *srv, struct user *u)
+{
+        uint64_t rate = srv->limits.max_doorbells_per_user, now, elapsed;
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        elapsed = now - u->bell_stamp_ns;
+        if (elapsed >= 1000000000u || u->bell_stamp_ns == 0) {
+                u->bell_tokens = (uint32_t)rate;
+                u->bell_stamp_ns = now;
+        } else if (elapsed * rate >= 1000000000u) {
+                /* elapsed < 1 s and rate < 2^25: no overflow */
+                u->bell_tokens = (uint32_t)SN_MIN(rate, u->bell_tokens +
+                                                                elapsed * rate / 1000000000u);
+                u->bell_stamp_ns = now;
+        }
+        if (u->bell_tokens == 0)
+                return false;
+        u->bell_tokens--;
+        return true;
+}
+
+static void conn_bell_idle(struct conn *c)
+{
+        struct server *srv = c->srv;
+        struct conn_ring *r = c->ring;
+        const struct timeval mute = { 0, RING_MUTE_MS * 1000 };
+        unsigned long long dropped;
+
+        if (bell_allowed(srv, c->user))
+                return;
+        if (r->ev_added) {
+                event_del(&r->ev);
+                r->ev_added = false;
+        }
+        evtimer_assign(&r->mute_ev, srv->base, conn_unmute_cb, c);
+        evtimer_add(&r->mute_ev, &mute);
+        r->muted = true;
+        srv->counters.doorbell_mutes++;
+        c->user->bell_mutes++;
+        if (sn_ratelimit_ok(&srv->refuse_log, &dropped))
+                log_notice("connection %llu (pid %d, uid %u): rings its doorbell for nothing more "
+                           "than max-doorbells-per-user (%u a second): muted for %d ms%s",
+                           (unsigned long long)c->serial, (int)c->pid, (unsigned)c->uid,
+                           (unsigned)srv->limits.max_doorbells_per_user, RING_MUTE_MS,
+                           dropped ? " (similar messages suppressed)" : "");
+}
+
 /* The daemon's doorbell: the client put requests in the SQ, or made room in the CQ. */
 static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
 {
         struct conn *c = arg;
+        struct conn_ring *r = c->ring;
+        uint64_t taken = r->taken;
+        bool waiting = !sn_list_empty(&c->outq) || r->stalled;
 
         (void)fd;
         (void)what;
         c->srv->counters.doorbells++;
-        ring_bell_drain(c->ring);
+        ring_bell_drain(r);
+        if (!sn_list_empty(&c->outq))
+                conn_flush(c);
+        if (!c->dead)
+                conn_ring_turn(c, false);
+        if (!c->dead && !waiting && r->taken == taken)
+                conn_bell_idle(c);
+}
+
+/* A mute ended: the doorbell is watched again, and what came meanwhile is run now. */
+static void conn_unmute_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct conn *c = arg;
+        struct conn_ring *r = c->ring;
+
+        (void)fd;
+        (void)what;
+        r->muted = false;
+        if (c->dead)
+                return;
+        if (event_add(&r->ev, NULL) == 0)
+                r->ev_added = true;
+        ring_bell_drain(r);
         if (!sn_list_empty(&c->outq))
                 conn_flush(c);
         if (!c->dead)

@@ -165,6 +165,8 @@ void ring_free(struct conn_ring *r)
                 return;
         if (r->ev_added)
                 event_del(&r->ev);
+        if (r->muted)
+                event_del(&r->mute_ev);
         if (r->map)
                 munmap(r->map, SN_RING_FILE_SIZE);
         if (r->file >= 0)

@@ -46,6 +46,9 @@ struct conn_ring {
         struct sn_ring_tx cq;
         struct event ev; /* on bell_in */
         bool ev_added;
+        struct event mute_ev; /* a timer: the end of a mute (conn.c), assigned when muted */
+        bool muted;           /* bell_in not watched: the client rang it for nothing too often */
+        uint64_t taken;       /* requests taken from the SQ */
         bool stalled; /* at a SOCKET record: the next request is on the socket */
         bool bell_pending; /* records published since the last wake-up */
         bool sq_freed;     /* SQ room made since the last wake-up */

@@ -42,7 +42,7 @@ static json_t *errors_object(const uint64_t *counts)
 static json_t *limits_object(const struct limits *l)
 {
         return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i,"
-                         " s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}",
+                         " s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}",
                          "max_message", (int)l->max_message,
                          "max_fds", (int)l->max_fds,
                          "max_call_items", (int)limits_call_items(l),
@@ -59,6 +59,7 @@ static json_t *limits_object(const struct limits *l)
                          "max_posted_per_user", (int)l->max_posted_per_user,
                          "max_staged_per_user", (int)l->max_staged_per_user,
                          "max_output_per_user", (int)l->max_output_per_user,
+                         "max_doorbells_per_user", (int)l->max_doorbells_per_user,
                          "handshake_timeout_ms", (int)l->handshake_timeout_ms,
                          "max_linger_ms", (int)l->max_linger_ms,
                          "reserve_fds", (int)l->reserve_fds,
@@ -122,7 +123,7 @@ static json_t *epctl_object(const struct epctl *e, bool counts)
 
 static json_t *user_object(const struct user *u, uid_t uid)
 {
-        return json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I}",
+        return json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I}",
                          "uid", (json_int_t)uid,
                          "connections", u ? (int)u->nconns : 0,
                          "rings", u ? (int)u->nrings : 0,
@@ -133,7 +134,8 @@ static json_t *user_object(const struct user *u, uid_t uid)
                          "posted", u ? (int)u->nposted : 0,
                          "staged", u ? (int)u->nstaged : 0,
                          "output_bytes", u ? (json_int_t)u->output : 0,
-                         "refused", u ? (json_int_t)u->refused : 0);
+                         "refused", u ? (json_int_t)u->refused : 0,
+                         "doorbell_mutes", u ? (json_int_t)u->bell_mutes : 0);
 }
 
 static const struct user *user_find(struct server *srv, uid_t uid)
@@ -206,10 +208,11 @@ char *server_status_json(struct server *srv, uid_t uid)
                 json_object_set_new(doc, "waiters", json_integer(srv->nwaits));
                 json_object_set_new(
                         doc, "counters",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                                   "connections_total", (json_int_t)srv->counters.connections_total,
                                   "messages_in", (json_int_t)srv->counters.messages_in,
                                   "doorbells", (json_int_t)srv->counters.doorbells,
+                                  "doorbell_mutes", (json_int_t)srv->counters.doorbell_mutes,
                                   "messages_out", (json_int_t)srv->counters.messages_out,
                                   "registrations_applied",
                                   (json_int_t)srv->counters.registrations_applied,

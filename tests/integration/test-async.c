@@ -200,6 +200,104 @@ START_TEST(test_registrations)
 }
 END_TEST
 
+/* One submitted call of regs (no dequeue), collected: returns the result of its first item. */
+static int submit_one(sn_port_t *port, sn_registration_t reg)
+{
+        const sn_registration_t *res;
+        sn_call_t *k;
+        int r;
+
+        ck_assert_int_eq(sn_port_submit(port, &reg, 1, 0, 0, 0, NULL, &k), 0);
+        ck_assert_ptr_eq(next_call(5000), k);
+        ck_assert_int_eq(sn_call_result(k, NULL, &res), 0);
+        r = res[0].result;
+        sn_call_free(k);
+        return r;
+}
+
+/*
+ * A submitted re-enable of a socket the daemon holds for this connection names it by identity,
+ * without its descriptor (a store into the submission ring, not a descriptor transfer).  Shown
+ * by the one case where that matters: another connection removed the registration, so the
+ * daemon no longer knows the socket and answers -ESTALE; the library then forgets it, and the
+ * ENABLE submitted again passes the descriptor and registers the socket anew.  (A call that
+ * passed its descriptor every time would have succeeded at once.)
+ */
+START_TEST(test_reenable_by_identity)
+{
+        sn_registration_t reg;
+        sn_conn_t *c2;
+        sn_port_t *p1, *p2;
+        sn_entry_t e;
+        int cli, srv;
+        char c = 'x';
+
+        tcp_pair(&cli, &srv);
+        ck_assert_int_eq(sn_port_create_named(C, "reenable", 4, &p1), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &c2), 0);
+        ck_assert_int_eq(sn_port_open(c2, "reenable", &p2), 0);
+        reg = (sn_registration_t){ .fd = srv, .key = 7, .filter = SN_REGISTER_EVENT_IN,
+                                   .op = SN_OP_ENABLE,
+                                   .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT };
+        ck_assert_int_eq(submit_one(p1, reg), 0);
+        ck_assert_int_eq(send(cli, &c, 1, 0), 1);
+        ck_assert_int_eq(sn_port_dequeue(p1, &e, 1, (uint32_t)test_timeout_ms(5000)), 1);
+        ck_assert_uint_eq(e.key, 7);
+        /* Re-armed without waiting, by identity: delivered again. */
+        ck_assert_int_eq(submit_one(p1, reg), 0);
+        ck_assert_int_eq(sn_port_dequeue(p1, &e, 1, (uint32_t)test_timeout_ms(5000)), 1);
+        ck_assert_uint_eq(e.key, 7);
+        /* The other connection removes it, and takes its REMOVE entry: the registration is
+         * gone from the daemon. */
+        ck_assert_int_eq(sn_port_process(p2, &(sn_registration_t){ .fd = srv,
+                                                                   .op = SN_OP_REMOVE },
+                                         1, NULL, 0, 0),
+                         0);
+        ck_assert_int_eq(sn_port_dequeue(p2, &e, 1, (uint32_t)test_timeout_ms(5000)), 1);
+        ck_assert_uint_eq(e.events, SN_EVENT_REMOVE);
+        ck_assert_int_eq(submit_one(p1, reg), -ESTALE);
+        ck_assert_int_eq(submit_one(p1, reg), 0);
+        ck_assert_int_eq(sn_port_dequeue(p1, &e, 1, (uint32_t)test_timeout_ms(5000)), 1);
+        ck_assert_uint_eq(e.key, 7);
+        ck_assert_uint_eq(e.events, SN_EVENT_IN);
+        ck_assert_int_eq(recv(srv, &c, 1, 0), 1);
+        ck_assert_int_eq(sn_socket_close(C, srv), 0);
+        ck_assert(peer_closed(cli, 5000));
+        close(cli);
+        sn_port_close(p2);
+        sn_port_close(p1);
+        sn_conn_close(c2);
+}
+END_TEST
+
+/* The descriptor asked for after a call was submitted still becomes readable when that call's
+ * reply comes, through whichever transport (the library arms it then). */
+START_TEST(test_fd_after_submit)
+{
+        sn_port_t *p1, *p2;
+        const sn_entry_t *e;
+        sn_conn_t *c2;
+        sn_call_t *k;
+        int fd;
+
+        ck_assert_int_eq(sn_port_create_named(C, "late", 4, &p1), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &c2), 0);
+        ck_assert_int_eq(sn_port_open(c2, "late", &p2), 0);
+        ck_assert_int_eq(sn_port_submit(p1, NULL, 0, 1, SN_INFINITE, SN_WAITER_MIN, NULL, &k), 0);
+        fd = sn_conn_fd(C);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(sn_port_post(p2, 5, 0, 0), 0);
+        ck_assert(readable(fd, test_timeout_ms(5000)));
+        ck_assert_ptr_eq(next_call(5000), k);
+        ck_assert_int_eq(sn_call_result(k, &e, NULL), 1);
+        ck_assert_uint_eq(e[0].key, 5);
+        sn_call_free(k);
+        sn_port_close(p2);
+        sn_conn_close(c2);
+        sn_port_close(p1);
+}
+END_TEST
+
 START_TEST(test_waiter_identities)
 {
         const uint32_t A = SN_WAITER_MIN + 1, B = SN_WAITER_MIN + 2;
@@ -556,6 +654,8 @@ int main(void)
         tcase_add_test(tc, test_timeout_and_post);
         tcase_add_test(tc, test_invalid);
         tcase_add_test(tc, test_registrations);
+        tcase_add_test(tc, test_reenable_by_identity);
+        tcase_add_test(tc, test_fd_after_submit);
         tcase_add_test(tc, test_waiter_identities);
         tcase_add_test(tc, test_blocking_thread_reads_for_the_loop);
         tcase_add_test(tc, test_many_in_flight);

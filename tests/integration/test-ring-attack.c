@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <jansson.h>
 
 #include "common/fdmsg.h"
 #include "common/ring.h"
@@ -156,7 +157,7 @@ static void rclient_close(struct rclient *rc)
         *rc = (struct rclient){ .fd = -1, .file = -1, .bell_daemon = -1, .bell_client = -1 };
 }
 
-/* Writes the daemon's doorbell (an eventfd: an 8-byte count). */
+/* Rings the daemon's doorbell (one end of a datagram socket pair: any datagram will do). */
 static void bell(int fd, uint64_t v)
 {
         (void)!write(fd, &v, sizeof(v));
@@ -835,6 +836,123 @@ START_TEST(test_scribbler)
 }
 END_TEST
 
+
+/* ---- a client that rings for nothing ------------------------------------------------------ */
+
+struct flooder {
+        int bell;
+        volatile bool stop;
+        unsigned long long sent;
+};
+
+static void *flood(void *arg)
+{
+        struct flooder *f = arg;
+        uint64_t v = 1;
+
+        while (!f->stop)
+                if (send(f->bell, &v, sizeof(v), MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+                        f->sent++;
+        return NULL;
+}
+
+/* The daemon's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat). */
+static long long daemon_ticks(void)
+{
+        char path[64], buf[1024], *p;
+        unsigned long long ut = 0, st = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)D.pid);
+        f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+        fclose(f);
+        p = strrchr(buf, ')'); /* the command name may hold spaces */
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                                &ut, &st), 2);
+        return (long long)(ut + st);
+}
+
+/* This user's "doorbell_mutes" in STATUS, asked by a well-behaved client. */
+static long long mutes_of_user(sn_conn_t *conn)
+{
+        char *text = NULL;
+        json_t *doc, *v;
+        long long n;
+
+        ck_assert_int_eq(sn_conn_status(conn, &text), 0);
+        doc = json_loads(text, 0, NULL);
+        free(text);
+        ck_assert_ptr_nonnull(doc);
+        v = json_object_get(json_object_get(doc, "user"), "doorbell_mutes");
+        ck_assert_msg(json_is_integer(v), "STATUS has no user.doorbell_mutes");
+        n = json_integer_value(v);
+        json_decref(doc);
+        return n;
+}
+
+/*
+ * A client rings the daemon's doorbell as fast as it can with nothing in its SQ.  Each ring
+ * would cost the daemon a wake-up; past its user's max-doorbells-per-user a second the
+ * doorbell is muted for a while, so the daemon spends little CPU on it (at most half of one
+ * core here, where it would spend one whole core), the flooder's own requests are still
+ * answered, and another client is served throughout.
+ */
+START_TEST(test_doorbell_flood)
+{
+        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
+        struct flooder f = { .bell = -1 };
+        long long t0, t1, c0, c1, m0, m;
+        long long until = now_ms() + test_timeout_ms(20000);
+        long hz = sysconf(_SC_CLK_TCK);
+        struct rclient rc;
+        sn_conn_t *conn;
+        pthread_t th;
+
+        test_daemon_start(&D, args);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(rclient_open(D.path, &rc), 0);
+        rclient_status(&rc, 1);
+        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
+        ck_assert_int_eq(mutes_of_user(conn), 0);
+        f.bell = rc.bell_daemon;
+        ck_assert_int_eq(pthread_create(&th, NULL, flood, &f), 0);
+        /* The first mutes: the flood is noticed. */
+        while ((m0 = mutes_of_user(conn)) < 2) {
+                ck_assert_msg(now_ms() < until, "the flood was never muted (%llu doorbells)",
+                              f.sent);
+                poll(NULL, 0, 20);
+        }
+        /* Then, over the next ten mutes (half a second at least), what it costs the daemon. */
+        t0 = now_ms();
+        c0 = daemon_ticks();
+        while ((m = mutes_of_user(conn)) < m0 + 10) {
+                ck_assert_msg(now_ms() < until, "the flood stopped being muted (%lld mutes)", m);
+                others_served();
+                poll(NULL, 0, 50);
+        }
+        t1 = now_ms();
+        c1 = daemon_ticks();
+        f.stop = true;
+        pthread_join(th, NULL);
+        fprintf(stderr, "test_doorbell_flood: %llu doorbells, %lld mutes; the daemon used "
+                        "%lld ms of CPU in %lld ms\n",
+                f.sent, m, (c1 - c0) * 1000 / hz, t1 - t0);
+        if (!getenv("SN_TEST_DAEMON_WRAPPER"))
+                ck_assert_msg((c1 - c0) * 1000 / hz * 2 < t1 - t0,
+                              "the daemon spent %lld ms of CPU in %lld ms on the flood",
+                              (c1 - c0) * 1000 / hz, t1 - t0);
+        /* The flooder is still served (once its mute ends), and so is everybody else. */
+        rclient_status(&rc, 2);
+        others_served();
+        sn_conn_close(conn);
+        rclient_close(&rc);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("ring-attack");
@@ -846,6 +964,7 @@ int main(void)
         tcase_add_test(tc, test_ring_file_sealed);
         tcase_add_test(tc, test_doorbell_full_and_blocking);
         tcase_add_test(tc, test_doorbell_stolen);
+        tcase_add_test(tc, test_doorbell_flood);
         tcase_add_test(tc, test_scribbler);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
