@@ -13,8 +13,8 @@ set -eu
 
 cd "$(dirname "$0")"
 
-PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev libjansson-dev check
-          libsystemd-dev mandoc man-db systemd python3 python3-pytest"
+PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev libjansson-dev
+          liburing-dev check libsystemd-dev mandoc man-db systemd python3 python3-pytest"
 
 demo=yes
 deps_only=no

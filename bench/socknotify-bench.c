@@ -28,6 +28,9 @@
  * --csv-dir writes the latency samples, the delivery rate per batch size and the scale
  * matrix for the plots (bench/plot.sh).
  *
+ * --daemon-arg ARG (repeatable) passes ARG to the daemon it starts: --daemon-arg=--no-io-uring
+ * measures the daemon's epoll_ctl made one by one against the default batches.
+ *
  * --only NAME runs the workloads called NAME or NAME_something (--only latency: latency_p50
  * and latency_p99).  The scale matrix (registrations 1,000 to 15,000 over 1, 10 and 100
  * connections, each cell on a fresh daemon) takes minutes: a full or --quick run leaves it
@@ -208,6 +211,11 @@ static void report(const char *name, const char *unit, double x, double y, doubl
 
 /* ---- a service manager's descriptor store, for registration_store: bench/store.c ---------- */
 
+/* --daemon-arg: more arguments for every daemon this program starts. */
+#define BENCH_DAEMON_ARGS 8
+static const char *daemon_args[BENCH_DAEMON_ARGS];
+static int ndaemon_args;
+
 /* Starts socknotifyd on a new private path (written to path); with_store: under our store. */
 static pid_t spawn_daemon(const char *argv0, unsigned long nofile, char *path, size_t pathsz,
                           bool with_store)
@@ -243,8 +251,14 @@ static pid_t spawn_daemon(const char *argv0, unsigned long nofile, char *path, s
                         setenv("NOTIFY_SOCKET", store.path, 1);
                         setenv("FDSTORE", "4096", 1);
                 }
-                execl(bin, bin, "--socket", path, "--max-registrations=20000", quota,
-                      (char *)NULL);
+                const char *av[8 + BENCH_DAEMON_ARGS] = { bin, "--socket", path,
+                                                           "--max-registrations=20000", quota };
+                int k = 5;
+
+                for (int i = 0; i < ndaemon_args; i++)
+                        av[k++] = daemon_args[i];
+                av[k] = NULL;
+                execv(bin, (char *const *)av);
                 _exit(127);
         }
         strcpy(sa.sun_path, path);
@@ -1969,6 +1983,7 @@ int main(int argc, char **argv)
                 { "socket", required_argument, NULL, 's' },
                 { "csv-dir", required_argument, NULL, 'c' },
                 { "transport", required_argument, NULL, 't' },
+                { "daemon-arg", required_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -1992,6 +2007,14 @@ int main(int argc, char **argv)
                 case 'c':
                         csv_dir = optarg;
                         break;
+                case 'd':
+                        if (ndaemon_args == BENCH_DAEMON_ARGS) {
+                                fprintf(stderr, "socknotify-bench: at most %d --daemon-arg\n",
+                                        BENCH_DAEMON_ARGS);
+                                return 2;
+                        }
+                        daemon_args[ndaemon_args++] = optarg;
+                        break;
                 case 't':
                         if (!strcmp(optarg, "both"))
                                 transport_opt = TRANSPORT_BOTH;
@@ -2009,7 +2032,8 @@ int main(int argc, char **argv)
                         fprintf(c == 'h' ? stdout : stderr,
                                 "Usage: socknotify-bench [--quick | --smoke] [--only NAME] "
                                 "[--socket PATH] "
-                                "[--csv-dir DIR]\n       [--transport both|rings|socket]"
+                                "[--csv-dir DIR]\n       [--transport both|rings|socket] "
+                                "[--daemon-arg ARG]..."
                                 "\nworkloads (--only NAME): delivery "
                                 "delivery_16 delivery_1 libevent_delivery oneshot_rearm\n"
                                 "  rearm_nowait idle_cpu latency (latency_p50, latency_p99) "

@@ -464,10 +464,34 @@ static void print_reserve(json_t *r)
                        (long long)json_integer_value(json_object_get(pool, "waits")));
 }
 
+/* How the daemon makes its epoll_ctl calls: batched through io_uring, or one by one and why. */
+static void print_epoll_ctl(json_t *o)
+{
+        const char *path = json_string_value(json_object_get(o, "path"));
+        const char *why = json_string_value(json_object_get(o, "plain_reason"));
+
+        static const char *const known[] = { "not-built", "disabled", "refused", "unsupported",
+                                             "failed" };
+        const char *shown_why = "?";
+
+        if (!path)
+                return; /* a daemon older than this field */
+        if (!strcmp(path, "io_uring")) {
+                printf("epoll_ctl: batched through io_uring\n");
+                return;
+        }
+        /* Only words this tool knows are printed: the document is the daemon's to write. */
+        for (size_t i = 0; why && i < sizeof(known) / sizeof(known[0]); i++)
+                if (!strcmp(why, known[i]))
+                        shown_why = known[i];
+        printf("epoll_ctl: one call at a time (io_uring %s)\n", shown_why);
+}
+
 static int verb_status(sn_conn_t *c)
 {
         json_t *doc = status_doc(c), *limits = json_object_get(doc, "limits");
         json_t *counters = json_object_get(doc, "counters"), *users;
+        json_t *epctl = json_object_get(doc, "epoll_ctl");
         double up = json_real_value(json_object_get(doc, "uptime_seconds"));
         char age[32], a[32], b[32], *sock;
         const char *key;
@@ -495,9 +519,17 @@ static int verb_status(sn_conn_t *c)
                (long long)json_integer_value(json_object_get(doc, "ports")),
                (long long)json_integer_value(json_object_get(doc, "registrations")),
                (long long)json_integer_value(json_object_get(doc, "waiters")));
+        print_epoll_ctl(epctl);
         if (counters) {
                 struct table t = { .ncols = 3, .head = { "TOTAL", "COUNT", "RATE" },
                                    .right = { false, true, true } };
+                /* The epoll_ctl counts (an older daemon has none) go with the others. */
+                static const char *const epctl_rows[][2] = {
+                        { "batches", "epoll_ctl_batches" },
+                        { "operations", "epoll_ctl_batched" },
+                        { "plain_operations", "epoll_ctl_plain" },
+                        { "fallbacks", "epoll_ctl_fallbacks" },
+                };
 
                 putchar('\n');
                 json_object_foreach(counters, key, v) {
@@ -508,6 +540,18 @@ static int verb_status(sn_conn_t *c)
                                     sizeof(b));
                         snprintf(rate, sizeof(rate), "%s/s", b);
                         table_add(&t, key, a, rate);
+                }
+                for (size_t i = 0; i < sizeof(epctl_rows) / sizeof(epctl_rows[0]); i++) {
+                        char rate[40];
+
+                        v = json_object_get(epctl, epctl_rows[i][0]);
+                        if (!json_is_integer(v))
+                                continue;
+                        human_count((double)json_integer_value(v), a, sizeof(a));
+                        human_count(up > 0 ? (double)json_integer_value(v) / up : 0, b,
+                                    sizeof(b));
+                        snprintf(rate, sizeof(rate), "%s/s", b);
+                        table_add(&t, epctl_rows[i][1], a, rate);
                 }
                 table_print(&t);
                 json_t *errs = json_object_get(doc, "errors");

@@ -5,7 +5,7 @@
 # The daemon's folders are layers, and calls point down only: a file may include the headers
 # of its own layer and of the layers below it, never one above.  Bottom-up:
 #
-#   base      settings, the closer thread, counters: knows no daemon object
+#   base      settings, the closer thread, counters, epoll_ctl batching: knows no daemon object
 #   state     the journal and the descriptor boxes: the daemon's state, always current
 #   objects   registry, registrations, ports and their waits and runners, users' accounting
 #   restore   rebuilding everything from the journal (re-exec, stop, crash alike)

@@ -12,7 +12,8 @@
  * SETTINGS_FILE_MAX bytes is read, opened without blocking (a FIFO), into one bounded buffer (a
  * device such as /dev/zero is refused, never read without end).
  *
- * Limits whose value sizes buffers already shared with clients (max-message, max-fds through
+ * "no-io-uring" (true or false, as the option) is read at start: the daemon's io_uring is made
+ * once.  Limits whose value sizes buffers already shared with clients (max-message, max-fds through
  * HELLO_REPLY) take effect only at the next start; every other limit applies to the next
  * request that allocates, and nothing held above a lowered limit is taken away.
  */
@@ -126,6 +127,7 @@ void settings_init(struct settings *c)
 {
         memset(c, 0, sizeof(*c));
         c->log_level = -1;
+        c->no_io_uring = -1;
 }
 
 int settings_parse_log_level(const char *s)
@@ -217,6 +219,17 @@ int settings_parse(const char *name, const char *text, size_t len, struct settin
                                 goto out;
                         }
                         c.log_level = level;
+                        continue;
+                }
+                if (!strcmp(key, "no-io-uring")) {
+                        if (!json_is_boolean(value)) {
+                                key_place(at, sizeof(at), name, text, len, key);
+                                snprintf(err, errsz, "%s: key \"no-io-uring\": true or false",
+                                         at);
+                                r = -EINVAL;
+                                goto out;
+                        }
+                        c.no_io_uring = json_is_true(value);
                         continue;
                 }
                 for (i = 0; i < settings_nlimit_options; i++)
@@ -329,6 +342,8 @@ char *settings_format(const struct settings *s)
         if (s->log_level >= 0)
                 json_object_set_new(doc, "log-level",
                                     json_string(settings_log_level_name(s->log_level)));
+        if (s->no_io_uring >= 0)
+                json_object_set_new(doc, "no-io-uring", json_boolean(s->no_io_uring));
         for (size_t i = 0; i < settings_nlimit_options; i++)
                 if (s->set & (1u << i))
                         json_object_set_new(

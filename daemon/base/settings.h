@@ -84,6 +84,7 @@ struct settings {
         struct limits limits; /* the fields whose bit is in set */
         uint32_t set;         /* bit i: settings_limit_options[i] */
         int log_level;        /* LOG_* or -1 when not set */
+        int no_io_uring;      /* "no-io-uring": 1 or 0, -1 when not set (read at start) */
 };
 
 void settings_init(struct settings *s);

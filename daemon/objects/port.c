@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "common/macro.h"
+#include "daemon/base/epctl.h"
 #include "daemon/objects/persist.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
@@ -407,6 +408,7 @@ void port_free(struct port *p, uint32_t status)
         if (!p)
                 return;
         srv = p->srv;
+        epctl_flush(srv->epctl); /* nothing queued may name the epoll instance closed below */
         while (!sn_list_empty(&p->waiters))
                 wait_cancel(sn_list_first(&p->waiters, struct wait, port_link), status);
         while (!sn_list_empty(&p->runners))
@@ -666,8 +668,13 @@ int port_post(struct port *port, struct session *session, const uint8_t *items, 
 static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new, uint32_t *ret_again)
 {
         struct server *srv = port->srv;
-        int n = epoll_wait(port->epfd, srv->evbuf, (int)SN_MIN(want, srv->evcap), 0);
+        int n;
 
+        /* What is queued must be in epoll before it is asked; the re-arms made while
+         * translating go in one batch, done before the next epoll_wait. */
+        epctl_flush(srv->epctl);
+        n = epoll_wait(port->epfd, srv->evbuf, (int)SN_MIN(want, srv->evcap), 0);
+        epctl_begin(srv->epctl);
         for (int i = 0; i < n; i++) {
                 bool out_side, was_fresh;
                 struct reg *g = reg_of_epoll(srv, srv->evbuf[i].data.u64, &out_side);
@@ -685,6 +692,7 @@ static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new, uin
                         (*ret_new)++;
                 port_queue_reg(port, g, m);
         }
+        epctl_end(srv->epctl);
         return n;
 }
 

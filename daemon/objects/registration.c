@@ -32,6 +32,13 @@
  *  - Row 49: a socket in error that is hung up (failed connect, reset) reports ERR without OUT.
  *  - A hung-up socket whose filter can report nothing (filter NONE) would come back from a
  *    level-triggered epoll forever: it is taken out of epoll ("parked") until enabled again.
+ *
+ * Inside a batch window (epctl_begin(), opened around a PROCESS's items and a harvest's
+ * translations) the epoll_ctl of a registration's own item is queued, not made: the
+ * registration is updated as if it succeeded, and reg_epoll_done() puts it back as a failed
+ * call leaves it when the result says so.  A registration has at most one queued operation;
+ * anything that needs it done (a second operation, freeing it, closing its descriptors) flushes
+ * the batch first (reg_epq_settle()).  The EDGE OUT side's item is always made at once.
  */
 #include "config.h"
 
@@ -39,6 +46,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -49,6 +57,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/base/closer.h"
+#include "daemon/base/epctl.h"
 #include "daemon/objects/persist.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
@@ -70,6 +79,21 @@
 #define EDGE_ST_RDHUP 0x01
 #define EDGE_ST_HUP 0x02
 #define EDGE_ST_ERR 0x04
+
+/* What a queued epoll_ctl is for (reg->epq). */
+enum {
+        EPQ_NONE,
+        EPQ_ENABLE, /* an ENABLE's ADD or MOD: failing, the registration ends DISABLED */
+        EPQ_REARM,  /* a re-arm while translating: failing, only logged (as made at once) */
+        EPQ_DEL,    /* leaving epoll: failing, only logged */
+};
+
+/* Whatever g has queued is done and its result applied. */
+static void reg_epq_settle(struct reg *g)
+{
+        if (g->epq)
+                epctl_flush(g->port->srv->epctl);
+}
 
 static uint8_t edge_state(uint32_t ev)
 {
@@ -123,9 +147,14 @@ static void reg_out_close(struct reg *g)
 {
         if (g->out_fd < 0)
                 return;
-        if (g->out_in_epoll && g->port->epfd >= 0 &&
-            epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->out_fd, NULL) < 0)
-                log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
+        if (g->out_in_epoll && g->port->epfd >= 0) {
+                int r = epctl_now(g->port->srv->epctl, g->port->epfd, EPOLL_CTL_DEL, g->out_fd,
+                                  NULL);
+
+                if (r < 0)
+                        log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %s",
+                                    strerror(-r));
+        }
         g->out_in_epoll = false;
         g->out_fd = closer_close(g->out_fd);
         user_charge_sockets(g->port->user, -1);
@@ -155,11 +184,15 @@ static int reg_out_open(struct reg *g)
         return 0;
 }
 
-static int reg_epoll_update(struct reg *g)
+/* Puts g's items in epoll as its filter and triggers say.  why (EPQ_ENABLE or EPQ_REARM) lets
+ * the item on fd be queued in an open batch window when g has no OUT side; later is the result
+ * an EPQ_ENABLE's failure sets.  Returns 0 (queued or done) or a negative errno. */
+static int reg_epoll_update(struct reg *g, uint8_t why, uint32_t *later)
 {
         struct epoll_event e = { .events = epoll_interest(g, false), .data.u64 = g->slot };
-        int r;
+        int op, r;
 
+        reg_epq_settle(g);
         if (reg_split(g)) {
                 r = reg_out_open(g);
                 if (r < 0)
@@ -167,16 +200,32 @@ static int reg_epoll_update(struct reg *g)
         } else {
                 reg_out_close(g);
         }
-        if (epoll_ctl(g->port->epfd, g->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, g->fd, &e) < 0)
-                return -errno;
+        op = g->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+        if (g->out_fd < 0 && why != EPQ_NONE) {
+                r = epctl_ctl(g->port->srv->epctl, g->port->epfd, op, g->fd, &e, g->slot);
+                if (r == 1) {
+                        g->epq = why;
+                        g->epq_add = op == EPOLL_CTL_ADD;
+                        g->epq_parked = g->parked;
+                        g->epq_result = later;
+                        g->in_epoll = true;
+                        g->parked = false;
+                        return 0;
+                }
+        } else {
+                r = epctl_now(g->port->srv->epctl, g->port->epfd, op, g->fd, &e);
+        }
+        if (r < 0)
+                return r;
         g->in_epoll = true;
         g->parked = false;
         if (g->out_fd >= 0) {
                 e = (struct epoll_event){ .events = epoll_interest(g, true),
                                           .data.u64 = g->slot | EPOLL_OUT_SIDE };
-                if (epoll_ctl(g->port->epfd, g->out_in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
-                              g->out_fd, &e) < 0)
-                        return -errno;
+                r = epctl_now(g->port->srv->epctl, g->port->epfd,
+                              g->out_in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, g->out_fd, &e);
+                if (r < 0)
+                        return r;
                 g->out_in_epoll = true;
         }
         return 0;
@@ -184,19 +233,69 @@ static int reg_epoll_update(struct reg *g)
 
 static void reg_epoll_remove(struct reg *g)
 {
+        int r;
+
+        reg_epq_settle(g);
         if (g->out_in_epoll) {
                 g->out_in_epoll = false;
-                if (g->port->epfd >= 0 &&
-                    epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->out_fd, NULL) < 0)
-                        log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %m");
+                r = g->port->epfd >= 0 ? epctl_now(g->port->srv->epctl, g->port->epfd,
+                                                   EPOLL_CTL_DEL, g->out_fd, NULL)
+                                       : 0;
+                if (r < 0)
+                        log_warning("epoll_ctl(DEL) of a registration's OUT item failed: %s",
+                                    strerror(-r));
         }
         if (!g->in_epoll)
                 return;
         g->in_epoll = false;
         if (g->port->epfd < 0)
                 return; /* the port's epoll instance is gone, and every item with it */
-        if (epoll_ctl(g->port->epfd, EPOLL_CTL_DEL, g->fd, NULL) < 0)
-                log_warning("epoll_ctl(DEL) of a registered socket failed: %m");
+        r = epctl_ctl(g->port->srv->epctl, g->port->epfd, EPOLL_CTL_DEL, g->fd, NULL, g->slot);
+        if (r == 1)
+                g->epq = EPQ_DEL;
+        else if (r < 0)
+                log_warning("epoll_ctl(DEL) of a registered socket failed: %s", strerror(-r));
+}
+
+void reg_epoll_done(void *ctx, uint64_t cookie, int res)
+{
+        struct reg *g = server_slot_reg(ctx, cookie);
+        uint32_t *later;
+        uint8_t why;
+        bool made;
+
+        if (!g || !g->epq)
+                return; /* cannot happen: a registration is freed only after its result */
+        why = g->epq;
+        later = g->epq_result;
+        made = g->epq_new;
+        g->epq = EPQ_NONE;
+        g->epq_result = NULL;
+        g->epq_new = false;
+        if (res >= 0)
+                return;
+        if (why == EPQ_DEL) {
+                log_warning("epoll_ctl(DEL) of a registered socket failed: %s", strerror(-res));
+                return;
+        }
+        /* As a call made at once that failed leaves it (reg_epoll_update()). */
+        if (g->epq_add)
+                g->in_epoll = false;
+        g->parked = g->epq_parked;
+        if (why == EPQ_REARM) {
+                log_warning("epoll_ctl re-arming a registration failed: %s", strerror(-res));
+                return;
+        }
+        /* A failed ENABLE (reg_configure()): DISABLED, its errno the item's result, and a
+         * registration it made is gone again (reg_create()). */
+        g->state = REG_DISABLED;
+        reg_skip_clear(g);
+        if (later)
+                *later = (uint32_t)-res;
+        if (made)
+                reg_free(g);
+        else
+                live_reg(g);
 }
 
 void reg_disarm(struct reg *g)
@@ -208,8 +307,10 @@ void reg_disarm(struct reg *g)
 
 void reg_rearm(struct reg *g)
 {
-        if (reg_epoll_update(g) < 0)
-                log_warning("epoll_ctl re-arming a registration failed: %m");
+        int r = reg_epoll_update(g, EPQ_REARM, NULL);
+
+        if (r < 0)
+                log_warning("epoll_ctl re-arming a registration failed: %s", strerror(-r));
 }
 
 void reg_skip_clear(struct reg *g)
@@ -308,8 +409,9 @@ static uint32_t check_enable(uint16_t filter, uint8_t trigger, uint8_t *ret_norm
         return 0;
 }
 
-/* (Re)arms an enabled registration.  Returns 0 or a positive errno. */
-static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
+/* (Re)arms an enabled registration.  Returns 0 or a positive errno; with later, the epoll_ctl
+ * may be queued and its failure set *later (reg_epoll_update()). */
+static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger, uint32_t *later)
 {
         int r;
         uint32_t holding = 0;
@@ -337,7 +439,7 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
                 g->out_seen = ev & EPOLLOUT && !(ev & EPOLLERR && ev & EPOLLHUP);
                 g->out_state = edge_state(ev);
         }
-        r = reg_epoll_update(g);
+        r = reg_epoll_update(g, later ? EPQ_ENABLE : EPQ_NONE, later);
         if (r < 0) {
                 g->state = REG_DISABLED;
                 return (uint32_t)-r;
@@ -352,10 +454,10 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger)
         return 0;
 }
 
-/* type: the socket's SO_TYPE, read by the caller (reg_apply). */
+/* type: the socket's SO_TYPE, read by the caller (reg_apply); later as reg_apply's. */
 static uint32_t reg_create(struct port *port, struct session *creator, uint64_t dev, uint64_t ino,
                            const struct snw_registration *it, uint16_t filter, uint8_t trigger,
-                           int fd, int type)
+                           int fd, int type, uint32_t *later)
 {
         struct server *srv = port->srv;
         struct reg *g;
@@ -410,9 +512,11 @@ static uint32_t reg_create(struct port *port, struct session *creator, uint64_t 
                 reg_orphan(g); /* a crash restore of a registration kept without an owner */
         }
         srv->nregs++;
-        err = reg_configure(g, filter, trigger);
+        err = reg_configure(g, filter, trigger, later);
         if (err)
                 reg_free(g);
+        else if (g->epq == EPQ_ENABLE)
+                g->epq_new = true; /* its ADD is queued: freed again if that fails */
         return err;
 }
 
@@ -438,7 +542,7 @@ static uint32_t socket_identity(int fd, uint64_t *ret_dev, uint64_t *ret_ino, in
  * registration or a changed one (rule 4).  Consumes fd; returns 0 or the entry's error. */
 static uint32_t apply_enable(struct port *port, struct session *session,
                              const struct snw_registration *it, struct reg *g, uint64_t dev,
-                             uint64_t ino, int fd, int type)
+                             uint64_t ino, int fd, int type, uint32_t *later)
 {
         struct server *srv = port->srv;
         uint8_t trigger = 0;
@@ -460,7 +564,7 @@ static uint32_t apply_enable(struct port *port, struct session *session,
                 }
                 closer_close(fd);
                 /* Rule 4: overwrite filter and triggers, keep the original key. */
-                return reg_configure(g, it->filter, trigger);
+                return reg_configure(g, it->filter, trigger, later);
         }
         if (fd < 0) {
                 err = ESTALE; /* the client must pass the socket itself */
@@ -481,7 +585,7 @@ static uint32_t apply_enable(struct port *port, struct session *session,
                 err = EDQUOT;
                 goto out;
         }
-        return reg_create(port, session, dev, ino, it, it->filter, trigger, fd, type);
+        return reg_create(port, session, dev, ino, it, it->filter, trigger, fd, type, later);
 out:
         closer_close(fd);
         return err;
@@ -522,7 +626,7 @@ static uint32_t apply_remove(struct port *port, struct reg *g)
 }
 
 uint32_t reg_apply(struct port *port, struct session *session, const struct snw_registration *it,
-                   int fd)
+                   int fd, uint32_t *later)
 {
         uint64_t dev = it->dev, ino = it->ino;
         struct reg *g;
@@ -545,7 +649,7 @@ uint32_t reg_apply(struct port *port, struct session *session, const struct snw_
         }
         g = registry_find(&port->srv->registry, dev, ino);
         if (it->op == SN_OP_ENABLE)
-                return apply_enable(port, session, it, g, dev, ino, fd, type);
+                return apply_enable(port, session, it, g, dev, ino, fd, type, later);
         err = it->op == SN_OP_DISABLE ? apply_disable(port, g) : apply_remove(port, g);
         closer_close(fd);
         return err;
@@ -568,6 +672,7 @@ void reg_free(struct reg *g)
                 srv->nqueued--;
         }
         reg_epoll_remove(g);
+        reg_epq_settle(g); /* its descriptors are closed below */
         reg_out_close(g);
         reg_skip_clear(g);
         registry_remove(&srv->registry, g);
@@ -607,6 +712,7 @@ static uint32_t edge_bits(struct reg *g, uint32_t ev, uint32_t mask, bool out_si
 uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
 {
         uint32_t mask;
+        int r;
 
         if (g->state != REG_ENABLED)
                 return 0;
@@ -616,8 +722,10 @@ uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
                 /* Connect progress, an error or listen(): from now on the real mode; the
                  * kernel re-polls on MOD and reports what holds at the next harvest. */
                 g->fresh = false;
-                if (reg_epoll_update(g) < 0)
-                        log_warning("epoll_ctl(MOD) leaving the fresh state failed: %m");
+                r = reg_epoll_update(g, EPQ_REARM, NULL);
+                if (r < 0)
+                        log_warning("epoll_ctl(MOD) leaving the fresh state failed: %s",
+                                    strerror(-r));
                 return 0;
         }
         mask = raw_bits(g, ev);
@@ -642,10 +750,12 @@ uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
                         reg_epoll_remove(g);
                         g->parked = true;
                 } else if ((g->trigger & (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT)) ==
-                                   SN_TRIGGER_ONESHOT &&
-                           reg_epoll_update(g) < 0) {
+                           SN_TRIGGER_ONESHOT) {
                         /* Nothing was delivered, so the kernel's ONESHOT disarm is undone. */
-                        log_warning("epoll_ctl(MOD) re-arming a registration failed: %m");
+                        r = reg_epoll_update(g, EPQ_REARM, NULL);
+                        if (r < 0)
+                                log_warning("epoll_ctl(MOD) re-arming a registration failed: %s",
+                                            strerror(-r));
                 }
                 return 0;
         }

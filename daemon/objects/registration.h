@@ -76,6 +76,13 @@ struct reg {
         bool out_seen;             /* EDGE: OUT held at the OUT side's last look */
         uint8_t out_state;         /* EDGE: hang-up/error bits at that look (EDGE_ST_*) */
         bool hup_seen;             /* EDGE: HANGUP reported or held at ENABLE */
+        /* An epoll_ctl of fd queued in the server's batch (epctl.c), its result not known yet:
+         * at most one per registration, so that the kernel cannot run two out of order. */
+        uint8_t epq;               /* what it is for (EPQ_* in registration.c), 0: none */
+        bool epq_add;              /* it is an EPOLL_CTL_ADD */
+        bool epq_parked;           /* parked before it */
+        bool epq_new;              /* made by the ENABLE it belongs to: freed if it fails */
+        uint32_t *epq_result;      /* the PROCESS item's result that its failure sets, or NULL */
         struct box_ref box;        /* its socket in the journal's boxes */
         struct packet pkt;
 };
@@ -85,9 +92,14 @@ struct reg {
  * section 3).
  * fd is the descriptor received with the item or -1; it is consumed (kept by a new
  * registration or closed).  Returns 0 or a positive errno value for the entry's result.
+ * later, when not NULL, lets an ENABLE queue its epoll_ctl in an open epctl window
+ * (epctl_begin()): its failure then sets *later (and the registration ends as a failed ENABLE
+ * leaves it) when the batch is flushed, which the caller does before *later is read.
  */
 uint32_t reg_apply(struct port *port, struct session *session, const struct snw_registration *item,
-                   int fd);
+                   int fd, uint32_t *later);
+/* The result of a queued epoll_ctl (epctl_done_fn; ctx is the server, cookie the slot). */
+void reg_epoll_done(void *ctx, uint64_t cookie, int res);
 /* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
 void reg_rearm(struct reg *reg);
 /* A restored one-shot that had fired: out of epoll until its next ENABLE. */

@@ -23,6 +23,7 @@
 #include "common/list.h"
 #include "common/log.h"
 #include "daemon/base/counters.h"
+#include "daemon/base/epctl.h"
 #include "daemon/base/settings.h"
 #include "daemon/objects/registry.h"
 #include "daemon/objects/users.h"
@@ -75,6 +76,9 @@ struct server {
         uint64_t nregs, nqueued;
         bool trace;
         bool no_shm; /* offer no shared-memory rings (--no-shm) */
+        /* The epoll_ctl calls of registrations, batched through io_uring where it is allowed
+         * (epctl.c; registration.c queues, the callers of reg_apply() and the harvest flush). */
+        struct epctl *epctl;
         char *config_path;
         bool config_named;      /* named with --config: its absence is an error */
         struct settings cmdline;

@@ -681,7 +681,7 @@ static struct reg *restore_reg(struct reader *rd, uint32_t i)
         it.trigger = r->u8a;
         it.op = SN_OP_ENABLE;
         it.client_fd = r->u32b;
-        if (reg_apply(p, c, &it, fd)) {
+        if (reg_apply(p, c, &it, fd, NULL)) {
                 rd->out->dropped++;
                 return NULL;
         }
@@ -691,7 +691,7 @@ static struct reg *restore_reg(struct reader *rd, uint32_t i)
         rd->out->regs++;
         if (r->u8b == REG_DISABLED) {
                 it.op = SN_OP_DISABLE;
-                reg_apply(p, c, &it, -1);
+                reg_apply(p, c, &it, -1, NULL);
         } else if (r->u8b == REG_ENABLED && r->u8c & 1 && g->trigger & SN_TRIGGER_ONESHOT) {
                 /* A one-shot that fired stays disarmed until its next ENABLE. */
                 reg_disarm(g);
@@ -734,7 +734,7 @@ static void restore_queue(struct reader *rd, struct queued *q, uint32_t nq)
 
                 if (r->u8b == REG_REMOVING) {
                         /* Its REMOVE packet, in its place: the last one for its key. */
-                        reg_apply(g->port, g->creator, &it, -1);
+                        reg_apply(g->port, g->creator, &it, -1, NULL);
                         if (ev)
                                 port_queue_reg(g->port, g, ev);
                 } else if (ev) {

@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/base/closer.h"
+#include "daemon/base/epctl.h"
 #include "daemon/base/settings.h"
 #include "daemon/objects/holdings.h"
 #include "daemon/objects/persist.h"
@@ -1361,10 +1362,12 @@ static uint32_t process_check(struct conn *c, const struct snw_process *in, cons
 }
 
 /* Applies the call's items to port in order, each taking its descriptor out of call->fds;
- * results[i] is the i-th item's status. */
+ * results[i] is the i-th item's status.  Their epoll_ctl calls go in one batch (epctl.c),
+ * flushed before the results are read: a failure found then sets its item's result. */
 static void process_apply(struct conn *c, struct port *port, const struct process_call *call,
                           uint32_t *results)
 {
+        epctl_begin(c->srv->epctl);
         for (uint32_t i = 0; i < call->nitems; i++) {
                 struct snw_registration it;
                 int fd = -1;
@@ -1376,11 +1379,13 @@ static void process_apply(struct conn *c, struct port *port, const struct proces
                         fd = call->fds[it.fd_index];
                         call->fds[it.fd_index] = -1;
                 }
-                results[i] = reg_apply(port, &c->session, &it, fd);
+                results[i] = reg_apply(port, &c->session, &it, fd, &results[i]);
                 c->srv->lent = NULL;
+        }
+        epctl_end(c->srv->epctl);
+        for (uint32_t i = 0; i < call->nitems; i++)
                 if (results[i])
                         server_count_entry_error(c->srv, results[i]);
-        }
 }
 
 /* Answers call id, whose items were applied with results (nitems): at once when it asked for

@@ -70,6 +70,8 @@ static void usage(FILE *f)
                 "      --trace                  log every message sent and received\n"
                 "      --no-shm                 serve every client on its socket only: offer no\n"
                 "                               shared-memory rings (protocol version 3)\n"
+                "      --no-io-uring            make the daemon's epoll_ctl calls one by one,\n"
+                "                               never batched through io_uring\n"
                 "  -h, --help                   show this help and exit\n"
                 "  -V, --version                show the version and exit\n"
                 "\n"
@@ -344,6 +346,7 @@ enum {
         OPT_GROUP,
         OPT_TRACE,
         OPT_NO_SHM,
+        OPT_NO_IO_URING,
         OPT_LOG_LEVEL,
         OPT_RESTORE,
         OPT_CHECK_STATE,
@@ -392,6 +395,9 @@ static int take_option(struct start *st, int c, const char *arg)
         case OPT_NO_SHM:
                 st->opt.no_shm = true;
                 break;
+        case OPT_NO_IO_URING:
+                st->opt.no_io_uring = true;
+                break;
         default:
                 if (c < OPT_LIMIT || c >= OPT_LIMIT + (int)settings_nlimit_options)
                         return 1;
@@ -415,6 +421,7 @@ static int parse_args(int argc, char **argv, struct start *st)
                 { "verbose", no_argument, NULL, 'v' },
                 { "trace", no_argument, NULL, OPT_TRACE },
                 { "no-shm", no_argument, NULL, OPT_NO_SHM },
+                { "no-io-uring", no_argument, NULL, OPT_NO_IO_URING },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { "restore-fd", required_argument, NULL, OPT_RESTORE },
@@ -672,6 +679,9 @@ int main(int argc, char **argv)
                        st.note, sizeof(st.note));
         settings_resolve(&st.opt.cmdline, &st.file, st.cap, &st.opt.limits, &level);
         sn_log_set_level(level);
+        /* The option wins; without it the file's "no-io-uring" decides. */
+        if (!st.opt.no_io_uring && st.file.no_io_uring == 1)
+                st.opt.no_io_uring = true;
         if (choose_socket(&st) < 0)
                 return 1;
         st.opt.argv = argv;

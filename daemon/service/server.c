@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/base/closer.h"
+#include "daemon/base/epctl.h"
 #include "daemon/base/settings.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
@@ -173,6 +174,8 @@ int server_reload(struct server *srv, char *err, size_t errsz)
         /* Clients sized their buffers from these (HELLO_REPLY): they hold until restart. */
         if (l.max_message != srv->limits.max_message || l.max_fds != srv->limits.max_fds)
                 log_notice("reload: max-message takes effect at the next start");
+        if (file.no_io_uring != srv->file_settings.no_io_uring)
+                log_notice("reload: no-io-uring takes effect at the next start or re-exec");
         l.max_message = srv->limits.max_message;
         l.max_fds = srv->limits.max_fds;
         srv->limits = l;
@@ -635,6 +638,11 @@ static struct server *server_alloc(const struct server_options *opt)
         srv->exe = own_exe();
         srv->trace = opt->trace;
         srv->no_shm = opt->no_shm;
+        /* A ring that cannot be had leaves the plain path (logged there), never an error. */
+        if (epctl_new(!opt->no_io_uring, reg_epoll_done, srv, &srv->epctl) < 0) {
+                server_free(srv);
+                return NULL;
+        }
         clamp_max_message(&srv->limits);
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);
@@ -822,6 +830,7 @@ void server_free(struct server *srv)
         }
         sn_close(srv->listen_fd);
         sn_close(srv->reserve_fd);
+        srv->epctl = epctl_free(srv->epctl);
         if (srv->owns_path)
                 unlink(srv->path);
         registry_deinit(&srv->registry);

@@ -27,6 +27,7 @@ struct server_options {
         struct limits limits;
         bool trace;
         bool no_shm; /* offer no rings (--no-shm) */
+        bool no_io_uring; /* epoll_ctl one call at a time (--no-io-uring) */
         int listen_fd; /* an adopted listening socket, or -1 */
 };
 

@@ -16,6 +16,7 @@
 
 #include "daemon/base/closer.h"
 #include "daemon/base/counters.h"
+#include "daemon/base/epctl.h"
 #include "daemon/base/settings.h"
 #include "daemon/objects/users.h"
 #include "daemon/objects/world.h"
@@ -103,6 +104,23 @@ static json_t *reserve_object(const struct server *srv, bool used)
         return o;
 }
 
+/* How the daemon makes its epoll_ctl calls (epctl.c); with counts, how many went which way. */
+static json_t *epctl_object(const struct epctl *e, bool counts)
+{
+        const struct epctl_stats *st = epctl_stats(e);
+        json_t *o = json_pack("{s:s, s:s}", "path", epctl_path_name(e), "plain_reason",
+                              epctl_plain_name(epctl_plain_reason(e)));
+
+        if (o && counts) {
+                json_object_set_new(o, "batches", json_integer((json_int_t)st->batches));
+                json_object_set_new(o, "operations", json_integer((json_int_t)st->ops));
+                json_object_set_new(o, "plain_operations",
+                                    json_integer((json_int_t)st->plain_ops));
+                json_object_set_new(o, "fallbacks", json_integer((json_int_t)st->fallbacks));
+        }
+        return o;
+}
+
 static json_t *user_object(const struct user *u, uid_t uid)
 {
         return json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I}",
@@ -157,6 +175,7 @@ char *server_status_json(struct server *srv, uid_t uid)
         if (!doc)
                 return NULL;
         json_object_set_new(doc, "reserve", reserve_object(srv, uid == 0));
+        json_object_set_new(doc, "epoll_ctl", epctl_object(srv->epctl, uid == 0));
         if (uid != 0) {
                 /* Another user's figures are not this user's business: only its own. */
                 json_object_set_new(doc, "scope", json_string("user"));

@@ -217,7 +217,9 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
 {
         const char *builddir = getenv("SN_BUILDDIR");
         const char *wrapper = getenv("SN_TEST_DAEMON_WRAPPER");
+        const char *extra = getenv("SN_TEST_DAEMON_ARGS");
         char bin[512], *w = wrapper ? strdup(wrapper) : NULL, *save = NULL;
+        char *x = extra ? strdup(extra) : NULL;
         const char *argv[64];
         struct child_env ce;
         pid_t parent = getpid();
@@ -233,6 +235,9 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
         argv[n++] = d->path;
         for (int i = 0; args && args[i] && n < 62; i++)
                 argv[n++] = args[i];
+        for (char *t = x ? strtok_r(x, " ", &save) : NULL; t && n < 63;
+             t = strtok_r(NULL, " ", &save))
+                argv[n++] = t;
         argv[n] = NULL;
         child_env_make(&ce, nfds, names);
         d->pid = fork();
@@ -263,6 +268,7 @@ static void spawn(struct test_daemon *d, const char *const *args, const int *fds
         }
         child_env_free(&ce);
         free(w);
+        free(x);
         deadline = now_ms() + test_timeout_ms(20000);
         while (!can_connect(d->path)) {
                 char why[512];

@@ -22,8 +22,9 @@ struct test_daemon {
 /* Starts daemon/socknotifyd from the build tree on DIR/socknotify.sock with extra arguments
  * (NULL-terminated, may be NULL) and waits until it accepts connections.  The daemon dies with
  * the calling process (PR_SET_PDEATHSIG).  $SN_TEST_DAEMON_WRAPPER (for example
- * "valgrind --error-exitcode=99 --leak-check=full") is put in front of the command.  Aborts the
- * test on failure. */
+ * "valgrind --error-exitcode=99 --leak-check=full") is put in front of the command, and the words
+ * of $SN_TEST_DAEMON_ARGS (for example "--no-io-uring") after the arguments.  Aborts the test on
+ * failure. */
 void test_daemon_start(struct test_daemon *d, const char *const *args);
 /* test_daemon_start() with the daemon's RLIMIT_NOFILE set to nofile, soft and hard: its
  * descriptor capacity. */

@@ -12,7 +12,8 @@
 #      client starts the Type=notify service, which becomes active (READY=1), runs as a
 #      dynamic user without capabilities, refuses users outside the group and serves its
 #      members on the default path, and publishes its STATUS= line, seen in `systemctl status`
-#      and following the clients' holdings;
+#      and following the clients' holdings; under the unit's system call filter the daemon
+#      batches its epoll_ctl through io_uring (socknotifyctl status);
 #   2  the watchdog: with WatchdogSec=2s (a drop-in) the daemon's pings keep it alive; after
 #      SIGSTOP systemd kills it (result 'watchdog') and restarts it (Restart=on-failure), the
 #      socket file stays the same socket, a client that connected while the daemon was hung is
@@ -27,7 +28,8 @@
 #      `systemctl restart`: the daemon hands every connection and what it holds to systemd's
 #      descriptor store and the new daemon takes them back, so a client's parked dequeue and
 #      its next call succeed with no error; `systemctl stop` empties the store (systemd 252):
-#      a client's parked dequeue fails with ECONNRESET; stopping the socket unit
+#      a client's parked dequeue fails with ECONNRESET; with io_uring_setup denied by a
+#      drop-in the daemon says io_uring was refused and still serves; stopping the socket unit
 #      removes the file;
 #   5  the user units under `systemd --user` of an unprivileged user: activation at
 #      $XDG_RUNTIME_DIR/socknotify.sock (0600, the user's), found by the client's default path,
@@ -42,6 +44,7 @@ build=${SN_BUILDDIR:-.}
 sdh_prereq || exit $?
 
 client=$(cd "$build" && pwd)/tests/systemd/sd-client
+ctl=$(cd "$build" && pwd)/ctl/socknotifyctl
 [ -x "$client" ] || { echo "FAIL: $client not built"; exit 1; }
 name=sn-units-$$
 tmp=$(mktemp -d /tmp/sn-units.XXXXXX)
@@ -192,6 +195,13 @@ release h1
 check "the holding client's second round trip works" grep -qx 'after: ok' "$tmp/h1.out"
 check "STATUS= back to '0 connection(s), 0 port(s)'" \
         sdh_wait 10 status_matches socknotifyd.service '^"0 connection\(s\), 0 port\(s\)'
+# systemd 252's @system-service takes in @aio, and with it io_uring_setup, _enter and _register:
+# the unit lets the daemon batch its epoll_ctl calls (socknotifyd(8), EPOLL_CTL BATCHING).
+if grep -q '^#define HAVE_LIBURING 1' "$build/config.h"; then
+        expect "under the unit's SystemCallFilter= the daemon batches epoll_ctl through io_uring" \
+                "$(inside "$ctl" --socket=$sock status | sed -n 's/^epoll_ctl: //p')" \
+                "batched through io_uring"
+fi
 
 # ---- 2. watchdog ----------------------------------------------------------------------------
 echo "# 2. watchdog (WatchdogSec=2s by a drop-in)"
@@ -369,6 +379,18 @@ check "its parked dequeue resumed on the daemon the socket started again" \
         grep -qx 'parked dequeue: ok' "$tmp/h3.out"
 check "and that client's connection and port still work" grep -qx 'after: ok' "$tmp/h3.out"
 check "a new client is served by the new daemon" serve
+# A host whose policy denies io_uring (a drop-in, as an administrator might write one): the
+# daemon makes its epoll_ctl calls one by one and serves as before.
+check "drop-in SystemCallFilter=~io_uring_setup" sdh_dropin "$name" socknotifyd.service \
+        nouring "$(printf '[Service]\nSystemCallFilter=~io_uring_setup')"
+check "systemctl restart socknotifyd.service" inside systemctl restart socknotifyd.service
+if grep -q '^#define HAVE_LIBURING 1' "$build/config.h"; then
+        expect "the daemon says io_uring was refused" \
+                "$(inside "$ctl" --socket=$sock status | sed -n 's/^epoll_ctl: //p')" \
+                "one call at a time (io_uring refused)"
+        check "and logged it once, at info" jwait "socknotifyd\[[0-9]+\]: io_uring refused"
+fi
+check "a client is served by it" serve
 check "systemctl stop socknotifyd.socket socknotifyd.service" \
         inside systemctl stop socknotifyd.socket socknotifyd.service
 check "no socket file is left (RemoveOnStop=yes)" inside test ! -e $sock
