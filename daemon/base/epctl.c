@@ -39,6 +39,7 @@
 
 struct epctl_op {
         uint64_t cookie;
+        void *arg;
         struct epoll_event event;
         int epfd, op, fd;
         int res;
@@ -233,12 +234,12 @@ void epctl_flush(struct epctl *e)
         e->n = 0;
         e->dispatching = true;
         for (unsigned i = 0; i < n; i++)
-                e->done(e->ctx, e->ops[i].cookie, e->ops[i].res);
+                e->done(e->ctx, e->ops[i].cookie, e->ops[i].arg, e->ops[i].res);
         e->dispatching = false;
 }
 
 int epctl_ctl(struct epctl *e, int epfd, int op, int fd, const struct epoll_event *event,
-              uint64_t cookie)
+              uint64_t cookie, void *arg)
 {
         struct epoll_event copy = { 0 };
 
@@ -259,8 +260,8 @@ int epctl_ctl(struct epctl *e, int epfd, int op, int fd, const struct epoll_even
                 if (!sqe) /* cannot happen: the ring has EPCTL_BATCH entries, all free */
                         return plain_ctl(e, epfd, op, fd, event ? &copy : NULL);
                 o = &e->ops[e->n];
-                *o = (struct epctl_op){ .cookie = cookie, .event = copy, .epfd = epfd, .op = op,
-                                        .fd = fd, .res = -EIO };
+                *o = (struct epctl_op){ .cookie = cookie, .arg = arg, .event = copy, .epfd = epfd,
+                                        .op = op, .fd = fd, .res = -EIO };
                 io_uring_prep_epoll_ctl(sqe, epfd, fd, op, event ? &o->event : NULL);
                 io_uring_sqe_set_data64(sqe, e->n);
                 e->n++;
@@ -268,6 +269,7 @@ int epctl_ctl(struct epctl *e, int epfd, int op, int fd, const struct epoll_even
         }
 #else
         (void)cookie; /* never queued */
+        (void)arg;
         return plain_ctl(e, epfd, op, fd, event ? &copy : NULL);
 #endif
 }

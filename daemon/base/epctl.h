@@ -13,10 +13,11 @@
 
 struct epctl;
 
-/* Called once per queued operation when its batch is flushed, in the order they were queued:
- * res is 0 or the negative errno epoll_ctl would have returned.  It may call epctl_ctl() again
- * (the operation is then made at once, without io_uring). */
-typedef void (*epctl_done_fn)(void *ctx, uint64_t cookie, int res);
+/* Called once per queued operation when its batch is flushed, in the order they were queued,
+ * with the operation's cookie and arg: res is 0 or the negative errno epoll_ctl would have
+ * returned.  It may call epctl_ctl() again (the operation is then made at once, without
+ * io_uring). */
+typedef void (*epctl_done_fn)(void *ctx, uint64_t cookie, void *arg, int res);
 
 /* Why the plain path is in use (epctl_plain_reason()). */
 enum epctl_plain {
@@ -50,7 +51,8 @@ void epctl_begin(struct epctl *e);
 void epctl_end(struct epctl *e);
 
 /*
- * epoll_ctl(epfd, op, fd, event) with cookie for its result.  Inside a window on the io_uring
+ * epoll_ctl(epfd, op, fd, event) with cookie and arg for its result (kept in the batch, so that
+ * what a caller needs only while an operation is queued costs nothing elsewhere).  Inside a window on the io_uring
  * path the operation is queued and 1 returned: its result goes to the handler at the next
  * flush (made first when the batch is full).  Otherwise it is made at once: 0 or a negative
  * errno.  event is copied.  The caller must flush before it queues a second operation on the
@@ -58,7 +60,7 @@ void epctl_end(struct epctl *e);
  * may run a batch's operations in any order.  e may be NULL (plain path).
  */
 int epctl_ctl(struct epctl *e, int epfd, int op, int fd, const struct epoll_event *event,
-              uint64_t cookie);
+              uint64_t cookie, void *arg);
 /* epoll_ctl(epfd, op, fd, event) made at once, whatever the window (counted with the plain
  * operations): 0 or a negative errno.  e may be NULL. */
 int epctl_now(struct epctl *e, int epfd, int op, int fd, const struct epoll_event *event);

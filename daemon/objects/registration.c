@@ -202,12 +202,11 @@ static int reg_epoll_update(struct reg *g, uint8_t why, uint32_t *later)
         }
         op = g->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
         if (g->out_fd < 0 && why != EPQ_NONE) {
-                r = epctl_ctl(g->port->srv->epctl, g->port->epfd, op, g->fd, &e, g->slot);
+                r = epctl_ctl(g->port->srv->epctl, g->port->epfd, op, g->fd, &e, g->slot, later);
                 if (r == 1) {
                         g->epq = why;
                         g->epq_add = op == EPOLL_CTL_ADD;
                         g->epq_parked = g->parked;
-                        g->epq_result = later;
                         g->in_epoll = true;
                         g->parked = false;
                         return 0;
@@ -250,27 +249,26 @@ static void reg_epoll_remove(struct reg *g)
         g->in_epoll = false;
         if (g->port->epfd < 0)
                 return; /* the port's epoll instance is gone, and every item with it */
-        r = epctl_ctl(g->port->srv->epctl, g->port->epfd, EPOLL_CTL_DEL, g->fd, NULL, g->slot);
+        r = epctl_ctl(g->port->srv->epctl, g->port->epfd, EPOLL_CTL_DEL, g->fd, NULL, g->slot,
+                      NULL);
         if (r == 1)
                 g->epq = EPQ_DEL;
         else if (r < 0)
                 log_warning("epoll_ctl(DEL) of a registered socket failed: %s", strerror(-r));
 }
 
-void reg_epoll_done(void *ctx, uint64_t cookie, int res)
+void reg_epoll_done(void *ctx, uint64_t cookie, void *arg, int res)
 {
         struct reg *g = server_slot_reg(ctx, cookie);
-        uint32_t *later;
+        uint32_t *later = arg;
         uint8_t why;
         bool made;
 
         if (!g || !g->epq)
                 return; /* cannot happen: a registration is freed only after its result */
         why = g->epq;
-        later = g->epq_result;
         made = g->epq_new;
         g->epq = EPQ_NONE;
-        g->epq_result = NULL;
         g->epq_new = false;
         if (res >= 0)
                 return;

@@ -81,8 +81,11 @@ struct reg {
         uint8_t epq;               /* what it is for (EPQ_* in registration.c), 0: none */
         bool epq_add;              /* it is an EPOLL_CTL_ADD */
         bool epq_parked;           /* parked before it */
-        bool epq_new;              /* made by the ENABLE it belongs to: freed if it fails */
-        uint32_t *epq_result;      /* the PROCESS item's result that its failure sets, or NULL */
+        bool epq_new;              /* made by the ENABLE it belongs to: freed if it fails.  The
+                                    * PROCESS item's result that its failure sets travels with
+                                    * the queued operation (epctl's arg), not here: these four
+                                    * bytes fill padding, a pointer would cost every
+                                    * registration 16 bytes of heap */
         struct box_ref box;        /* its socket in the journal's boxes */
         struct packet pkt;
 };
@@ -98,8 +101,9 @@ struct reg {
  */
 uint32_t reg_apply(struct port *port, struct session *session, const struct snw_registration *item,
                    int fd, uint32_t *later);
-/* The result of a queued epoll_ctl (epctl_done_fn; ctx is the server, cookie the slot). */
-void reg_epoll_done(void *ctx, uint64_t cookie, int res);
+/* The result of a queued epoll_ctl (epctl_done_fn; ctx is the server, cookie the slot, arg the
+ * item's result to set when an ENABLE fails, or NULL). */
+void reg_epoll_done(void *ctx, uint64_t cookie, void *arg, int res);
 /* Re-arms an enabled registration in epoll (after a ONESHOT packet was dropped unsent). */
 void reg_rearm(struct reg *reg);
 /* A restored one-shot that had fired: out of epoll until its next ENABLE. */
