@@ -109,7 +109,6 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
         struct sn_call *k = (struct sn_call *)p;
         const uint8_t *res = sn_msg_array(buf, d, 1);
         const uint8_t *ent = sn_msg_array(buf, d, 2);
-        uint32_t n;
 
         if (!sn__process_reply_valid(h, k->nsent, k->max_entries)) {
                 p->status = -EBADMSG; /* deliver() drops the connection */
@@ -143,19 +142,7 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
                         }
                 }
         }
-        n = SN_MIN(h->count2, k->max_entries);
-        for (uint32_t i = 0; i < n; i++) {
-                struct snw_entry e;
-
-                ent = snw_entry_decode(ent, &e);
-                k->entries[i] = (sn_entry_t){
-                        .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
-                };
-        }
-        k->nentries = n;
-        /* Disarmed ONESHOT registrations stay so across a resume (port.c, process_reply). */
-        if (k->port_obj->listed)
-                sn__regtab_fired(&k->port_obj->regs, k->entries, n);
+        k->nentries = sn__process_entries(k->port_obj, h, ent, k->entries, k->max_entries);
 }
 
 static void efd_signal(sn_conn_t *c)

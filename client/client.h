@@ -226,6 +226,11 @@ int sn__conn_usable(sn_conn_t *conn);
 /* Whether a PROCESS_REPLY (header h) fits the call it answers: nsent results when its status
  * is 0 or ETIMEDOUT (else none or nsent), and at most max_entries entries. */
 bool sn__process_reply_valid(const struct snw_header *h, uint32_t nsent, uint32_t max_entries);
+/* Decodes the entries of a PROCESS reply h (checked by sn__process_reply_valid) at ent into
+ * entries (room for max), and marks the ONESHOT registrations they disarmed in port's table, so
+ * that a resume does not arm them again (rule L7); conn->lock held.  Returns how many. */
+uint32_t sn__process_entries(sn_port_t *port, const struct snw_header *h, const uint8_t *ent,
+                             sn_entry_t *entries, uint32_t max);
 /* The daemon broke the protocol (a reply that cannot be trusted): the connection is lost, as
  * when the daemon goes away; every waiting and later call fails with -ECONNRESET.  Takes
  * conn->lock. */

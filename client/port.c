@@ -85,6 +85,24 @@ bool sn__process_reply_valid(const struct snw_header *h, uint32_t nsent, uint32_
         return h->count2 <= max_entries;
 }
 
+uint32_t sn__process_entries(sn_port_t *port, const struct snw_header *h, const uint8_t *ent,
+                             sn_entry_t *entries, uint32_t max)
+{
+        uint32_t n = SN_MIN(h->count2, max);
+
+        for (uint32_t i = 0; i < n; i++) {
+                struct snw_entry e;
+
+                ent = snw_entry_decode(ent, &e);
+                entries[i] = (sn_entry_t){
+                        .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
+                };
+        }
+        if (port->listed)
+                sn__regtab_fired(&port->regs, entries, n);
+        return n;
+}
+
 /* A reply that does not fit the call fails it with -EBADMSG (deliver() then drops the
  * connection): results missing would read as successes, entries beyond max_entries be lost. */
 static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct snw_header *h,
@@ -93,7 +111,6 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
         struct process_ctx *ctx = p->ctx;
         const uint8_t *res = sn_msg_array(buf, d, 1);
         const uint8_t *ent = sn_msg_array(buf, d, 2);
-        uint32_t n;
 
         if (!sn__process_reply_valid(h, ctx->nsent, ctx->max_entries)) {
                 p->status = -EBADMSG;
@@ -111,20 +128,7 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
                                                  ctx->prep[i].ino);
                 }
         }
-        n = SN_MIN(h->count2, ctx->max_entries);
-        for (uint32_t i = 0; i < n; i++) {
-                struct snw_entry e;
-
-                ent = snw_entry_decode(ent, &e);
-                ctx->entries[i] = (sn_entry_t){
-                        .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
-                };
-        }
-        ctx->nentries = n;
-        /* The daemon disarmed the ONESHOT registrations of these entries: a resume must not
-         * arm them again (rule L7). */
-        if (ctx->port->listed)
-                sn__regtab_fired(&ctx->port->regs, ctx->entries, n);
+        ctx->nentries = sn__process_entries(ctx->port, h, ent, ctx->entries, ctx->max_entries);
 }
 
 /* A caller cancelled after its reply came: the entries it received (sn__wait). */

@@ -303,6 +303,19 @@ void test_daemon_start(struct test_daemon *d, const char *const *args)
         test_daemon_start_nofile(d, args, 0);
 }
 
+void test_daemon_start_resumable(struct test_daemon *d)
+{
+        test_daemon_start(d, NULL);
+        setenv("SOCKNOTIFY_SOCKET", d->path, 1);
+        setenv("SOCKNOTIFY_RECONNECT_MS", "60000", 1);
+}
+
+void test_daemon_stop_if_running(struct test_daemon *d)
+{
+        if (d->pid > 0)
+                test_daemon_stop(d);
+}
+
 /* Whether some process runs as uid (any of its real, effective, saved or filesystem uids). */
 static bool uid_in_use(uid_t uid)
 {

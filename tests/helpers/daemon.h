@@ -49,6 +49,12 @@ int test_daemon_reap(struct test_daemon *d);
  * with the shared-memory rings (protocol version 3, unless SOCKNOTIFY_NO_SHM is set) the ring
  * file and the two doorbells. */
 int test_conn_fds(void);
+/* test_daemon_start() with no arguments, and the library's default connection pointed at it
+ * (SOCKNOTIFY_SOCKET), with a resume window long enough for a slow machine to start another
+ * daemon on the same path (SOCKNOTIFY_RECONNECT_MS=60000; a test may set its own after). */
+void test_daemon_start_resumable(struct test_daemon *d);
+/* Stops d if it runs (a teardown after a test that may have stopped it itself). */
+void test_daemon_stop_if_running(struct test_daemon *d);
 /* Open descriptors of the daemon (/proc/PID/fd). */
 int test_daemon_fds(const struct test_daemon *d);
 /* The daemon's CPU time so far (user + system), in clock ticks (/proc/PID/stat). */

@@ -35,16 +35,13 @@ static struct test_daemon D;
 
 static void setup(void)
 {
-        test_daemon_start(&D, NULL);
-        setenv("SOCKNOTIFY_SOCKET", D.path, 1);
-        /* Long enough for a slow machine to start a daemon; the expiry test sets its own. */
-        setenv("SOCKNOTIFY_RECONNECT_MS", "60000", 1);
+        /* The expiry test sets its own resume window. */
+        test_daemon_start_resumable(&D);
 }
 
 static void teardown(void)
 {
-        if (D.pid > 0)
-                test_daemon_stop(&D);
+        test_daemon_stop_if_running(&D);
 }
 
 /* Ends the daemon with sig and starts a new one on the same path.  Returns when the new one

@@ -31,15 +31,12 @@ static struct test_daemon D;
 
 static void setup(void)
 {
-        test_daemon_start(&D, NULL);
-        setenv("SOCKNOTIFY_SOCKET", D.path, 1);
-        setenv("SOCKNOTIFY_RECONNECT_MS", "60000", 1);
+        test_daemon_start_resumable(&D);
 }
 
 static void teardown(void)
 {
-        if (D.pid > 0)
-                test_daemon_stop(&D);
+        test_daemon_stop_if_running(&D);
 }
 
 /* Mappings of this process that are memory files (memfd). */
