@@ -38,7 +38,8 @@
  * registration is updated as if it succeeded, and reg_epoll_done() puts it back as a failed
  * call leaves it when the result says so.  A registration has at most one queued operation;
  * anything that needs it done (a second operation, freeing it, closing its descriptors) flushes
- * the batch first (reg_epq_settle()).  The EDGE OUT side's item is always made at once.
+ * the batch first (reg_epq_settle()).  That flush may free a registration its ENABLE made, so a
+ * caller that holds one with an operation queued settles it before any use (reg_apply()).  The EDGE OUT side's item is always made at once.
  */
 #include "config.h"
 
@@ -646,6 +647,13 @@ uint32_t reg_apply(struct port *port, struct session *session, const struct snw_
                 return ENOTSOCK;
         }
         g = registry_find(&port->srv->registry, dev, ino);
+        if (g && g->epq) {
+                /* An earlier item of this call queued g's epoll_ctl: its result first, since a
+                 * failed ADD of the ENABLE that made g frees g (reg_epoll_done()), and the
+                 * settle that any use of g makes would free it under this item. */
+                reg_epq_settle(g);
+                g = registry_find(&port->srv->registry, dev, ino);
+        }
         if (it->op == SN_OP_ENABLE)
                 return apply_enable(port, session, it, g, dev, ino, fd, type, later);
         err = it->op == SN_OP_DISABLE ? apply_disable(port, g) : apply_remove(port, g);

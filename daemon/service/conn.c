@@ -698,6 +698,7 @@ int conn_adopt_ring(struct conn *c, int *fds, bool stalled)
         user_charge_rings(c->user, 1, SN_RING_FILE_SIZE);
         c->srv->nrings++;
         r->stalled = stalled;
+        r->stall_bell = false;
         event_assign(&r->ev, c->srv->base, r->bell_in, EV_READ | EV_PERSIST, conn_bell_cb, c);
         event_add(&r->ev, NULL);
         r->ev_added = true;
@@ -1811,6 +1812,7 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
                         live_conn_request(c, sn_get_u32(srv->rbuf + 8), true);
                 if (kind == SN_RING_SOCKET) {
                         r->stalled = true;
+                        r->stall_bell = false;
                         live_ring_update(c);
                 }
                 sn_ring_rx_publish(&r->sq);
@@ -1893,7 +1895,8 @@ static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
         struct conn *c = arg;
         struct conn_ring *r = c->ring;
         uint64_t taken = r->taken;
-        bool waiting = !sn_list_empty(&c->outq) || r->stalled;
+        size_t outq = c->outq_bytes;
+        bool stalled = r->stalled;
 
         (void)fd;
         (void)what;
@@ -1903,8 +1906,19 @@ static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
                 conn_flush(c);
         if (!c->dead)
                 conn_ring_turn(c, false);
-        if (!c->dead && !waiting && r->taken == taken)
-                conn_bell_idle(c);
+        /* Work is something taken from the SQ, a reply that left for the room the client made
+         * in the CQ, or the announced socket message taken.  A doorbell that finds the daemon
+         * still waiting for either is not: a client that never empties its CQ, or announces a
+         * socket message and never sends it, would otherwise ring for nothing unmuted.  The
+         * client rings after publishing a SOCKET record and before sending its message, so the
+         * first doorbell of a stall may well come before the message: that one is free. */
+        if (c->dead || r->taken != taken || c->outq_bytes < outq || r->stalled != stalled)
+                return;
+        if (r->stalled && !r->stall_bell) {
+                r->stall_bell = true;
+                return;
+        }
+        conn_bell_idle(c);
 }
 
 /* A mute ended: the doorbell is watched again, and what came meanwhile is run now. */

@@ -50,6 +50,7 @@ struct conn_ring {
         bool muted;           /* bell_in not watched: the client rang it for nothing too often */
         uint64_t taken;       /* requests taken from the SQ */
         bool stalled; /* at a SOCKET record: the next request is on the socket */
+        bool stall_bell; /* a doorbell found this stall: the next one is counted (conn.c) */
         bool bell_pending; /* records published since the last wake-up */
         bool sq_freed;     /* SQ room made since the last wake-up */
         bool in_turn;      /* conn.c is running the requests of the SQ */

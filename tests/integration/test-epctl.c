@@ -480,6 +480,57 @@ START_TEST(test_enable_refused_by_kernel)
 }
 END_TEST
 
+/* A refused ENABLE that would make a registration, then more items on the same socket in the
+ * same call: each of them finds the socket unregistered, as it is once the ENABLE failed.  With
+ * the ENABLE queued, the next item settled the batch on the registration it had looked up
+ * before, which the failed ADD then freed under it (a use after free in the daemon: the DISABLE
+ * answered 0 from freed memory). */
+START_TEST(test_refused_enable_then_same_socket)
+{
+        const uint8_t once = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT;
+        static int fds[1024];
+        struct waiter w = { 0 };
+        sn_registration_t r[5];
+        int n, want[5] = { -EINVAL, -ENOENT, -EINVAL, -ENOENT, 0 };
+
+        start((enum mode)_i);
+        n = fill_paths(pairs[2][0], fds, 1024);
+        ck_assert_int_eq(pthread_create(&w.thread, NULL, wait_one, &w), 0);
+        {
+                long long deadline = now_ms() + test_timeout_ms(5000);
+
+                while (test_status_number(C, "waiters") < 1) {
+                        ck_assert_msg(now_ms() < deadline, "the dequeue never parked");
+                        usleep(2000);
+                }
+        }
+        r[0] = reg(pairs[2][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 2);
+        r[1] = reg(pairs[2][0], SN_OP_DISABLE, 0, 0, 2);
+        r[2] = reg(pairs[2][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 2);
+        r[3] = reg(pairs[2][0], SN_OP_REMOVE, 0, 0, 2);
+        r[4] = reg(pairs[1][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 1);
+        apply(r, 5, want);
+        ck_assert_int_eq(sn_port_post(P, 777, 1, 2), 0);
+        ck_assert_int_eq(pthread_join(w.thread, NULL), 0);
+        ck_assert_int_eq(w.n, 1);
+        ck_assert_uint_eq(w.e.key, 777);
+        for (int i = 0; i < n; i++)
+                close(fds[i]);
+        /* The daemon still serves, and the socket registers now. */
+        r[0] = reg(pairs[2][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 2);
+        apply(r, 1, NULL);
+        {
+                bool mask[NSOCK] = { 0 };
+
+                make_readable(1);
+                make_readable(2);
+                mask[1] = mask[2] = true;
+                expect_keys(mask, 2, SN_EVENT_IN);
+        }
+        finish();
+}
+END_TEST
+
 /* The configuration file's "no-io-uring": true chooses the plain path as the option does, and a
  * value that is not a boolean is refused (--check-config exits 1). */
 START_TEST(test_config_key)
@@ -534,6 +585,7 @@ static Suite *suite(void)
         tcase_add_loop_test(tc, test_same_socket_twice, 0, NMODES);
         tcase_add_loop_test(tc, test_edge_enable, 0, NMODES);
         tcase_add_loop_test(tc, test_enable_refused_by_kernel, 0, NMODES);
+        tcase_add_loop_test(tc, test_refused_enable_then_same_socket, 0, NMODES);
         tcase_add_loop_test(tc, test_config_key, 0, 2);
         suite_add_tcase(s, tc);
         return s;

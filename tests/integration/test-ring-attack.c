@@ -934,6 +934,117 @@ START_TEST(test_doorbell_flood)
 }
 END_TEST
 
+/*
+ * The same flood from a client whose ring waits for a socket message: it announced one (a
+ * SOCKET record) and never sends it.  Each doorbell finds the daemon still waiting, which is
+ * no work either: the doorbell is muted as the one above.  Before, a doorbell that found the
+ * ring stalled (or replies waiting for room in the CQ) was never counted, so this client kept
+ * the daemon waking up for nothing as fast as it could ring.
+ */
+START_TEST(test_doorbell_flood_stalled)
+{
+        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
+        struct flooder f = { .bell = -1 };
+        long long until = now_ms() + test_timeout_ms(5000), m0;
+        struct rclient rc;
+        sn_conn_t *conn;
+        pthread_t th;
+
+        test_daemon_start(&D, args);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(rclient_open(D.path, &rc), 0);
+        rclient_status(&rc, 1);
+        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
+        m0 = mutes_of_user(conn);
+        ck_assert_int_eq(sn_ring_put(&rc.sq, SN_RING_SOCKET, NULL, 0), 0);
+        rclient_publish(&rc);
+        f.bell = rc.bell_daemon;
+        ck_assert_int_eq(pthread_create(&th, NULL, flood, &f), 0);
+        while (mutes_of_user(conn) < m0 + 2 && now_ms() < until)
+                poll(NULL, 0, 20);
+        f.stop = true;
+        pthread_join(th, NULL);
+        ck_assert_msg(mutes_of_user(conn) >= m0 + 2,
+                      "a stalled ring's flood was never muted (%llu doorbells)", f.sent);
+        others_served();
+        /* The announced message comes at last: the stall ends and the client is served. */
+        {
+                uint8_t buf[SN_HEADER_SIZE];
+
+                sn_msg_begin(buf, SN_MSG_STATUS, 2, 0, 0, 0, 0);
+                raw_send(rc.fd, buf, sizeof(buf), NULL, 0);
+                ck_assert_uint_gt(rclient_recv(&rc, (uint8_t[64 * 1024]){ 0 }, 64 * 1024), 0);
+        }
+        rclient_status(&rc, 3);
+        sn_conn_close(conn);
+        rclient_close(&rc);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
+/*
+ * The flood from a client that leaves its completion ring full: its replies wait in the
+ * daemon for room that never comes, and each doorbell finds nothing to do.  Before, a doorbell
+ * that found replies waiting was never counted.  Once the client takes its replies, every one
+ * of them comes, in order.
+ */
+START_TEST(test_doorbell_flood_cq_full)
+{
+        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
+        enum { NREQ = 200 };
+        struct flooder f = { .bell = -1 };
+        long long until = now_ms() + test_timeout_ms(5000), m0;
+        static uint8_t buf[64 * 1024];
+        struct rclient rc;
+        sn_conn_t *conn;
+        pthread_t th;
+        uint32_t sent = 0;
+
+        test_daemon_start(&D, args);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(rclient_open(D.path, &rc), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
+        m0 = mutes_of_user(conn);
+        /* STATUS replies (a few KB each) until the CQ is full and the daemon keeps the rest. */
+        while (sent < NREQ) {
+                sn_msg_begin(buf, SN_MSG_STATUS, 100 + sent, 0, 0, 0, 0);
+                if (rclient_send(&rc, buf, SN_HEADER_SIZE) == 0) {
+                        sent++;
+                        continue;
+                }
+                ck_assert_msg(now_ms() < until, "the SQ never had room");
+                poll(NULL, 0, 5);
+        }
+        while (sn_ring_load(&rc.hdr->sq_head) != rc.sq.tail) {
+                ck_assert_msg(now_ms() < until, "the daemon never took the requests");
+                poll(NULL, 0, 5);
+        }
+        ck_assert_uint_eq(sn_ring_load(&rc.hdr->daemon_blocked), 1);
+        f.bell = rc.bell_daemon;
+        ck_assert_int_eq(pthread_create(&th, NULL, flood, &f), 0);
+        while (mutes_of_user(conn) < m0 + 2 && now_ms() < until)
+                poll(NULL, 0, 20);
+        f.stop = true;
+        pthread_join(th, NULL);
+        ck_assert_msg(mutes_of_user(conn) >= m0 + 2,
+                      "a full CQ's flood was never muted (%llu doorbells)", f.sent);
+        others_served();
+        for (uint32_t i = 0; i < NREQ; i++) {
+                const struct sn_msg_desc *d;
+                struct snw_header h;
+                size_t n = rclient_recv(&rc, buf, sizeof(buf));
+
+                ck_assert_int_eq(sn_msg_check(buf, n, &h, &d), 0);
+                ck_assert_uint_eq(h.type, SN_MSG_STATUS_REPLY);
+                ck_assert_uint_eq(h.id, 100 + i);
+        }
+        rclient_status(&rc, 1);
+        sn_conn_close(conn);
+        rclient_close(&rc);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("ring-attack");
@@ -946,6 +1057,8 @@ int main(void)
         tcase_add_test(tc, test_doorbell_full_and_blocking);
         tcase_add_test(tc, test_doorbell_stolen);
         tcase_add_test(tc, test_doorbell_flood);
+        tcase_add_test(tc, test_doorbell_flood_stalled);
+        tcase_add_test(tc, test_doorbell_flood_cq_full);
         tcase_add_test(tc, test_scribbler);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
