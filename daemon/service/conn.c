@@ -1833,20 +1833,21 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
  * room and no socket message announced is rare (a race with the announcement) unless the client
  * rings for nothing on purpose, which would cost the daemon a wake-up each time.  Those are
  * counted against the user's max-doorbells-per-user a second (a bucket that holds one second's
- * worth); a connection that rings for nothing when its user's bucket is empty has its doorbell
- * muted for RING_MUTE_MS: its SQ is then looked at when the mute ends, so it slows only itself.
+ * worth); a connection that rings for nothing when its user's bucket is empty, and has itself
+ * rung for nothing at least RING_MUTE_MIN times in its current second, has its doorbell muted
+ * for RING_MUTE_MS: its SQ is then looked at when the mute ends, so it slows only itself.  The
+ * second condition keeps a well-behaved connection (whose doorbell for nothing is a rare race)
+ * from being muted because another process of its user emptied the bucket.
  */
 #define RING_MUTE_MS 50
+#define RING_MUTE_MIN 64
 
 static void conn_unmute_cb(evutil_socket_t fd, short what, void *arg);
 
-static bool bell_allowed(struct server *srv, struct user *u)
+static bool bell_allowed(struct server *srv, struct user *u, uint64_t now)
 {
-        uint64_t rate = srv->limits.max_doorbells_per_user, now, elapsed;
-        struct timespec ts;
+        uint64_t rate = srv->limits.max_doorbells_per_user, elapsed;
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
         elapsed = now - u->bell_stamp_ns;
         if (elapsed >= 1000000000u || u->bell_stamp_ns == 0) {
                 u->bell_tokens = (uint32_t)rate;
@@ -1869,8 +1870,19 @@ static void conn_bell_idle(struct conn *c)
         struct conn_ring *r = c->ring;
         const struct timeval mute = { 0, RING_MUTE_MS * 1000 };
         unsigned long long dropped;
+        struct timespec ts;
+        uint64_t now;
+        bool allowed;
 
-        if (bell_allowed(srv, c->user))
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        if (now - r->idle_since_ns >= 1000000000u) {
+                r->idle_since_ns = now;
+                r->idle_bells = 0;
+        }
+        r->idle_bells++;
+        allowed = bell_allowed(srv, c->user, now); /* charged to the user either way */
+        if (allowed || r->idle_bells < RING_MUTE_MIN)
                 return;
         if (r->ev_added) {
                 event_del(&r->ev);
@@ -1879,6 +1891,7 @@ static void conn_bell_idle(struct conn *c)
         evtimer_assign(&r->mute_ev, srv->base, conn_unmute_cb, c);
         evtimer_add(&r->mute_ev, &mute);
         r->muted = true;
+        r->mutes++;
         srv->counters.doorbell_mutes++;
         c->user->bell_mutes++;
         if (sn_ratelimit_ok(&srv->refuse_log, &dropped))

@@ -37,6 +37,7 @@
 #include "daemon/objects/world.h"
 #include "daemon/service/conn.h"
 #include "daemon/service/control.h"
+#include "daemon/service/ring.h"
 #include "daemon/service/server.h"
 #include "socknotify.h"
 
@@ -188,11 +189,13 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
 
         sn_list_foreach_safe(pos, tmp, &c->regs)
                 nregs++;
-        return json_pack("{s:I, s:i, s:I, s:I, s:o, s:b, s:i, s:i, s:i, s:I, s:f}",
+        return json_pack("{s:I, s:i, s:I, s:I, s:o, s:b, s:s, s:I, s:i, s:i, s:i, s:I, s:f}",
                          "id", (json_int_t)c->serial, "pid", (int)c->pid,
                          "uid", (json_int_t)c->uid, "gid", (json_int_t)c->gid, "command",
                          control_json_bytes(comm, ncomm),
-                         "handshake", c->hello, "ports", (int)c->nports,
+                         "handshake", c->hello, "transport", c->ring ? "rings" : "socket",
+                         "doorbell_mutes", (json_int_t)(c->ring ? c->ring->mutes : 0),
+                         "ports", (int)c->nports,
                          "registrations", (int)nregs, "waits", (int)c->nwaits,
                          "queued_bytes", (json_int_t)c->outq_bytes, "age_seconds",
                          (double)(now->tv_sec - c->started.tv_sec) +

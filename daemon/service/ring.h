@@ -48,6 +48,9 @@ struct conn_ring {
         bool ev_added;
         struct event mute_ev; /* a timer: the end of a mute (conn.c), assigned when muted */
         bool muted;           /* bell_in not watched: the client rang it for nothing too often */
+        uint32_t mutes;       /* times it was muted (socknotifyctl clients) */
+        uint32_t idle_bells;  /* doorbells for nothing since idle_since_ns (conn.c) */
+        uint64_t idle_since_ns;
         uint64_t taken;       /* requests taken from the SQ */
         bool stalled; /* at a SOCKET record: the next request is on the socket */
         bool stall_bell; /* a doorbell found this stall: the next one is counted (conn.c) */

@@ -1045,6 +1045,112 @@ START_TEST(test_doorbell_flood_cq_full)
 }
 END_TEST
 
+/* The connections of the daemon with a ring doorbell muted at least once, from the operator's
+ * list of clients. */
+static int muted_connections(sn_conn_t *conn)
+{
+        json_t *doc, *items, *it;
+        char *text = NULL;
+        size_t i;
+        int n = 0;
+
+        ck_assert_int_eq(sn_conn_control(conn, "{\"verb\":\"clients\"}", &text), 0);
+        doc = json_loads(text, 0, NULL);
+        free(text);
+        ck_assert_ptr_nonnull(doc);
+        items = json_object_get(doc, "items");
+        ck_assert(json_is_array(items));
+        json_array_foreach(items, i, it) {
+                json_t *v = json_object_get(it, "doorbell_mutes");
+
+                ck_assert_msg(json_is_integer(v), "clients has no doorbell_mutes");
+                n += json_integer_value(v) > 0;
+        }
+        json_decref(doc);
+        return n;
+}
+
+/*
+ * Another connection of the same user that rings for nothing now and then (ten times a second,
+ * as a doorbell racing the daemon's announcement might, only more often) is not muted while
+ * flooders keep their user's bucket empty (four of them: while one is muted, the others ring):
+ * muting needs the connection's own 64 doorbells for nothing in its second.  Before, it was
+ * muted with them, as the bucket is shared.
+ */
+START_TEST(test_doorbell_flood_spares_others)
+{
+        enum { NFLOOD = 4 };
+        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
+        struct flooder f[NFLOOD];
+        long long until = now_ms() + test_timeout_ms(10000), m0;
+        struct rclient flooder[NFLOOD], quiet;
+        unsigned long long sent = 0;
+        pthread_t th[NFLOOD];
+        sn_conn_t *conn;
+        int rings = 0;
+
+        test_daemon_start(&D, args);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(rclient_open(D.path, &quiet), 0);
+        rclient_status(&quiet, 1);
+        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
+        m0 = mutes_of_user(conn);
+        for (int i = 0; i < NFLOOD; i++) {
+                ck_assert_int_eq(rclient_open(D.path, &flooder[i]), 0);
+                f[i] = (struct flooder){ .bell = flooder[i].bell_daemon };
+                ck_assert_int_eq(pthread_create(&th[i], NULL, flood, &f[i]), 0);
+        }
+        /* A second of the flood at least, and some of its mutes, with the quiet client's
+         * doorbells for nothing in between. */
+        for (long long t0 = now_ms(); now_ms() - t0 < 1000 || mutes_of_user(conn) < m0 + 4;) {
+                ck_assert_msg(now_ms() < until, "the flood was never muted");
+                bell(quiet.bell_daemon, 1);
+                rings++;
+                poll(NULL, 0, 100);
+        }
+        for (int i = 0; i < NFLOOD; i++) {
+                f[i].stop = true;
+                pthread_join(th[i], NULL);
+                sent += f[i].sent;
+        }
+        fprintf(stderr, "test_doorbell_flood_spares_others: %llu doorbells of %d flooders, %d of "
+                        "the quiet client, %d connection(s) muted\n",
+                sent, NFLOOD, rings, muted_connections(conn));
+        ck_assert_int_le(muted_connections(conn), NFLOOD);
+        /* Only flooders were muted: the quiet client (opened first) never. */
+        {
+                json_t *doc, *items, *it;
+                char *text = NULL;
+                long long first = -1, quiet_mutes = -1;
+                size_t i;
+
+                ck_assert_int_eq(sn_conn_control(conn, "{\"verb\":\"clients\"}", &text), 0);
+                doc = json_loads(text, 0, NULL);
+                free(text);
+                items = json_object_get(doc, "items");
+                json_array_foreach(items, i, it) {
+                        long long id = json_integer_value(json_object_get(it, "id"));
+
+                        if (first < 0 || id < first) {
+                                first = id;
+                                quiet_mutes = json_integer_value(
+                                        json_object_get(it, "doorbell_mutes"));
+                        }
+                }
+                json_decref(doc);
+                ck_assert_int_eq(quiet_mutes, 0);
+        }
+        rclient_status(&quiet, 2);
+        for (int i = 0; i < NFLOOD; i++) {
+                rclient_status(&flooder[i], 3);
+                rclient_close(&flooder[i]);
+        }
+        sn_conn_close(conn);
+        rclient_close(&quiet);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("ring-attack");
@@ -1059,6 +1165,7 @@ int main(void)
         tcase_add_test(tc, test_doorbell_flood);
         tcase_add_test(tc, test_doorbell_flood_stalled);
         tcase_add_test(tc, test_doorbell_flood_cq_full);
+        tcase_add_test(tc, test_doorbell_flood_spares_others);
         tcase_add_test(tc, test_scribbler);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
