@@ -413,6 +413,20 @@ static void *wait_one(void *arg)
         return NULL;
 }
 
+/* Starts w's dequeue on P and returns once the daemon has parked it: the daemon's loop then
+ * watches the port's epoll instance, which makes the kernel count the paths at each ADD on it
+ * (a nested instance). */
+static void park_waiter(struct waiter *w)
+{
+        long long deadline = now_ms() + test_timeout_ms(5000);
+
+        ck_assert_int_eq(pthread_create(&w->thread, NULL, wait_one, w), 0);
+        while (test_status_number(C, "waiters") < 1) {
+                ck_assert_msg(now_ms() < deadline, "the dequeue never parked");
+                usleep(2000);
+        }
+}
+
 /* An ENABLE whose epoll_ctl the kernel refuses, for real (fill_paths()): the item's result is
  * that errno, queued or not; a registration that existed is left DISABLED (a DISABLE finds it),
  * one the ENABLE would have made is gone (a DISABLE does not); the other items of the call are
@@ -435,17 +449,7 @@ START_TEST(test_enable_refused_by_kernel)
         n = fill_paths(pairs[0][0], fds, 1024);
         /* 2: never registered, its budget filled too. */
         n += fill_paths(pairs[2][0], fds + n, 1024 - n);
-        /* The daemon's loop watches the port's epoll instance while a call waits on it, which
-         * makes the kernel count the paths at each ADD on it (a nested instance). */
-        ck_assert_int_eq(pthread_create(&w.thread, NULL, wait_one, &w), 0);
-        {
-                long long deadline = now_ms() + test_timeout_ms(5000);
-
-                while (test_status_number(C, "waiters") < 1) {
-                        ck_assert_msg(now_ms() < deadline, "the dequeue never parked");
-                        usleep(2000);
-                }
-        }
+        park_waiter(&w);
         r[0] = reg(pairs[0][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 0);
         r[1] = reg(pairs[1][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 1);
         r[2] = reg(pairs[2][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 2);
@@ -495,15 +499,7 @@ START_TEST(test_refused_enable_then_same_socket)
 
         start((enum mode)_i);
         n = fill_paths(pairs[2][0], fds, 1024);
-        ck_assert_int_eq(pthread_create(&w.thread, NULL, wait_one, &w), 0);
-        {
-                long long deadline = now_ms() + test_timeout_ms(5000);
-
-                while (test_status_number(C, "waiters") < 1) {
-                        ck_assert_msg(now_ms() < deadline, "the dequeue never parked");
-                        usleep(2000);
-                }
-        }
+        park_waiter(&w);
         r[0] = reg(pairs[2][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 2);
         r[1] = reg(pairs[2][0], SN_OP_DISABLE, 0, 0, 2);
         r[2] = reg(pairs[2][0], SN_OP_ENABLE, SN_REGISTER_EVENT_IN, once, 2);

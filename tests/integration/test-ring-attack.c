@@ -874,6 +874,37 @@ static long long mutes_of_user(sn_conn_t *conn)
         return n;
 }
 
+/* Starts a daemon that mutes the doorbells of a user past 200 a second that find no work, and
+ * returns a well-behaved client of it (for STATUS and the list of clients). */
+static sn_conn_t *start_bell_limited(void)
+{
+        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
+        sn_conn_t *conn;
+
+        test_daemon_start(&D, args);
+        baseline = test_daemon_fds(&D);
+        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
+        return conn;
+}
+
+/* Rings bell from a thread as fast as it can until this user's mutes have grown by at least
+ * more (within the scaled time bound), then stops; fails the test, naming what floods, when
+ * they never do. */
+static void flood_until_muted(sn_conn_t *conn, int bell, long long more, const char *what)
+{
+        long long until = now_ms() + test_timeout_ms(5000), m0 = mutes_of_user(conn);
+        struct flooder f = { .bell = bell };
+        pthread_t th;
+
+        ck_assert_int_eq(pthread_create(&th, NULL, flood, &f), 0);
+        while (mutes_of_user(conn) < m0 + more && now_ms() < until)
+                poll(NULL, 0, 20);
+        f.stop = true;
+        pthread_join(th, NULL);
+        ck_assert_msg(mutes_of_user(conn) >= m0 + more, "%s's flood was never muted (%llu "
+                      "doorbells)", what, f.sent);
+}
+
 /*
  * A client rings the daemon's doorbell as fast as it can with nothing in its SQ.  Each ring
  * would cost the daemon a wake-up; past its user's max-doorbells-per-user a second the
@@ -883,7 +914,6 @@ static long long mutes_of_user(sn_conn_t *conn)
  */
 START_TEST(test_doorbell_flood)
 {
-        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
         struct flooder f = { .bell = -1 };
         long long t0, t1, c0, c1, m0, m;
         long long until = now_ms() + test_timeout_ms(20000);
@@ -892,11 +922,9 @@ START_TEST(test_doorbell_flood)
         sn_conn_t *conn;
         pthread_t th;
 
-        test_daemon_start(&D, args);
-        baseline = test_daemon_fds(&D);
+        conn = start_bell_limited();
         ck_assert_int_eq(rclient_open(D.path, &rc), 0);
         rclient_status(&rc, 1);
-        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
         ck_assert_int_eq(mutes_of_user(conn), 0);
         f.bell = rc.bell_daemon;
         ck_assert_int_eq(pthread_create(&th, NULL, flood, &f), 0);
@@ -943,29 +971,14 @@ END_TEST
  */
 START_TEST(test_doorbell_flood_stalled)
 {
-        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
-        struct flooder f = { .bell = -1 };
-        long long until = now_ms() + test_timeout_ms(5000), m0;
+        sn_conn_t *conn = start_bell_limited();
         struct rclient rc;
-        sn_conn_t *conn;
-        pthread_t th;
 
-        test_daemon_start(&D, args);
-        baseline = test_daemon_fds(&D);
         ck_assert_int_eq(rclient_open(D.path, &rc), 0);
         rclient_status(&rc, 1);
-        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
-        m0 = mutes_of_user(conn);
         ck_assert_int_eq(sn_ring_put(&rc.sq, SN_RING_SOCKET, NULL, 0), 0);
         rclient_publish(&rc);
-        f.bell = rc.bell_daemon;
-        ck_assert_int_eq(pthread_create(&th, NULL, flood, &f), 0);
-        while (mutes_of_user(conn) < m0 + 2 && now_ms() < until)
-                poll(NULL, 0, 20);
-        f.stop = true;
-        pthread_join(th, NULL);
-        ck_assert_msg(mutes_of_user(conn) >= m0 + 2,
-                      "a stalled ring's flood was never muted (%llu doorbells)", f.sent);
+        flood_until_muted(conn, rc.bell_daemon, 2, "a stalled ring");
         others_served();
         /* The announced message comes at last: the stall ends and the client is served. */
         {
@@ -990,21 +1003,14 @@ END_TEST
  */
 START_TEST(test_doorbell_flood_cq_full)
 {
-        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
         enum { NREQ = 200 };
-        struct flooder f = { .bell = -1 };
-        long long until = now_ms() + test_timeout_ms(5000), m0;
+        long long until = now_ms() + test_timeout_ms(5000);
+        sn_conn_t *conn = start_bell_limited();
         static uint8_t buf[64 * 1024];
         struct rclient rc;
-        sn_conn_t *conn;
-        pthread_t th;
         uint32_t sent = 0;
 
-        test_daemon_start(&D, args);
-        baseline = test_daemon_fds(&D);
         ck_assert_int_eq(rclient_open(D.path, &rc), 0);
-        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
-        m0 = mutes_of_user(conn);
         /* STATUS replies (a few KB each) until the CQ is full and the daemon keeps the rest. */
         while (sent < NREQ) {
                 sn_msg_begin(buf, SN_MSG_STATUS, 100 + sent, 0, 0, 0, 0);
@@ -1020,14 +1026,7 @@ START_TEST(test_doorbell_flood_cq_full)
                 poll(NULL, 0, 5);
         }
         ck_assert_uint_eq(sn_ring_load(&rc.hdr->daemon_blocked), 1);
-        f.bell = rc.bell_daemon;
-        ck_assert_int_eq(pthread_create(&th, NULL, flood, &f), 0);
-        while (mutes_of_user(conn) < m0 + 2 && now_ms() < until)
-                poll(NULL, 0, 20);
-        f.stop = true;
-        pthread_join(th, NULL);
-        ck_assert_msg(mutes_of_user(conn) >= m0 + 2,
-                      "a full CQ's flood was never muted (%llu doorbells)", f.sent);
+        flood_until_muted(conn, rc.bell_daemon, 2, "a full CQ");
         others_served();
         for (uint32_t i = 0; i < NREQ; i++) {
                 const struct sn_msg_desc *d;
@@ -1045,15 +1044,17 @@ START_TEST(test_doorbell_flood_cq_full)
 }
 END_TEST
 
-/* The connections of the daemon with a ring doorbell muted at least once, from the operator's
- * list of clients. */
-static int muted_connections(sn_conn_t *conn)
+/* The doorbell_mutes of the daemon's connections, oldest first (by connection id), from the
+ * operator's list of clients; returns how many (at most max). */
+static int connection_mutes(sn_conn_t *conn, long long *mutes, int max)
 {
+        long long ids[64];
         json_t *doc, *items, *it;
         char *text = NULL;
         size_t i;
         int n = 0;
 
+        ck_assert_int_le(max, 64);
         ck_assert_int_eq(sn_conn_control(conn, "{\"verb\":\"clients\"}", &text), 0);
         doc = json_loads(text, 0, NULL);
         free(text);
@@ -1062,84 +1063,76 @@ static int muted_connections(sn_conn_t *conn)
         ck_assert(json_is_array(items));
         json_array_foreach(items, i, it) {
                 json_t *v = json_object_get(it, "doorbell_mutes");
+                long long id = json_integer_value(json_object_get(it, "id"));
+                int k;
 
                 ck_assert_msg(json_is_integer(v), "clients has no doorbell_mutes");
-                n += json_integer_value(v) > 0;
+                ck_assert_int_lt(n, max);
+                for (k = n; k > 0 && ids[k - 1] > id; k--) {
+                        ids[k] = ids[k - 1];
+                        mutes[k] = mutes[k - 1];
+                }
+                ids[k] = id;
+                mutes[k] = json_integer_value(v);
+                n++;
         }
         json_decref(doc);
         return n;
 }
 
 /*
- * Another connection of the same user that rings for nothing now and then (ten times a second,
+ * Another connection of the same user that rings for nothing now and then (20 times a second,
  * as a doorbell racing the daemon's announcement might, only more often) is not muted while
- * flooders keep their user's bucket empty (four of them: while one is muted, the others ring):
+ * flooders keep their user's bucket empty (six of them: while one is muted, the others ring):
  * muting needs the connection's own 64 doorbells for nothing in its second.  Before, it was
  * muted with them, as the bucket is shared.
  */
 START_TEST(test_doorbell_flood_spares_others)
 {
-        enum { NFLOOD = 4 };
-        static const char *const args[] = { "--max-doorbells-per-user=200", NULL };
+        enum { NFLOOD = 6 };
         struct flooder f[NFLOOD];
         long long until = now_ms() + test_timeout_ms(10000), m0;
         struct rclient flooder[NFLOOD], quiet;
         unsigned long long sent = 0;
+        long long mutes[2 + NFLOOD];
         pthread_t th[NFLOOD];
         sn_conn_t *conn;
-        int rings = 0;
+        int rings = 0, nconn, nmuted = 0;
 
-        test_daemon_start(&D, args);
-        baseline = test_daemon_fds(&D);
-        ck_assert_int_eq(rclient_open(D.path, &quiet), 0);
+        conn = start_bell_limited();
+        ck_assert_int_eq(rclient_open(D.path, &quiet), 0); /* before the flooders */
         rclient_status(&quiet, 1);
-        ck_assert_int_eq(sn_conn_open(D.path, &conn), 0);
         m0 = mutes_of_user(conn);
         for (int i = 0; i < NFLOOD; i++) {
                 ck_assert_int_eq(rclient_open(D.path, &flooder[i]), 0);
                 f[i] = (struct flooder){ .bell = flooder[i].bell_daemon };
                 ck_assert_int_eq(pthread_create(&th[i], NULL, flood, &f[i]), 0);
         }
-        /* A second of the flood at least, and some of its mutes, with the quiet client's
+        /* Two seconds of the flood at least, and some of its mutes, with the quiet client's
          * doorbells for nothing in between. */
-        for (long long t0 = now_ms(); now_ms() - t0 < 1000 || mutes_of_user(conn) < m0 + 4;) {
+        for (long long t0 = now_ms(); now_ms() - t0 < 2000 || mutes_of_user(conn) < m0 + 4;) {
                 ck_assert_msg(now_ms() < until, "the flood was never muted");
                 bell(quiet.bell_daemon, 1);
                 rings++;
-                poll(NULL, 0, 100);
+                poll(NULL, 0, 50);
         }
         for (int i = 0; i < NFLOOD; i++) {
                 f[i].stop = true;
                 pthread_join(th[i], NULL);
                 sent += f[i].sent;
         }
+        nconn = connection_mutes(conn, mutes, 2 + NFLOOD);
+        for (int i = 0; i < nconn; i++)
+                nmuted += mutes[i] > 0;
         fprintf(stderr, "test_doorbell_flood_spares_others: %llu doorbells of %d flooders, %d of "
                         "the quiet client, %d connection(s) muted\n",
-                sent, NFLOOD, rings, muted_connections(conn));
-        ck_assert_int_le(muted_connections(conn), NFLOOD);
-        /* Only flooders were muted: the quiet client (opened first) never. */
-        {
-                json_t *doc, *items, *it;
-                char *text = NULL;
-                long long first = -1, quiet_mutes = -1;
-                size_t i;
-
-                ck_assert_int_eq(sn_conn_control(conn, "{\"verb\":\"clients\"}", &text), 0);
-                doc = json_loads(text, 0, NULL);
-                free(text);
-                items = json_object_get(doc, "items");
-                json_array_foreach(items, i, it) {
-                        long long id = json_integer_value(json_object_get(it, "id"));
-
-                        if (first < 0 || id < first) {
-                                first = id;
-                                quiet_mutes = json_integer_value(
-                                        json_object_get(it, "doorbell_mutes"));
-                        }
-                }
-                json_decref(doc);
-                ck_assert_int_eq(quiet_mutes, 0);
-        }
+                sent, NFLOOD, rings, nmuted);
+        /* Only flooders were muted: never the two oldest connections, the well-behaved client
+         * and the quiet one. */
+        ck_assert_int_eq(nconn, 2 + NFLOOD);
+        ck_assert_int_eq(mutes[0], 0);
+        ck_assert_int_eq(mutes[1], 0);
+        ck_assert_int_ge(nmuted, 1);
         rclient_status(&quiet, 2);
         for (int i = 0; i < NFLOOD; i++) {
                 rclient_status(&flooder[i], 3);
