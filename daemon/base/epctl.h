@@ -52,9 +52,9 @@ void epctl_end(struct epctl *e);
 
 /*
  * epoll_ctl(epfd, op, fd, event) with cookie and arg for its result (kept in the batch, so that
- * what a caller needs only while an operation is queued costs nothing elsewhere).  Inside a window on the io_uring
- * path the operation is queued and 1 returned: its result goes to the handler at the next
- * flush (made first when the batch is full).  Otherwise it is made at once: 0 or a negative
+ * what a caller needs only while an operation is queued costs nothing elsewhere).  Inside a
+ * window on the io_uring path the operation is queued and 1 returned: its result goes to the
+ * handler at the next flush (made first when the batch is full).  Otherwise it is made at once: 0 or a negative
  * errno.  event is copied.  The caller must flush before it queues a second operation on the
  * same (epfd, fd), before it closes fd or epfd, and before an epoll_wait on epfd: the kernel
  * may run a batch's operations in any order.  e may be NULL (plain path).

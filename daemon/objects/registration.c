@@ -39,7 +39,8 @@
  * call leaves it when the result says so.  A registration has at most one queued operation;
  * anything that needs it done (a second operation, freeing it, closing its descriptors) flushes
  * the batch first (reg_epq_settle()).  That flush may free a registration its ENABLE made, so a
- * caller that holds one with an operation queued settles it before any use (reg_apply()).  The EDGE OUT side's item is always made at once.
+ * caller that holds one with an operation queued settles it before any use (reg_apply()).  The
+ * EDGE OUT side's item is always made at once.
  */
 #include "config.h"
 

@@ -1844,6 +1844,17 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
 
 static void conn_unmute_cb(evutil_socket_t fd, short what, void *arg);
 
+/* What a doorbell asks for: its datagrams taken, the replies that wait for room sent, the SQ
+ * run. */
+static void conn_ring_answer_bell(struct conn *c)
+{
+        ring_bell_drain(c->ring);
+        if (!sn_list_empty(&c->outq))
+                conn_flush(c);
+        if (!c->dead)
+                conn_ring_turn(c, false);
+}
+
 static bool bell_allowed(struct server *srv, struct user *u, uint64_t now)
 {
         uint64_t rate = srv->limits.max_doorbells_per_user, elapsed;
@@ -1914,11 +1925,7 @@ static void conn_bell_cb(evutil_socket_t fd, short what, void *arg)
         (void)fd;
         (void)what;
         c->srv->counters.doorbells++;
-        ring_bell_drain(r);
-        if (!sn_list_empty(&c->outq))
-                conn_flush(c);
-        if (!c->dead)
-                conn_ring_turn(c, false);
+        conn_ring_answer_bell(c);
         /* Work is something taken from the SQ, a reply that left for the room the client made
          * in the CQ, or the announced socket message taken.  A doorbell that finds the daemon
          * still waiting for either is not: a client that never empties its CQ, or announces a
@@ -1947,11 +1954,7 @@ static void conn_unmute_cb(evutil_socket_t fd, short what, void *arg)
                 return;
         if (event_add(&r->ev, NULL) == 0)
                 r->ev_added = true;
-        ring_bell_drain(r);
-        if (!sn_list_empty(&c->outq))
-                conn_flush(c);
-        if (!c->dead)
-                conn_ring_turn(c, false);
+        conn_ring_answer_bell(c);
 }
 
 static void conn_io_cb(evutil_socket_t fd, short what, void *arg)
