@@ -143,6 +143,7 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
                 }
         }
         k->nentries = sn__process_entries(k->port_obj, h, ent, k->entries, k->max_entries);
+        sn__entries_public(k->entries, k->nentries);
 }
 
 static void efd_signal(sn_conn_t *c)

@@ -231,6 +231,14 @@ bool sn__process_reply_valid(const struct snw_header *h, uint32_t nsent, uint32_
  * that a resume does not arm them again (rule L7); conn->lock held.  Returns how many. */
 uint32_t sn__process_entries(sn_port_t *port, const struct snw_header *h, const uint8_t *ent,
                              sn_entry_t *entries, uint32_t max);
+/* Decodes the entry at p into *out; returns the position after it.  Inside the library a
+ * socket entry's overlapped holds its registration's handle (version 3; else 0), its top byte
+ * the transport it came through (conn->gen), so that a handle from a lost daemon is known
+ * stale; conn->lock held.  Every entry leaves through sn__entries_public() or
+ * sn_port_process_ex(). */
+const uint8_t *sn__entry_decode(const sn_conn_t *conn, const uint8_t *p, sn_entry_t *out);
+/* Gives socket entries the overlapped value of the API: 0. */
+void sn__entries_public(sn_entry_t *e, uint32_t n);
 /* The daemon broke the protocol (a reply that cannot be trusted): the connection is lost, as
  * when the daemon goes away; every waiting and later call fails with -ECONNRESET.  Takes
  * conn->lock. */

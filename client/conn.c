@@ -166,14 +166,8 @@ static void orphan_reply(struct sn_pending *p, const uint8_t *buf, const struct 
 
         if (!h->count2 || !(o = orphans_new(p->ctx, p, h->count2)))
                 return;
-        for (uint32_t i = 0; i < h->count2; i++) {
-                struct snw_entry e;
-
-                ent = snw_entry_decode(ent, &e);
-                o->e[i] = (sn_entry_t){
-                        .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
-                };
-        }
+        for (uint32_t i = 0; i < h->count2; i++)
+                ent = sn__entry_decode(p->ctx, ent, &o->e[i]);
 }
 
 uint32_t sn__orphans_take(sn_conn_t *c, uint32_t port, sn_entry_t *entries, uint32_t max)
@@ -1090,7 +1084,7 @@ static void conn_resume(sn_conn_t *c)
         }
         pthread_mutex_lock(&c->lock);
         c->resuming = false;
-        c->gen++;
+        __atomic_store_n(&c->gen, c->gen + 1, __ATOMIC_RELAXED); /* read unlocked: port.c */
         if (r < 0) {
                 c->fd = transport_close(c);
                 c->lost_err = r;

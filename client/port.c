@@ -61,7 +61,8 @@ static int64_t now_ms(void)
 }
 
 struct prep {
-        uint64_t dev, ino;
+        uint64_t dev, ino; /* 0, 0: a handle item whose socket this process does not know */
+        uint64_t handle;   /* nonzero: the item names its registration by this (wire) handle */
         bool attach;
 };
 
@@ -85,19 +86,36 @@ bool sn__process_reply_valid(const struct snw_header *h, uint32_t nsent, uint32_
         return h->count2 <= max_entries;
 }
 
+const uint8_t *sn__entry_decode(const sn_conn_t *c, const uint8_t *p, sn_entry_t *out)
+{
+        struct snw_entry e;
+
+        p = snw_entry_decode(p, &e);
+        if (e.kind == SN_ENTRY_SOCKET)
+                e.overlapped = c->version < 3 || !(e.overlapped & SN_PROTO_HANDLE_MASK)
+                                       ? 0
+                                       : (e.overlapped & SN_PROTO_HANDLE_MASK) |
+                                                 (uint64_t)(uint8_t)c->gen << 56;
+        *out = (sn_entry_t){
+                .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
+        };
+        return p;
+}
+
+void sn__entries_public(sn_entry_t *e, uint32_t n)
+{
+        for (uint32_t i = 0; i < n; i++)
+                if (e[i].kind == SN_ENTRY_SOCKET)
+                        e[i].overlapped = 0;
+}
+
 uint32_t sn__process_entries(sn_port_t *port, const struct snw_header *h, const uint8_t *ent,
                              sn_entry_t *entries, uint32_t max)
 {
         uint32_t n = SN_MIN(h->count2, max);
 
-        for (uint32_t i = 0; i < n; i++) {
-                struct snw_entry e;
-
-                ent = snw_entry_decode(ent, &e);
-                entries[i] = (sn_entry_t){
-                        .key = e.key, .overlapped = e.overlapped, .events = e.events, .kind = e.kind
-                };
-        }
+        for (uint32_t i = 0; i < n; i++)
+                ent = sn__entry_decode(port->conn, ent, &entries[i]);
         if (port->listed)
                 sn__regtab_fired(&port->regs, entries, n);
         return n;
@@ -123,7 +141,8 @@ static void process_reply(struct sn_pending *p, const uint8_t *buf, const struct
                         g->result = -(int32_t)sn_get_u32(res + 4 * i);
                         /* Here, under conn->lock, not after the wait: a resume must find
                          * every registration the ended daemon accepted. */
-                        if (g->result == 0 && ctx->port->listed)
+                        if (g->result == 0 && ctx->port->listed &&
+                            (ctx->prep[i].dev || ctx->prep[i].ino))
                                 sn__regtab_apply(&ctx->port->regs, g, ctx->prep[i].dev,
                                                  ctx->prep[i].ino);
                 }
@@ -170,8 +189,19 @@ static void wait_freeing(sn_conn_t *c, struct sn_pending *p, struct arrays *a, i
         pthread_cleanup_pop(0);
 }
 
-static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
-                      sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, bool retry)
+/* Whether handle h (from an entry, tagged by sn__entry_decode()) was issued by the daemon of
+ * the current transport: then the item goes by handle.  Without a lock: a resume that comes
+ * after this look makes the handle stale, which the daemon answers, as for any stale one. */
+static bool handle_current(const sn_conn_t *c, uint64_t h)
+{
+        return h & SN_PROTO_HANDLE_MASK &&
+               h >> 56 == (uint8_t)__atomic_load_n(&c->gen, __ATOMIC_RELAXED);
+}
+
+/* handles: NULL, or for each of regs its handle (0: none), as sn_registration_ex_t gives it. */
+static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *handles,
+                      uint32_t nregs, sn_entry_t *entries, uint32_t max_entries,
+                      uint32_t timeout_ms, bool retry)
 {
         sn_conn_t *c = port->conn;
         uint32_t port_id = port->id;
@@ -202,7 +232,8 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
 
         /* Decide locally what the daemon need not see (rows 9, 14).  The identity of each
          * descriptor is read without the connection lock: other threads' replies are handed
-         * out under it. */
+         * out under it.  An item with a handle of the current daemon needs no fstat: the
+         * daemon finds the registration by it (a stale one is sent again below, by fd). */
         for (uint32_t i = 0; i < nregs; i++) {
                 sn_registration_t *g = &regs[i];
                 struct stat st;
@@ -210,6 +241,17 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 g->result = 0;
                 if (g->op == SN_OP_NONE)
                         continue;
+                if (handles && handle_current(c, handles[i])) {
+                        prep[ctx.nsent] = (struct prep){ .handle = handles[i] &
+                                                                   SN_PROTO_HANDLE_MASK };
+                        sent_idx[ctx.nsent++] = i;
+                        continue;
+                }
+                if (handles && handles[i] && g->fd < 0) {
+                        /* A lost daemon's handle, and no descriptor to go by. */
+                        g->result = g->op == SN_OP_ENABLE ? -ESTALE : -ENOENT;
+                        continue;
+                }
                 if (g->fd < 0 || fstat(g->fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
                         g->result = -ENOTSOCK;
                         continue;
@@ -217,13 +259,22 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 prep[ctx.nsent] = (struct prep){ .dev = st.st_dev, .ino = st.st_ino };
                 sent_idx[ctx.nsent++] = i;
         }
-        /* Which ENABLEs must pass the socket itself: those the daemon may not know yet. */
+        /* Which ENABLEs must pass the socket itself: those the daemon may not know yet.  A
+         * handle item's socket, for this process's own records, is what the descriptor cache
+         * says its fd names (none when this process did not register it on this port). */
         pthread_mutex_lock(&c->lock);
         gen = c->gen;
         for (uint32_t k = 0; k < ctx.nsent; k++) {
                 const sn_registration_t *g = &regs[sent_idx[k]];
                 const struct sn_fdcache *e = sn__cache_get(c, g->fd);
 
+                if (prep[k].handle) {
+                        if (e && e->port == port_id) {
+                                prep[k].dev = e->dev;
+                                prep[k].ino = e->ino;
+                        }
+                        continue;
+                }
                 prep[k].attach = g->op == SN_OP_ENABLE &&
                                  (retry || !e || e->port != port_id || e->dev != prep[k].dev ||
                                   e->ino != prep[k].ino);
@@ -255,7 +306,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 /* A resume came between: a new daemon, which knows no descriptor yet, and
                  * the port's new number (both read under send_lock). */
                 for (uint32_t k = 0; k < ctx.nsent; k++)
-                        prep[k].attach = regs[sent_idx[k]].op == SN_OP_ENABLE;
+                        prep[k].attach = regs[sent_idx[k]].op == SN_OP_ENABLE && !prep[k].handle;
                 gen = c->gen;
         }
         port_id = port->id;
@@ -290,12 +341,12 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                         const sn_registration_t *g = &regs[sent_idx[first + n]];
                         struct snw_registration it = {
                                 .key = g->key,
-                                .dev = pr->dev,
-                                .ino = pr->ino,
+                                .dev = pr->handle ? pr->handle : pr->dev,
+                                .ino = pr->handle ? 0 : pr->ino,
                                 .filter = g->filter,
                                 .op = g->op,
                                 .trigger = g->trigger,
-                                .fd_index = SN_PROTO_NO_FD,
+                                .fd_index = pr->handle ? SN_PROTO_BY_HANDLE : SN_PROTO_NO_FD,
                                 .client_fd = (uint32_t)g->fd,
                         };
 
@@ -333,7 +384,8 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 if (r2 == 0 && !retry) {
                         /* The daemon ended: no part of the call took effect (a daemon applies
                          * a call at its last part).  The new daemon gets all of it, once. */
-                        r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, true);
+                        r = do_process(port, regs, handles, nregs, entries, max_entries,
+                                       timeout_ms, true);
                         goto out;
                 }
                 /* A part may have gone out: the connection can no longer be trusted. */
@@ -346,11 +398,21 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
         if (r < 0 && r != -ETIMEDOUT)
                 goto out; /* -EINPROGRESS: entries were stashed meanwhile (sn_port_process) */
 
-        /* Learn what the daemon now knows (L1, L2), and find entries that need their fd. */
+        /* Learn what the daemon now knows (L1, L2), and find entries that need their fd: an
+         * ENABLE the daemon could not place by identity or handle, or an item whose handle a
+         * resume made stale meanwhile. */
         pthread_mutex_lock(&c->lock);
         for (uint32_t i = 0; i < ctx.nsent; i++) {
                 sn_registration_t *g = &regs[sent_idx[i]];
 
+                if (prep[i].handle && g->fd >= 0 &&
+                    (g->op == SN_OP_ENABLE ? g->result == -ESTALE
+                                           : g->result == -ENOENT && c->gen != gen)) {
+                        sent_idx[nstale++] = sent_idx[i];
+                        continue;
+                }
+                if (prep[i].handle && !prep[i].dev && !prep[i].ino)
+                        continue; /* not one this process registered on this port */
                 if (g->op == SN_OP_ENABLE && g->result == 0) {
                         sn__cache_set(c, g->fd, prep[i].dev, prep[i].ino, port_id);
                 } else if (g->op == SN_OP_ENABLE && g->result == -ESTALE) {
@@ -367,7 +429,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
                 /* The cache was out of date (another thread raced us): pass the sockets. */
                 for (uint32_t i = 0; i < nstale; i++) {
                         sn_registration_t one = regs[sent_idx[i]];
-                        int r2 = do_process(port, &one, 1, NULL, 0, 0, true);
+                        int r2 = do_process(port, &one, NULL, 1, NULL, 0, 0, true);
 
                         regs[sent_idx[i]].result = r2 < 0 ? r2 : one.result;
                 }
@@ -399,9 +461,9 @@ sn_port_t *sn__port_unref(sn_port_t *port)
         return NULL;
 }
 
-static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
-                          sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms,
-                          int *ret);
+static void process_calls(sn_port_t *port, sn_registration_t *regs, const uint64_t *handles,
+                          uint32_t nregs, sn_entry_t *entries, uint32_t max_entries,
+                          uint32_t timeout_ms, int *ret);
 
 /* Whether every registration of a call may be applied twice with the same result (retry.c):
  * then a call whose daemon died while handling it (EIO) is sent again. */
@@ -414,10 +476,11 @@ static bool regs_repeatable(const sn_registration_t *regs, uint32_t nregs)
 }
 
 /* do_process() of registrations only, sent again after EIO where that is safe. */
-static int register_only(sn_port_t *port, sn_registration_t *regs, uint32_t nregs)
+static int register_only(sn_port_t *port, sn_registration_t *regs, const uint64_t *handles,
+                         uint32_t nregs)
 {
         for (int eio = 0;; eio++) {
-                int r = do_process(port, regs, nregs, NULL, 0, 0, false);
+                int r = do_process(port, regs, handles, nregs, NULL, 0, 0, false);
 
                 if (r != -EIO || eio == SN__RETRIES || !regs_repeatable(regs, nregs))
                         return r;
@@ -444,7 +507,8 @@ static int fetch_more(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries
         if (max_message <= first || got < (max_message - first) / SN_WIRE_SIZE_entry)
                 return (int)got;
         while (got < max_entries) {
-                int r = do_process(port, NULL, 0, entries + got, max_entries - got, 0, false);
+                int r = do_process(port, NULL, NULL, 0, entries + got, max_entries - got, 0,
+                                   false);
 
                 if (r <= 0)
                         break;
@@ -469,15 +533,18 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
                 return r;
         sn__port_ref(port);
         pthread_cleanup_push(port_cancelled, port);
-        process_calls(port, regs, nregs, entries, max_entries, timeout_ms, &r);
+        process_calls(port, regs, NULL, nregs, entries, max_entries, timeout_ms, &r);
         pthread_cleanup_pop(1); /* drops the reference */
+        if (r > 0)
+                sn__entries_public(entries, (uint32_t)r);
         return r;
 }
 
 /* sn_port_process() with a reference on port: the calls the daemon needs (see below), and the
  * entries cancelled callers left.  The result goes to *ret. */
-static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
-                          sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms, int *ret)
+static void process_calls(sn_port_t *port, sn_registration_t *regs, const uint64_t *handles,
+                          uint32_t nregs, sn_entry_t *entries, uint32_t max_entries,
+                          uint32_t timeout_ms, int *ret)
 {
         int64_t deadline = 0;
         uint32_t n;
@@ -487,10 +554,11 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
          * each): a larger array goes as several calls, registrations only, then the last one
          * with the dequeue.  A call-level failure of a later call leaves earlier ones applied. */
         for (uint32_t call_max = (port->conn->limits.max_message - 52) / 4; nregs > call_max;) {
-                r = register_only(port, regs, call_max);
+                r = register_only(port, regs, handles, call_max);
                 if (r < 0)
                         goto out;
                 regs += call_max;
+                handles = handles ? handles + call_max : NULL;
                 nregs -= call_max;
         }
         if (timeout_ms != SN_INFINITE && timeout_ms)
@@ -509,11 +577,12 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                         if (port->listed)
                                 sn__regtab_fired(&port->regs, entries + nowed, n - nowed);
                         pthread_mutex_unlock(&port->conn->lock);
-                        r = nregs ? register_only(port, regs, nregs) : 0;
+                        r = nregs ? register_only(port, regs, handles, nregs) : 0;
                         r = r < 0 ? r : (int)n;
                         break;
                 }
-                r = do_process(port, regs, nregs, entries, max_entries, timeout_ms, false);
+                r = do_process(port, regs, handles, nregs, entries, max_entries, timeout_ms,
+                               false);
                 if (r == -EIO && eio < SN__RETRIES && regs_repeatable(regs, nregs)) {
                         /* The daemon died handling it, and applying it again gives the same
                          * result (retry.c): the new daemon gets all of it, for what is left of
@@ -530,6 +599,7 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, uint32_t nre
                          * (SN__ASK_AGAIN comes for pure dequeues only).  The wait goes on at
                          * the new daemon, once the session resumed. */
                         regs = NULL;
+                        handles = NULL;
                         nregs = 0;
                         if (deadline)
                                 timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
@@ -554,6 +624,92 @@ SN_EXPORT int sn_port_dequeue(sn_port_t *port, sn_entry_t *entries, uint32_t max
         if (!max_entries)
                 return -EINVAL;
         return sn_port_process(port, NULL, 0, entries, max_entries, timeout_ms);
+}
+
+/* sn_port_process_ex() works on sn_port_process()'s arrays: these, on the heap when large. */
+struct ex_arrays {
+        sn_registration_t *regs;
+        uint64_t *handles;
+        sn_entry_t *entries;
+        bool heap_regs, heap_entries;
+};
+
+static void ex_arrays_free(void *arg)
+{
+        struct ex_arrays *a = arg;
+
+        if (a->heap_regs) {
+                free(a->regs);
+                free(a->handles);
+        }
+        if (a->heap_entries)
+                free(a->entries);
+}
+
+/* process_calls() with a reference on port, freeing a if the caller is cancelled. */
+static void process_calls_ex(sn_port_t *port, struct ex_arrays *a, uint32_t nregs,
+                             uint32_t max_entries, uint32_t timeout_ms, int *ret)
+{
+        sn__port_ref(port);
+        pthread_cleanup_push(ex_arrays_free, a);
+        pthread_cleanup_push(port_cancelled, port);
+        process_calls(port, a->regs, a->handles, nregs, a->entries, max_entries, timeout_ms, ret);
+        pthread_cleanup_pop(1);
+        pthread_cleanup_pop(0);
+}
+
+SN_EXPORT int sn_port_process_ex(sn_port_t *port, sn_registration_ex_t *regs, uint32_t nregs,
+                                 sn_entry_ex_t *entries, uint32_t max_entries,
+                                 uint32_t timeout_ms)
+{
+        enum { STACK = 64 };
+        sn_registration_t stack_regs[STACK], *r1 = stack_regs;
+        uint64_t stack_handles[STACK], *h = stack_handles;
+        sn_entry_t stack_ents[STACK], *e1 = stack_ents;
+        struct ex_arrays a;
+        int r;
+
+        if (!port || (nregs && !regs) || (max_entries && !entries))
+                return -EINVAL;
+        if (!max_entries && timeout_ms)
+                return -EINVAL; /* row 2 */
+        r = sn__conn_usable(port->conn);
+        if (r < 0)
+                return r;
+        if (nregs > STACK) {
+                r1 = malloc((size_t)nregs * sizeof(*r1));
+                h = malloc((size_t)nregs * sizeof(*h));
+        }
+        if (max_entries > STACK)
+                e1 = malloc((size_t)max_entries * sizeof(*e1));
+        if (!r1 || !h || !e1) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (uint32_t i = 0; i < nregs; i++) {
+                r1[i] = regs[i].reg;
+                h[i] = regs[i].handle;
+        }
+        a = (struct ex_arrays){ .regs = r1, .handles = h, .entries = e1,
+                                .heap_regs = r1 != stack_regs, .heap_entries = e1 != stack_ents };
+        process_calls_ex(port, &a, nregs, max_entries, timeout_ms, &r);
+        for (uint32_t i = 0; i < nregs; i++)
+                regs[i].reg.result = r1[i].result;
+        for (int i = 0; i < r; i++) {
+                bool sock = e1[i].kind == SN_ENTRY_SOCKET;
+
+                entries[i] = (sn_entry_ex_t){ .entry = e1[i], .handle = sock ? e1[i].overlapped : 0 };
+                if (sock)
+                        entries[i].entry.overlapped = 0;
+        }
+out:
+        if (r1 != stack_regs)
+                free(r1);
+        if (h != stack_handles)
+                free(h);
+        if (e1 != stack_ents)
+                free(e1);
+        return r;
 }
 
 SN_EXPORT int sn_port_post(sn_port_t *port, uint64_t key, uint32_t bytes, uint64_t overlapped)

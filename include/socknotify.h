@@ -207,6 +207,52 @@ SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t
 SN_EXPORT int sn_port_dequeue(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries,
                               uint32_t timeout_ms);
 
+/* ---- Registration handles: re-arming without a system call ------------------------------
+ *
+ * Every registration has a handle, issued by the daemon and delivered with each of its
+ * entries.  An operation that names a registration by its handle needs no fstat() of the
+ * descriptor in this process, which for a server re-arming one-shot registrations is most of
+ * a re-arm's cost.  sn_registration_t and sn_entry_t are frozen (see below), so handles come
+ * with their own types and function; the rules of sn_port_process() apply unchanged.
+ */
+
+/* sn_entry_t with the handle of the registration that made it.  handle is 0 for a posted
+ * packet, a REMOVE notification (its registration is gone), and where the daemon gives no
+ * handles (protocol versions 1 and 2, for example SOCKNOTIFY_NO_SHM with an older daemon). */
+typedef struct sn_entry_ex {
+        sn_entry_t entry;
+        uint64_t handle;
+} sn_entry_ex_t;
+
+/* sn_registration_t naming its registration by handle.  handle 0: reg alone says what to do,
+ * exactly as in sn_port_process().  Otherwise the operation (reg.op, with reg.filter and
+ * reg.trigger for an ENABLE, whose key stays the registration's, rule 4) applies to the
+ * registration the handle names, on this port, found by the daemon without the descriptor.
+ * reg.fd should still be the socket's descriptor (or -1): the library uses it, without a
+ * system call, to keep its record for a resume, and falls back on it when the handle is
+ * stale.  A handle is stale once its registration ended (REMOVE dequeued, sn_socket_close(),
+ * port closed): an ENABLE then goes by reg.fd as in sn_port_process(), a DISABLE or REMOVE
+ * reports -ENOENT.  After a resume on a daemon that lost this one's state (docs/reconnect.md)
+ * the old handles are not sent: every operation goes by reg.fd.  Without reg.fd a stale
+ * handle gives -ESTALE (ENABLE) or -ENOENT.  A handle never reaches another registration: the
+ * daemon checks a generation, and handles survive its re-exec and restarts with its state. */
+typedef struct sn_registration_ex {
+        sn_registration_t reg;
+        uint64_t handle;
+} sn_registration_ex_t;
+
+/*
+ * sn_port_process() with handles: applies regs[0..nregs) (each reg.result written back), then
+ * dequeues up to max_entries entries with their handles.  Same returns and errors as
+ * sn_port_process().  A one-shot server re-arms what it handled with its next dequeue:
+ *     regs[i] = (sn_registration_ex_t){ .reg = { .fd = fd, .op = SN_OP_ENABLE,
+ *                                                .filter = f, .trigger = t },
+ *                                       .handle = entries[i].handle };
+ */
+SN_EXPORT int sn_port_process_ex(sn_port_t *port, sn_registration_ex_t *regs, uint32_t nregs,
+                                 sn_entry_ex_t *entries, uint32_t max_entries,
+                                 uint32_t timeout_ms);
+
 /* Queues a packet (PostQueuedCompletionStatus); key, bytes and overlapped are delivered
  * unchanged and never interpreted.  Errors: -EDQUOT when the port holds its maximum number of
  * posted packets (L4), -EBADF. */

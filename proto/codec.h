@@ -22,6 +22,11 @@
 #define SN_PROTO_VERSION_MIN 1 /* the oldest */
 #define SN_PROTO_REPLY_BIT 0x80
 #define SN_PROTO_NO_FD 0xffffffffu
+/* A registration item's fd_index (version 3): the item names its registration by the handle
+ * in its dev field (ino 0), the handle that socket entries carry in overlapped. */
+#define SN_PROTO_BY_HANDLE 0xfffffffeu
+/* Handles use the low 56 bits; the top 8 are 0 on the wire (a client library may use them). */
+#define SN_PROTO_HANDLE_MASK 0x00ffffffffffffffull
 #define SN_PROTO_PROCESS_PART 0x1u
 /* Version 3: the thread's next dequeue, posted ahead while the thread runs (PROTOCOL.md). */
 #define SN_PROTO_PROCESS_AHEAD 0x2u
@@ -179,3 +184,7 @@ void sn_msg_trace(char *out, size_t outsz, const uint8_t *buf, size_t len, unsig
  * the parts of a multi-part call). */
 #define SN_REG_FD_INDEX_OFFSET 28
 _Static_assert(SN_WIRE_SIZE_registration == 36, "registration item layout changed");
+/* Byte offsets of overlapped and kind inside an entry item. */
+#define SN_ENTRY_OVERLAPPED_OFFSET 8
+#define SN_ENTRY_KIND_OFFSET 20
+_Static_assert(SN_WIRE_SIZE_entry == 24, "entry item layout changed");

@@ -135,6 +135,7 @@ void live_reg(struct reg *g)
         struct journal *j = g->port->srv->journal;
         struct jr_keep *lent = g->port->srv->lent;
         struct jr_record *r;
+        uint64_t handle;
 
         if (!j)
                 return;
@@ -165,6 +166,8 @@ void live_reg(struct reg *g)
         r->u8a = g->trigger;
         r->u8b = g->state;
         r->u8c = (uint8_t)(g->fired | g->fresh << 1);
+        handle = server_reg_handle(g->port->srv, g->slot);
+        memcpy(r->data + 8, &handle, sizeof(handle));
 }
 
 void live_reg_fired(struct reg *g)

@@ -790,7 +790,8 @@ uint32_t port_take(struct port *port, uint8_t *out, uint32_t max)
                                 continue;
                         }
                 }
-                out = put_entry(out, pkt->key, 0, events, SN_PROTO_KIND_SOCKET);
+                out = put_entry(out, pkt->key, server_reg_handle(srv, g->slot), events,
+                                SN_PROTO_KIND_SOCKET);
                 /* A one-shot is disarmed from now until its next ENABLE (told by PORT_TAKE). */
                 if (g->trigger & SN_TRIGGER_ONESHOT) {
                         g->fired = true;

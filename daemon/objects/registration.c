@@ -647,6 +647,15 @@ uint32_t reg_apply(struct port *port, struct session *session, const struct snw_
                 closer_close(fd);
                 return ENOTSOCK;
         }
+        if (it->fd_index == SN_PROTO_BY_HANDLE) {
+                /* Named by its handle: only through the slots, checked by generation; a handle
+                 * of another port's registration is as unknown as a stale one (below). */
+                if (ino)
+                        return EINVAL;
+                g = server_handle_reg(port->srv, dev);
+                dev = g ? g->dev : 0;
+                ino = g ? g->ino : 0;
+        }
         g = registry_find(&port->srv->registry, dev, ino);
         if (g && g->epq) {
                 /* An earlier item of this call queued g's epoll_ctl: its result first, since a

@@ -46,11 +46,14 @@ void server_log_refusal(struct server *srv, const struct session *s, uid_t uid, 
                 log_notice("%llu refusal line(s) suppressed", dropped);
 }
 
+/* Slot generations run from 1 to this (24 bits), then wrap to 1. */
+#define SLOT_GEN_LIMIT 0xffffffu
+
 static int slots_grow(struct server *srv, uint32_t want)
 {
         uint32_t n = srv->nslots ? srv->nslots : 256;
         struct reg **slots;
-        uint32_t *next;
+        uint32_t *next, *gen;
 
         while (n < want)
                 n *= 2;
@@ -62,9 +65,14 @@ static int slots_grow(struct server *srv, uint32_t want)
         if (!next)
                 return -ENOMEM;
         srv->slot_next = next;
+        gen = realloc(srv->slot_gen, n * sizeof(*gen));
+        if (!gen)
+                return -ENOMEM;
+        srv->slot_gen = gen;
         /* New slots go on the free chain, lowest first. */
         for (uint32_t i = n; i-- > srv->nslots;) {
                 slots[i] = NULL;
+                gen[i] = (srv->slot_gen_seed + i) % SLOT_GEN_LIMIT + 1;
                 next[i] = srv->free_slot;
                 srv->free_slot = i;
         }
@@ -72,14 +80,39 @@ static int slots_grow(struct server *srv, uint32_t want)
         return 0;
 }
 
+/* Takes slot i for g when the restore asked for it (srv->claim_handle) and it is free: the
+ * handles a client holds stay valid.  A slot claimed this way may still be on the free chain;
+ * server_slot_take() passes over the taken slots it finds there. */
+static bool slot_claim(struct server *srv, struct reg *g)
+{
+        uint64_t h = srv->claim_handle;
+        uint32_t i = (uint32_t)h, gen = (uint32_t)(h >> 32);
+
+        srv->claim_handle = 0;
+        if (!h || h >> 56 || !gen || gen > SLOT_GEN_LIMIT || i == UINT32_MAX)
+                return false;
+        if (i >= srv->nslots && slots_grow(srv, i + 1) < 0)
+                return false;
+        if (srv->slots[i])
+                return false;
+        srv->slots[i] = g;
+        srv->slot_gen[i] = gen;
+        g->slot = i;
+        return true;
+}
+
 int server_slot_take(struct server *srv, struct reg *g)
 {
         uint32_t i;
 
-        if (srv->free_slot == UINT32_MAX && slots_grow(srv, srv->nslots + 1) < 0)
-                return -ENOMEM;
-        i = srv->free_slot;
-        srv->free_slot = srv->slot_next[i];
+        if (srv->claim_handle && slot_claim(srv, g))
+                return 0;
+        do {
+                if (srv->free_slot == UINT32_MAX && slots_grow(srv, srv->nslots + 1) < 0)
+                        return -ENOMEM;
+                i = srv->free_slot;
+                srv->free_slot = srv->slot_next[i];
+        } while (srv->slots[i]);
         srv->slots[i] = g;
         g->slot = i;
         return 0;
@@ -88,6 +121,8 @@ int server_slot_take(struct server *srv, struct reg *g)
 void server_slot_release(struct server *srv, struct reg *g)
 {
         srv->slots[g->slot] = NULL;
+        /* Handles of the registration that held it are stale from now on. */
+        srv->slot_gen[g->slot] = srv->slot_gen[g->slot] % SLOT_GEN_LIMIT + 1;
         srv->slot_next[g->slot] = srv->free_slot;
         srv->free_slot = g->slot;
 }

@@ -62,6 +62,11 @@ struct server {
         struct reg **slots;
         uint32_t nslots, free_slot; /* free slots chain through their entry (NULL-tagged) */
         uint32_t *slot_next;
+        /* Each slot's generation (24 bits, never 0), one more each time it is freed: with the
+         * slot, a registration's handle (server_reg_handle()). */
+        uint32_t *slot_gen;
+        uint32_t slot_gen_seed;      /* first generation of a new slot: random per daemon */
+        uint64_t claim_handle;       /* restore: the handle the next new registration keeps */
         struct sn_list conns;
         uint32_t nconns;
         uint32_t nrings;             /* connections with shared-memory rings */
@@ -126,6 +131,22 @@ bool server_is_own_connection(const struct server *srv, int fd);
 /* Counts a failed call or entry by errno. */
 void server_count_call_error(struct server *srv, uint32_t err);
 void server_count_entry_error(struct server *srv, uint32_t err);
+
+/* A registration's handle: its slot and the slot's generation (PROTOCOL.md, handles). */
+static inline uint64_t server_reg_handle(const struct server *srv, uint32_t slot)
+{
+        return (uint64_t)srv->slot_gen[slot] << 32 | slot;
+}
+
+/* The registration a client's handle names, or NULL: any 64-bit value is safe here. */
+static inline struct reg *server_handle_reg(const struct server *srv, uint64_t handle)
+{
+        uint32_t slot = (uint32_t)handle;
+
+        if (handle >> 56 || slot >= srv->nslots || srv->slot_gen[slot] != (uint32_t)(handle >> 32))
+                return NULL;
+        return srv->slots[slot];
+}
 
 /* The registration of an epoll item's data, or NULL. */
 static inline struct reg *server_slot_reg(const struct server *srv, uint64_t data)

@@ -664,6 +664,8 @@ static struct reg *restore_reg(struct reader *rd, uint32_t i)
         struct reg *g;
         bool lingers = p && p->name && p->linger_ms;
         int fd = restore_fds_take(rd->fds, i, r->u32e, r->dev, r->ino);
+        uint64_t handle;
+        uint32_t err;
 
         /* Without an owner (serial 0): kept by its port, which must have a name.  On a port
          * with a linger time a creator need not hold the port (it closed its handle before the
@@ -681,7 +683,14 @@ static struct reg *restore_reg(struct reader *rd, uint32_t i)
         it.trigger = r->u8a;
         it.op = SN_OP_ENABLE;
         it.client_fd = r->u32b;
-        if (reg_apply(p, c, &it, fd, NULL)) {
+        /* It keeps its handle (clients hold it), unless its slot lies far beyond what the
+         * journal's registrations can have used. */
+        memcpy(&handle, r->data + 8, sizeof(handle));
+        if ((uint32_t)handle < 2 * rd->count[JR_REG] + 4096)
+                rd->srv->claim_handle = handle;
+        err = reg_apply(p, c, &it, fd, NULL);
+        rd->srv->claim_handle = 0;
+        if (err) {
                 rd->out->dropped++;
                 return NULL;
         }

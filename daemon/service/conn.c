@@ -603,6 +603,13 @@ void conn_reply_process(struct conn *c, uint32_t id, uint32_t status, const uint
                 p = sn_put_u32(p, results[i]);
         if (nentries) {
                 memcpy(p, entries, (size_t)nentries * SN_WIRE_SIZE_entry);
+                /* Before version 3 a socket entry's overlapped is 0, not its handle. */
+                for (uint32_t i = 0; c->version < 3 && i < nentries; i++) {
+                        uint8_t *e = p + (size_t)i * SN_WIRE_SIZE_entry;
+
+                        if (sn_get_u32(e + SN_ENTRY_KIND_OFFSET) == SN_PROTO_KIND_SOCKET)
+                                sn_put_u64(e + SN_ENTRY_OVERLAPPED_OFFSET, 0);
+                }
                 p += (size_t)nentries * SN_WIRE_SIZE_entry;
         }
         if (status && status != ETIMEDOUT)
@@ -1127,7 +1134,7 @@ static bool fds_consistent(const uint8_t *items, uint32_t n, uint32_t nfds)
                 uint32_t idx = sn_get_u32(items + (size_t)i * SN_WIRE_SIZE_registration + SN_REG_FD_INDEX_OFFSET);
 
 
-                if (idx == SN_PROTO_NO_FD)
+                if (idx == SN_PROTO_NO_FD || idx == SN_PROTO_BY_HANDLE)
                         continue;
                 if (idx >= nfds || used[idx])
                         return false;
@@ -1227,7 +1234,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
 
                 memcpy(dst, items + (size_t)i * isz, isz);
                 idx = sn_get_u32(dst + SN_REG_FD_INDEX_OFFSET);
-                if (idx != SN_PROTO_NO_FD)
+                if (idx != SN_PROTO_NO_FD && idx != SN_PROTO_BY_HANDLE)
                         sn_put_u32(dst + SN_REG_FD_INDEX_OFFSET, idx + st->nfds);
         }
         if (nfds)
@@ -1374,7 +1381,11 @@ static void process_apply(struct conn *c, struct port *port, const struct proces
                 int fd = -1;
 
                 snw_registration_decode(call->items + (size_t)i * SN_WIRE_SIZE_registration, &it);
-                if (it.fd_index != SN_PROTO_NO_FD) {
+                if (it.fd_index == SN_PROTO_BY_HANDLE && c->version < 3) {
+                        results[i] = EINVAL; /* handles are version 3's */
+                        continue;
+                }
+                if (it.fd_index != SN_PROTO_NO_FD && it.fd_index != SN_PROTO_BY_HANDLE) {
                         if (c->stage.active)
                                 live_stage_lend(c, it.fd_index);
                         fd = call->fds[it.fd_index];

@@ -656,6 +656,10 @@ static struct server *server_alloc(const struct server_options *opt)
                 srv->port_id_key[0] = (uint32_t)getpid() * 2654435761u;
                 srv->port_id_key[1] = (uint32_t)srv->started.tv_nsec;
         }
+        /* Handles of another daemon on the same slots are stale here (but for chance). */
+        if (getrandom(&srv->slot_gen_seed, sizeof(srv->slot_gen_seed), 0) !=
+            (ssize_t)sizeof(srv->slot_gen_seed))
+                srv->slot_gen_seed = (uint32_t)srv->started.tv_nsec ^ (uint32_t)getpid() << 8;
         srv->path = strdup(opt->path);
         srv->evcap = 1024;
         srv->evbuf = calloc(srv->evcap, sizeof(*srv->evbuf));
@@ -836,6 +840,7 @@ void server_free(struct server *srv)
         registry_deinit(&srv->registry);
         free(srv->slots);
         free(srv->slot_next);
+        free(srv->slot_gen);
         free(srv->evbuf);
         free(srv->rbuf);
         free(srv->wbuf);

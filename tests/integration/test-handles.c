@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * test-handles.c - registration handles (protocol version 3) against a real daemon: every
+ * socket entry carries the handle of its registration, and an operation that names the
+ * handle reaches that registration without the descriptor (no fstat in the client, even with
+ * the client's descriptor closed).  A handle names one registration of one port and nothing
+ * else: after its registration ended, on another port, from another client, after its slot was
+ * reused, or forged on the wire, it reaches nothing and says so.  Handles survive a re-exec;
+ * after a resume on a daemon that lost the state the library falls back on the descriptor.
+ * The public sn_entry_t keeps overlapped 0 for socket entries, and clients of versions 1 and 2
+ * never see a handle.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "proto/codec.h"
+#include "socknotify.h"
+#include "tests/helpers/daemon.h"
+#include "tests/helpers/raw.h"
+#include "tests/helpers/status.h"
+
+static struct test_daemon D;
+
+static void setup(void)
+{
+        test_daemon_start_resumable(&D);
+}
+
+static void teardown(void)
+{
+        test_daemon_stop_if_running(&D);
+}
+
+static const uint8_t ONESHOT = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT;
+
+static sn_registration_ex_t by_handle(uint64_t handle, int fd, uint8_t op)
+{
+        return (sn_registration_ex_t){
+                .reg = { .fd = fd, .op = op, .filter = SN_REGISTER_EVENT_IN, .trigger = ONESHOT },
+                .handle = handle,
+        };
+}
+
+static void enable(sn_port_t *p, int fd, uint64_t key, uint8_t trigger)
+{
+        sn_registration_t r = { .fd = fd, .key = key, .op = SN_OP_ENABLE,
+                                .filter = SN_REGISTER_EVENT_IN, .trigger = trigger };
+
+        ck_assert_int_eq(sn_port_process(p, &r, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(r.result, 0);
+}
+
+/* One entry, which must be key's, with its handle. */
+static uint64_t take(sn_port_t *p, uint64_t key)
+{
+        sn_entry_ex_t e;
+
+        ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, &e, 1, (uint32_t)test_timeout_ms(2000)),
+                         1);
+        ck_assert_uint_eq(e.entry.key, key);
+        ck_assert_uint_eq(e.entry.overlapped, 0);
+        return e.handle;
+}
+
+/* Whether the peer of fd closed: end of file, or a reset (it closed with data unread). */
+static bool connection_ended(int fd)
+{
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        char c;
+        ssize_t n;
+
+        if (poll(&pf, 1, test_timeout_ms(2000)) <= 0)
+                return false;
+        n = recv(fd, &c, 1, MSG_DONTWAIT);
+        return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+static void expect_nothing(sn_port_t *p, int ms)
+{
+        sn_entry_ex_t e;
+        int n = sn_port_process_ex(p, NULL, 0, &e, 1, (uint32_t)ms);
+
+        ck_assert_msg(n == -ETIMEDOUT, "expected nothing, got %d (key %llu)", n,
+                      n > 0 ? (unsigned long long)e.entry.key : 0ull);
+}
+
+/* One registration operation by handle; returns its result. */
+static int32_t apply(sn_port_t *p, uint64_t handle, int fd, uint8_t op)
+{
+        sn_registration_ex_t r = by_handle(handle, fd, op);
+
+        ck_assert_int_eq(sn_port_process_ex(p, &r, 1, NULL, 0, 0), 0);
+        return r.reg.result;
+}
+
+START_TEST(test_entries_carry_handles)
+{
+        int cl[2], sv[2];
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_entry_ex_t e[4];
+        sn_entry_t plain[4];
+        uint64_t h[2] = { 0, 0 };
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < 2; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                enable(p, sv[i], 10 + (uint64_t)i, SN_TRIGGER_LEVEL);
+                ck_assert_int_eq(send(cl[i], "x", 1, 0), 1);
+        }
+        ck_assert_int_eq(sn_port_post(p, 99, 7, 0x1234), 0);
+        ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, e, 4, 1000), 3);
+        for (int i = 0; i < 3; i++) {
+                if (e[i].entry.kind == SN_ENTRY_POSTED) {
+                        /* A posted packet: its own overlapped, no handle. */
+                        ck_assert_uint_eq(e[i].entry.key, 99);
+                        ck_assert_uint_eq(e[i].entry.overlapped, 0x1234);
+                        ck_assert_uint_eq(e[i].handle, 0);
+                        continue;
+                }
+                ck_assert_uint_eq(e[i].entry.overlapped, 0);
+                ck_assert_uint_ne(e[i].handle, 0);
+                h[e[i].entry.key - 10] = e[i].handle;
+        }
+        ck_assert_uint_ne(h[0], 0);
+        ck_assert_uint_ne(h[1], 0);
+        ck_assert_uint_ne(h[0], h[1]);
+        /* A registration keeps its handle from one entry to the next (level: again). */
+        ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, e, 4, 1000), 2);
+        for (int i = 0; i < 2; i++)
+                ck_assert_uint_eq(e[i].handle, h[e[i].entry.key - 10]);
+        /* sn_port_process() hands out what it always did: overlapped 0. */
+        ck_assert_int_eq(sn_port_dequeue(p, plain, 4, 1000), 2);
+        for (int i = 0; i < 2; i++) {
+                ck_assert_uint_eq(plain[i].kind, SN_ENTRY_SOCKET);
+                ck_assert_uint_eq(plain[i].overlapped, 0);
+        }
+        for (int i = 0; i < 2; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        sn_port_close(p);
+        sn_conn_close(c);
+}
+END_TEST
+
+/* The re-arm by handle works where the descriptor no longer does: the client closed its copy
+ * with close() (rule L1: the daemon's copy keeps the connection and the registration). */
+START_TEST(test_rearm_needs_no_descriptor)
+{
+        int cl, sv, fds = test_daemon_fds(&D);
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_registration_t byfd;
+        uint64_t h;
+        sn_entry_ex_t e;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        tcp_pair(&cl, &sv);
+        enable(p, sv, 5, ONESHOT);
+        ck_assert_int_eq(send(cl, "a", 1, 0), 1);
+        h = take(p, 5);
+        expect_nothing(p, 50); /* fired: disarmed */
+        ck_assert_int_eq(close(sv), 0);
+        byfd = (sn_registration_t){ .fd = sv, .key = 5, .op = SN_OP_ENABLE,
+                                    .filter = SN_REGISTER_EVENT_IN, .trigger = ONESHOT };
+        ck_assert_int_eq(sn_port_process(p, &byfd, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(byfd.result, -ENOTSOCK);
+        for (int round = 0; round < 3; round++) {
+                ck_assert_int_eq(apply(p, h, -1, SN_OP_ENABLE), 0);
+                ck_assert_uint_eq(take(p, 5), h);
+                expect_nothing(p, 20);
+        }
+        /* Re-armed together with the next dequeue, as a one-shot server does. */
+        {
+                sn_registration_ex_t r = by_handle(h, -1, SN_OP_ENABLE);
+
+                ck_assert_int_eq(sn_port_process_ex(p, &r, 1, &e, 1, 1000), 1);
+                ck_assert_int_eq(r.reg.result, 0);
+                ck_assert_uint_eq(e.entry.key, 5);
+        }
+        /* REMOVE by handle: the last entry, without a handle; the daemon's copy is closed, so
+         * the peer sees the connection end (a reset: "a" was never read). */
+        ck_assert_int_eq(apply(p, h, -1, SN_OP_REMOVE), 0);
+        ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.entry.key, 5);
+        ck_assert_uint_eq(e.entry.events & SN_EVENT_REMOVE, SN_EVENT_REMOVE);
+        ck_assert_uint_eq(e.handle, 0);
+        ck_assert(connection_ended(cl));
+        close(cl);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, fds, 3000), fds);
+}
+END_TEST
+
+START_TEST(test_stale_handles_reach_nothing)
+{
+        int cl[3], sv[3];
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_entry_ex_t e;
+        uint64_t h1, h2;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < 3; i++)
+                tcp_pair(&cl[i], &sv[i]);
+        enable(p, sv[0], 1, ONESHOT);
+        ck_assert_int_eq(send(cl[0], "a", 1, 0), 1);
+        h1 = take(p, 1);
+        ck_assert_int_eq(apply(p, h1, sv[0], SN_OP_REMOVE), 0);
+        ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, &e, 1, 1000), 1);
+        ck_assert_uint_eq(e.entry.events & SN_EVENT_REMOVE, SN_EVENT_REMOVE);
+        /* Gone: without a descriptor to fall back on, each operation says so. */
+        ck_assert_int_eq(apply(p, h1, -1, SN_OP_ENABLE), -ESTALE);
+        ck_assert_int_eq(apply(p, h1, -1, SN_OP_DISABLE), -ENOENT);
+        ck_assert_int_eq(apply(p, h1, -1, SN_OP_REMOVE), -ENOENT);
+        /* New registrations take the freed slot: the old handle reaches none of them. */
+        enable(p, sv[1], 2, ONESHOT);
+        enable(p, sv[2], 3, ONESHOT);
+        ck_assert_int_eq(apply(p, h1, -1, SN_OP_DISABLE), -ENOENT);
+        ck_assert_int_eq(apply(p, h1, -1, SN_OP_ENABLE), -ESTALE);
+        ck_assert_int_eq(send(cl[1], "b", 1, 0), 1);
+        ck_assert_int_eq(send(cl[2], "c", 1, 0), 1);
+        h2 = 0;
+        for (int k = 0; k < 2; k++) {
+                ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, &e, 1, 1000), 1);
+                ck_assert(e.entry.key == 2 || e.entry.key == 3);
+                ck_assert_uint_ne(e.handle, h1);
+                if (e.entry.key == 2)
+                        h2 = e.handle;
+        }
+        ck_assert_uint_ne(h2, 0);
+        /* An ENABLE with a stale handle and the descriptor registers the socket again, as
+         * sn_port_process() would, with the key it gives. */
+        {
+                sn_registration_ex_t r = by_handle(h1, sv[0], SN_OP_ENABLE);
+
+                r.reg.key = 11;
+                ck_assert_int_eq(sn_port_process_ex(p, &r, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(r.reg.result, 0);
+        }
+        ck_assert_uint_ne(take(p, 11), h1); /* "a" is still unread: it fires at once */
+        for (int i = 0; i < 3; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        sn_port_close(p);
+        sn_conn_close(c);
+}
+END_TEST
+
+/* A handle belongs to its port: another port of the same client, or another client, reaches
+ * nothing with it, and cannot tell it from a handle that never existed. */
+START_TEST(test_handles_are_the_ports_own)
+{
+        int cl, sv;
+        sn_conn_t *a, *b;
+        sn_port_t *pa, *pa2, *pb;
+        uint64_t h;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &a), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &b), 0);
+        ck_assert_int_eq(sn_port_create(a, 0, &pa), 0);
+        ck_assert_int_eq(sn_port_create(a, 0, &pa2), 0);
+        ck_assert_int_eq(sn_port_create(b, 0, &pb), 0);
+        tcp_pair(&cl, &sv);
+        enable(pa, sv, 8, ONESHOT);
+        ck_assert_int_eq(send(cl, "a", 1, 0), 1);
+        h = take(pa, 8);
+        for (int k = 0; k < 2; k++) {
+                sn_port_t *other = k ? pb : pa2;
+
+                ck_assert_int_eq(apply(other, h, -1, SN_OP_ENABLE), -ESTALE);
+                ck_assert_int_eq(apply(other, h, -1, SN_OP_DISABLE), -ENOENT);
+                ck_assert_int_eq(apply(other, h, -1, SN_OP_REMOVE), -ENOENT);
+                ck_assert_int_eq(apply(other, h ^ 1, -1, SN_OP_ENABLE), -ESTALE);
+                expect_nothing(other, 20);
+        }
+        /* Untouched: still disarmed after its entry, and re-armed by its own port. */
+        expect_nothing(pa, 50);
+        ck_assert_int_eq(apply(pa, h, -1, SN_OP_ENABLE), 0);
+        ck_assert_uint_eq(take(pa, 8), h);
+        close(cl);
+        close(sv);
+        sn_conn_close(b);
+        sn_conn_close(a);
+}
+END_TEST
+
+/* ---- the wire ------------------------------------------------------------------------------ */
+
+static int raw_hello3(const char *path)
+{
+        struct snw_hello hl = { .magic = SN_PROTO_MAGIC, .version_min = 3, .version_max = 3 };
+        struct snw_hello_reply rep;
+        uint8_t buf[256];
+        int fd = raw_connect(path);
+
+        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &hl);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
+        ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
+        snw_hello_reply_decode(sn_msg_body(buf), &rep);
+        ck_assert_uint_eq(rep.version, 3);
+        ck_assert_uint_eq(rep.transport, SN_PROTO_TRANSPORT_SOCKET);
+        return fd;
+}
+
+/* Sends PROCESS (id) on port with n items and the fds, asking for max_entries without waiting;
+ * reads its reply into results[] (n) and entries[] (at most 8); returns the entry count. */
+static uint32_t raw_process(int fd, uint32_t id, uint32_t port, const struct snw_registration *it,
+                            uint32_t n, const int *fds, unsigned nfds, uint32_t max_entries,
+                            uint32_t *results, struct snw_entry *entries)
+{
+        static uint8_t buf[65536];
+        struct snw_process body = { .port = port, .max_entries = max_entries };
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        const uint8_t *q;
+        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, (uint16_t)nfds,
+                                                     n, 0),
+                                        &body);
+        ssize_t len;
+
+        for (uint32_t i = 0; i < n; i++)
+                p = snw_registration_encode(p, &it[i]);
+        raw_send(fd, buf, (size_t)(p - buf), fds, nfds);
+        len = raw_recv(fd, buf, sizeof(buf));
+        ck_assert_int_gt(len, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)len, &h, &d), 0);
+        ck_assert_uint_eq(h.type, SN_MSG_PROCESS_REPLY);
+        ck_assert_uint_eq(h.id, id);
+        ck_assert(h.status == 0 || h.status == ETIMEDOUT);
+        ck_assert_uint_eq(h.count, n);
+        ck_assert_uint_le(h.count2, 8);
+        q = sn_msg_array(buf, d, 1);
+        for (uint32_t i = 0; i < n; i++)
+                results[i] = sn_get_u32(q + 4 * i);
+        q = sn_msg_array(buf, d, 2);
+        for (uint32_t i = 0; i < h.count2; i++)
+                q = snw_entry_decode(q, &entries[i]);
+        return h.count2;
+}
+
+/* Version 3 on the wire: the handle in overlapped, items by handle (fd_index 0xfffffffe, the
+ * handle in dev, ino 0); forged handles by the thousand reach nothing and harm nothing.  A
+ * version 2 client sees overlapped 0 and may not name handles. */
+START_TEST(test_wire_handles_and_forgeries)
+{
+        int fds = test_daemon_fds(&D), cl, sv, raw = raw_hello3(D.path), old = raw_hello2(D.path);
+        uint32_t port = raw_port_create(raw, 2, NULL), oport = raw_port_create(old, 2, NULL);
+        struct snw_registration it = { .key = 4, .op = SN_OP_ENABLE, .fd_index = 0,
+                                       .filter = SN_REGISTER_EVENT_IN, .trigger = ONESHOT,
+                                       .client_fd = 3 };
+        static struct snw_registration forged[1024];
+        uint32_t res[1024];
+        struct snw_entry e[8];
+        uint64_t h;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_int_eq(send(cl, "a", 1, 0), 1);
+        ck_assert_uint_eq(raw_process(raw, 3, port, &it, 1, &sv, 1, 1, res, e), 1);
+        ck_assert_uint_eq(res[0], 0);
+        ck_assert_uint_eq(e[0].key, 4);
+        ck_assert_uint_eq(e[0].kind, SN_PROTO_KIND_SOCKET);
+        h = e[0].overlapped;
+        ck_assert_uint_ne(h, 0);
+        ck_assert_uint_eq(h & ~SN_PROTO_HANDLE_MASK, 0);
+        /* Forgeries: random handles, handles with the top byte, a slot's neighbours, ino set. */
+        for (int round = 0; round < 8; round++) {
+                for (uint32_t i = 0; i < 1024; i++) {
+                        uint64_t v;
+
+                        ck_assert_int_eq(getrandom(&v, sizeof(v), 0), (ssize_t)sizeof(v));
+                        switch (i % 4) {
+                        case 0: break;
+                        case 1: v = h | (v & ~SN_PROTO_HANDLE_MASK) | 1ull << 56; break;
+                        case 2: v = h + ((uint64_t)(i % 7) + 1) * (1ull << 32); break;
+                        default: v = (h & 0xffffffffull) ^ (v & 0xffffull); break;
+                        }
+                        forged[i] = (struct snw_registration){
+                                .dev = v, .op = (uint8_t)(1u << (i % 3)),
+                                .filter = SN_REGISTER_EVENT_IN, .trigger = ONESHOT,
+                                .fd_index = SN_PROTO_BY_HANDLE,
+                        };
+                }
+                forged[0] = (struct snw_registration){ .dev = h, .ino = 1, .op = SN_OP_ENABLE,
+                                                       .filter = SN_REGISTER_EVENT_IN,
+                                                       .trigger = ONESHOT,
+                                                       .fd_index = SN_PROTO_BY_HANDLE };
+                ck_assert_uint_eq(raw_process(raw, 10 + (uint32_t)round, port, forged, 1024, NULL,
+                                              0, 0, res, e),
+                                  0);
+                ck_assert_uint_eq(res[0], EINVAL);
+                for (uint32_t i = 1; i < 1024; i++)
+                        ck_assert_msg(res[i] == ESTALE || res[i] == ENOENT,
+                                      "forged handle %#llx (op %u) gave %u",
+                                      (unsigned long long)forged[i].dev, forged[i].op, res[i]);
+        }
+        /* Still disarmed (no forgery re-armed it), and the real handle does. */
+        it = (struct snw_registration){ .dev = h, .op = SN_OP_ENABLE, .fd_index = SN_PROTO_BY_HANDLE,
+                                        .filter = SN_REGISTER_EVENT_IN, .trigger = ONESHOT };
+        ck_assert_uint_eq(raw_process(raw, 30, port, NULL, 0, NULL, 0, 1, res, e), 0);
+        ck_assert_uint_eq(raw_process(raw, 31, port, &it, 1, NULL, 0, 1, res, e), 1);
+        ck_assert_uint_eq(res[0], 0);
+        ck_assert_uint_eq(e[0].overlapped, h);
+        /* Version 2: no handle in the entry, and no item by handle. */
+        {
+                int cl2, sv2;
+                struct snw_registration it2 = { .key = 6, .op = SN_OP_ENABLE, .fd_index = 0,
+                                                .filter = SN_REGISTER_EVENT_IN,
+                                                .trigger = SN_TRIGGER_LEVEL, .client_fd = 3 };
+
+                tcp_pair(&cl2, &sv2);
+                ck_assert_int_eq(send(cl2, "b", 1, 0), 1);
+                ck_assert_uint_eq(raw_process(old, 3, oport, &it2, 1, &sv2, 1, 1, res, e), 1);
+                ck_assert_uint_eq(res[0], 0);
+                ck_assert_uint_eq(e[0].key, 6);
+                ck_assert_uint_eq(e[0].overlapped, 0);
+                it2 = (struct snw_registration){ .dev = h, .op = SN_OP_DISABLE,
+                                                 .fd_index = SN_PROTO_BY_HANDLE };
+                ck_assert_uint_eq(raw_process(old, 4, oport, &it2, 1, NULL, 0, 0, res, e), 0);
+                ck_assert_uint_eq(res[0], EINVAL);
+                close(cl2);
+                close(sv2);
+        }
+        status_works(raw, 40);
+        status_works(old, 40);
+        close(raw);
+        close(old);
+        close(cl);
+        close(sv);
+        ck_assert_int_eq(test_daemon_wait_fds(&D, fds, 3000), fds);
+}
+END_TEST
+
+/* ---- restarts ------------------------------------------------------------------------------ */
+
+START_TEST(test_handles_survive_reexec)
+{
+        int cl[2], sv[2];
+        sn_conn_t *c;
+        sn_port_t *p;
+        uint64_t h[2];
+        long long before;
+        long long t0 = now_ms();
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < 2; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                enable(p, sv[i], 20 + (uint64_t)i, ONESHOT);
+                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
+                h[i] = take(p, 20 + (uint64_t)i);
+        }
+        before = test_status_number(c, "reexecs");
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        while (test_status_number(c, "reexecs") == before) {
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "no re-exec within 5 s");
+                usleep(5000);
+        }
+        expect_nothing(p, 50);
+        /* Without descriptors to fall back on: the handles themselves still work. */
+        for (int i = 0; i < 2; i++) {
+                ck_assert_int_eq(apply(p, h[i], -1, SN_OP_ENABLE), 0);
+                ck_assert_uint_eq(take(p, 20 + (uint64_t)i), h[i]);
+        }
+        for (int i = 0; i < 2; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        sn_conn_close(c);
+}
+END_TEST
+
+/* A new daemon without the state (SIGKILL, no store): the library resumes, and a handle of the
+ * lost daemon is never sent to the new one; the descriptor is used instead. */
+START_TEST(test_resume_falls_back_on_the_descriptor)
+{
+        int cl, sv, st;
+        sn_conn_t *c;
+        sn_port_t *p;
+        uint64_t h;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        tcp_pair(&cl, &sv);
+        enable(p, sv, 30, ONESHOT);
+        ck_assert_int_eq(send(cl, "a", 1, 0), 1);
+        h = take(p, 30);
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        test_daemon_start_with_fds(&D, NULL, NULL, 0, NULL);
+        /* The first call notices the end, resumes, and is answered by the new daemon. */
+        for (int tries = 0;; tries++) {
+                int r = sn_port_post(p, 9, 1, 0);
+
+                if (r == 0)
+                        break;
+                ck_assert_int_eq(r, -EIO);
+                ck_assert_int_lt(tries, 3);
+        }
+        ck_assert_uint_eq(take(p, 9), 0);
+        /* The resume made the one-shot again disarmed (it fired); the handle is the lost
+         * daemon's: without a descriptor it cannot be used, with one it is. */
+        ck_assert_int_eq(apply(p, h, -1, SN_OP_ENABLE), -ESTALE);
+        ck_assert_int_eq(apply(p, h, sv, SN_OP_ENABLE), 0);
+        h = take(p, 30);
+        ck_assert_uint_ne(h, 0);
+        ck_assert_int_eq(apply(p, h, -1, SN_OP_ENABLE), 0); /* the new daemon's own */
+        ck_assert_uint_eq(take(p, 30), h);
+        close(cl);
+        close(sv);
+        sn_conn_close(c);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("handles");
+        TCase *tc = tcase_create("handles");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_entries_carry_handles);
+        tcase_add_test(tc, test_rearm_needs_no_descriptor);
+        tcase_add_test(tc, test_stale_handles_reach_nothing);
+        tcase_add_test(tc, test_handles_are_the_ports_own);
+        tcase_add_test(tc, test_wire_handles_and_forgeries);
+        tcase_add_test(tc, test_handles_survive_reexec);
+        tcase_add_test(tc, test_resume_falls_back_on_the_descriptor);
+        suite_add_tcase(s, tc);
+        return test_run_suite(s);
+}
