@@ -69,11 +69,13 @@ struct sn_call {
         sn_registration_t *regs;     /* copies, results written back */
         uint32_t nregs;
         uint32_t *sent_idx;          /* which regs went to the daemon, in order */
-        uint64_t (*ident)[2];        /* their (dev, ino) */
+        uint64_t (*ident)[2];        /* their (dev, ino); 0, 0: a handle item not ours */
+        uint64_t *handle;            /* their wire handle (sn_port_submit_ex), 0: by identity */
         bool *attach;                /* whether each passes its descriptor */
         uint64_t gen;                /* the transport attach[] was decided for */
         uint32_t nsent;
         sn_entry_t *entries;
+        uint64_t *entry_handles;     /* sn_port_submit_ex(): each entry's handle */
         uint32_t max_entries;
         uint32_t nentries;
 };
@@ -86,7 +88,9 @@ static void call_destroy(struct sn_call *k)
         free(k->sent_idx);
         free(k->ident);
         free(k->attach);
+        free(k->handle);
         free(k->entries);
+        free(k->entry_handles);
         sn__port_unref(k->port_obj);
         free(k);
 }
@@ -119,6 +123,8 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
                         sn_registration_t *g = &k->regs[k->sent_idx[i]];
 
                         g->result = -(int32_t)sn_get_u32(res + 4 * i);
+                        if (k->handle && k->handle[i] && !k->ident[i][0] && !k->ident[i][1])
+                                continue; /* not a registration this process made here */
                         /* What a resume makes again. */
                         if (g->result == 0 && k->port_obj->listed)
                                 sn__regtab_apply(&k->port_obj->regs, g, k->ident[i][0],
@@ -143,6 +149,9 @@ static void call_reply(struct sn_pending *p, const uint8_t *buf, const struct sn
                 }
         }
         k->nentries = sn__process_entries(k->port_obj, h, ent, k->entries, k->max_entries);
+        for (uint32_t i = 0; k->entry_handles && i < k->nentries; i++)
+                k->entry_handles[i] = k->entries[i].kind == SN_ENTRY_SOCKET
+                                              ? k->entries[i].overlapped : 0;
         sn__entries_public(k->entries, k->nentries);
 }
 
@@ -371,7 +380,8 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
         if (c->gen != k->gen) {
                 /* A resume came between: the new daemon knows no descriptor yet. */
                 for (uint32_t i = 0; i < k->nsent; i++)
-                        k->attach[i] = k->regs[k->sent_idx[i]].op == SN_OP_ENABLE;
+                        k->attach[i] = k->regs[k->sent_idx[i]].op == SN_OP_ENABLE &&
+                                       !(k->handle && k->handle[i]);
                 k->gen = c->gen;
         }
         k->pend.async = true;
@@ -392,14 +402,15 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
 
                 while (first + n < k->nsent && n < per_msg) {
                         const sn_registration_t *g = &k->regs[k->sent_idx[first + n]];
+                        uint64_t hd = k->handle ? k->handle[first + n] : 0;
                         struct snw_registration it = {
                                 .key = g->key,
-                                .dev = k->ident[first + n][0],
-                                .ino = k->ident[first + n][1],
+                                .dev = hd ? hd : k->ident[first + n][0],
+                                .ino = hd ? 0 : k->ident[first + n][1],
                                 .filter = g->filter,
                                 .op = g->op,
                                 .trigger = g->trigger,
-                                .fd_index = SN_PROTO_NO_FD,
+                                .fd_index = hd ? SN_PROTO_BY_HANDLE : SN_PROTO_NO_FD,
                                 .client_fd = (uint32_t)g->fd,
                         };
 
@@ -437,9 +448,10 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
         return r;
 }
 
-SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uint32_t nregs,
-                             uint32_t max_entries, uint32_t timeout_ms, uint32_t waiter,
-                             void *user, sn_call_t **ret_call)
+/* sn_port_submit() and sn_port_submit_ex(): handles NULL, or each item's handle (0: none). */
+static int submit(sn_port_t *port, const sn_registration_t *regs, const uint64_t *handles,
+                  uint32_t nregs, uint32_t max_entries, uint32_t timeout_ms, uint32_t waiter,
+                  void *user, sn_call_t **ret_call)
 {
         const size_t isz = SN_WIRE_SIZE_registration;
         const size_t fixed = SN_HEADER_SIZE + SN_WIRE_SIZE_process;
@@ -449,9 +461,6 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
         uint8_t *buf;
         int r;
 
-        if (!port || !ret_call || (nregs && !regs) || (!max_entries && timeout_ms) ||
-            (waiter != 0 && waiter < SN_WAITER_MIN))
-                return -EINVAL;
         c = port->conn;
         r = sn__conn_usable(c);
         if (r < 0)
@@ -468,7 +477,9 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                 k->sent_idx = malloc((size_t)nregs * sizeof(*k->sent_idx));
                 k->ident = malloc((size_t)nregs * sizeof(*k->ident));
                 k->attach = malloc((size_t)nregs * sizeof(*k->attach));
-                if (!k->regs || !k->sent_idx || !k->ident || !k->attach)
+                k->handle = handles ? calloc(nregs, sizeof(*k->handle)) : NULL;
+                if (!k->regs || !k->sent_idx || !k->ident || !k->attach ||
+                    (handles && !k->handle))
                         goto nomem;
                 memcpy(k->regs, regs, (size_t)nregs * sizeof(*k->regs));
         }
@@ -479,6 +490,17 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                 g->result = 0;
                 if (g->op == SN_OP_NONE)
                         continue;
+                if (handles && sn__handle_current(c, handles[i])) {
+                        /* By handle: no fstat (sn_port_process_ex()). */
+                        k->handle[k->nsent] = handles[i] & SN_PROTO_HANDLE_MASK;
+                        k->ident[k->nsent][0] = k->ident[k->nsent][1] = 0;
+                        k->sent_idx[k->nsent++] = i;
+                        continue;
+                }
+                if (handles && handles[i] && g->fd < 0) {
+                        g->result = g->op == SN_OP_ENABLE ? -ESTALE : -ENOENT;
+                        continue;
+                }
                 if (g->fd < 0 || fstat(g->fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
                         g->result = -ENOTSOCK;
                         continue;
@@ -494,6 +516,15 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                 const sn_registration_t *g = &k->regs[k->sent_idx[i]];
                 const struct sn_fdcache *e = sn__cache_get(c, g->fd);
 
+                if (k->handle && k->handle[i]) {
+                        /* Its socket, for this process's records: what the cache says. */
+                        k->attach[i] = false;
+                        if (e && e->port == port->id) {
+                                k->ident[i][0] = e->dev;
+                                k->ident[i][1] = e->ino;
+                        }
+                        continue;
+                }
                 k->attach[i] = g->op == SN_OP_ENABLE &&
                                (!e || e->port != port->id || e->dev != k->ident[i][0] ||
                                 e->ino != k->ident[i][1]);
@@ -514,7 +545,10 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
                         return -E2BIG;
                 }
                 k->entries = malloc((size_t)max_entries * sizeof(*k->entries));
-                if (!k->entries)
+                if (handles)
+                        k->entry_handles = malloc((size_t)max_entries *
+                                                  sizeof(*k->entry_handles));
+                if (!k->entries || (handles && !k->entry_handles))
                         goto nomem;
         }
         k->max_entries = max_entries;
@@ -555,6 +589,52 @@ SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uin
 nomem:
         call_destroy(k);
         return -ENOMEM;
+}
+
+SN_EXPORT int sn_port_submit(sn_port_t *port, const sn_registration_t *regs, uint32_t nregs,
+                             uint32_t max_entries, uint32_t timeout_ms, uint32_t waiter,
+                             void *user, sn_call_t **ret_call)
+{
+        if (!port || !ret_call || (nregs && !regs) || (!max_entries && timeout_ms) ||
+            (waiter != 0 && waiter < SN_WAITER_MIN))
+                return -EINVAL;
+        return submit(port, regs, NULL, nregs, max_entries, timeout_ms, waiter, user, ret_call);
+}
+
+SN_EXPORT int sn_port_submit_ex(sn_port_t *port, const sn_registration_ex_t *regs,
+                                uint32_t nregs, uint32_t max_entries, uint32_t timeout_ms,
+                                uint32_t waiter, void *user, sn_call_t **ret_call)
+{
+        sn_registration_t *r1;
+        uint64_t *h;
+        int r;
+
+        if (!port || !ret_call || (nregs && !regs) || (!max_entries && timeout_ms) ||
+            (waiter != 0 && waiter < SN_WAITER_MIN))
+                return -EINVAL;
+        r1 = malloc(((size_t)nregs + 1) * sizeof(*r1));
+        h = malloc(((size_t)nregs + 1) * sizeof(*h));
+        if (!r1 || !h) {
+                free(r1);
+                free(h);
+                return -ENOMEM;
+        }
+        for (uint32_t i = 0; i < nregs; i++) {
+                r1[i] = regs[i].reg;
+                h[i] = regs[i].handle;
+        }
+        r = submit(port, r1, h, nregs, max_entries, timeout_ms, waiter, user, ret_call);
+        free(r1);
+        free(h);
+        return r;
+}
+
+SN_EXPORT int sn_call_handles(const sn_call_t *k, const uint64_t **ret_handles)
+{
+        if (!k || !k->collected || !ret_handles)
+                return -EINVAL;
+        *ret_handles = k->entry_handles;
+        return k->result > 0 && k->entry_handles ? (int)k->nentries : 0;
 }
 
 SN_EXPORT int sn_call_result(const sn_call_t *k, const sn_entry_t **ret_entries,

@@ -239,6 +239,15 @@ uint32_t sn__process_entries(sn_port_t *port, const struct snw_header *h, const 
 const uint8_t *sn__entry_decode(const sn_conn_t *conn, const uint8_t *p, sn_entry_t *out);
 /* Gives socket entries the overlapped value of the API: 0. */
 void sn__entries_public(sn_entry_t *e, uint32_t n);
+
+/* Whether handle h (from an entry, tagged by sn__entry_decode()) was issued by the daemon of
+ * the current transport: then an item goes by handle.  Without a lock: a resume that comes
+ * after this look makes the handle stale, which the daemon answers as for any stale one. */
+static inline bool sn__handle_current(const sn_conn_t *c, uint64_t h)
+{
+        return h & SN_PROTO_HANDLE_MASK &&
+               h >> 56 == (uint8_t)__atomic_load_n(&c->gen, __ATOMIC_RELAXED);
+}
 /* The daemon broke the protocol (a reply that cannot be trusted): the connection is lost, as
  * when the daemon goes away; every waiting and later call fails with -ECONNRESET.  Takes
  * conn->lock. */

@@ -189,15 +189,6 @@ static void wait_freeing(sn_conn_t *c, struct sn_pending *p, struct arrays *a, i
         pthread_cleanup_pop(0);
 }
 
-/* Whether handle h (from an entry, tagged by sn__entry_decode()) was issued by the daemon of
- * the current transport: then the item goes by handle.  Without a lock: a resume that comes
- * after this look makes the handle stale, which the daemon answers, as for any stale one. */
-static bool handle_current(const sn_conn_t *c, uint64_t h)
-{
-        return h & SN_PROTO_HANDLE_MASK &&
-               h >> 56 == (uint8_t)__atomic_load_n(&c->gen, __ATOMIC_RELAXED);
-}
-
 /* handles: NULL, or for each of regs its handle (0: none), as sn_registration_ex_t gives it. */
 static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *handles,
                       uint32_t nregs, sn_entry_t *entries, uint32_t max_entries,
@@ -241,7 +232,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *
                 g->result = 0;
                 if (g->op == SN_OP_NONE)
                         continue;
-                if (handles && handle_current(c, handles[i])) {
+                if (handles && sn__handle_current(c, handles[i])) {
                         prep[ctx.nsent] = (struct prep){ .handle = handles[i] &
                                                                    SN_PROTO_HANDLE_MASK };
                         sent_idx[ctx.nsent++] = i;

@@ -420,6 +420,22 @@ SN_EXPORT int sn_conn_collect(sn_conn_t *conn, sn_call_t **ret_call);
 SN_EXPORT int sn_call_result(const sn_call_t *call, const sn_entry_t **ret_entries,
                              const sn_registration_t **ret_regs);
 
+/*
+ * sn_port_submit() with registration handles (see sn_port_process_ex()): each item may name
+ * its registration by handle, without an fstat(); a stale handle is reported (-ESTALE for an
+ * ENABLE, -ENOENT otherwise) instead of being retried by descriptor, so submit such an item
+ * again with handle 0.  The call's registrations and entries come from sn_call_result() as
+ * usual, the entries' handles from sn_call_handles().
+ */
+SN_EXPORT int sn_port_submit_ex(sn_port_t *port, const sn_registration_ex_t *regs,
+                                uint32_t nregs, uint32_t max_entries, uint32_t timeout_ms,
+                                uint32_t waiter, void *user, sn_call_t **ret_call);
+
+/* The handles of a collected call's entries, in sn_call_result()'s order: returns their
+ * number (*ret_handles valid until sn_call_free()), 0 for a call of sn_port_submit() or one
+ * that dequeued nothing, -EINVAL for a call not yet collected. */
+SN_EXPORT int sn_call_handles(const sn_call_t *call, const uint64_t **ret_handles);
+
 /* The user pointer given to sn_port_submit(). */
 SN_EXPORT void *sn_call_user(const sn_call_t *call);
 

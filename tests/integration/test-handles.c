@@ -303,6 +303,82 @@ START_TEST(test_handles_are_the_ports_own)
 }
 END_TEST
 
+/* Collects call k of c, waiting for it (the descriptor of sn_conn_fd() polls readable). */
+static sn_call_t *collect(sn_conn_t *c)
+{
+        struct pollfd pf = { .fd = sn_conn_fd(c), .events = POLLIN };
+        sn_call_t *k = NULL;
+        long long t0 = now_ms();
+
+        for (;;) {
+                int r = sn_conn_collect(c, &k);
+
+                ck_assert_int_ge(r, 0);
+                if (r == 1)
+                        return k;
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(3000), "no call completed");
+                poll(&pf, 1, 100);
+        }
+}
+
+/* The re-enable without waiting, by handle: no descriptor needed either; the entries of a
+ * submitted dequeue come with their handles. */
+START_TEST(test_submit_by_handle)
+{
+        int cl, sv;
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_call_t *k;
+        const sn_registration_t *regs;
+        const sn_entry_t *ents;
+        const uint64_t *hs;
+        sn_registration_ex_t r;
+        uint64_t h;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        tcp_pair(&cl, &sv);
+        enable(p, sv, 40, ONESHOT);
+        ck_assert_int_eq(send(cl, "a", 1, 0), 1);
+        ck_assert_int_eq(sn_port_submit_ex(p, NULL, 0, 1, 1000, 0, NULL, &k), 0);
+        k = collect(c);
+        ck_assert_int_eq(sn_call_result(k, &ents, NULL), 1);
+        ck_assert_uint_eq(ents[0].key, 40);
+        ck_assert_uint_eq(ents[0].overlapped, 0);
+        ck_assert_int_eq(sn_call_handles(k, &hs), 1);
+        h = hs[0];
+        ck_assert_uint_ne(h, 0);
+        sn_call_free(k);
+        ck_assert_int_eq(close(sv), 0);
+        for (int round = 0; round < 3; round++) {
+                r = by_handle(h, -1, SN_OP_ENABLE);
+                ck_assert_int_eq(sn_port_submit_ex(p, &r, 1, 0, 0, 0, NULL, &k), 0);
+                k = collect(c);
+                ck_assert_int_eq(sn_call_result(k, NULL, &regs), 0);
+                ck_assert_int_eq(regs[0].result, 0);
+                ck_assert_int_eq(sn_call_handles(k, &hs), 0);
+                sn_call_free(k);
+                ck_assert_uint_eq(take(p, 40), h);
+        }
+        /* A stale handle is reported, not retried. */
+        ck_assert_int_eq(apply(p, h, -1, SN_OP_REMOVE), 0);
+        ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, &(sn_entry_ex_t){ 0 }, 1, 1000), 1);
+        r = by_handle(h, -1, SN_OP_ENABLE);
+        ck_assert_int_eq(sn_port_submit_ex(p, &r, 1, 0, 0, 0, NULL, &k), 0);
+        k = collect(c);
+        ck_assert_int_eq(sn_call_result(k, NULL, &regs), 0);
+        ck_assert_int_eq(regs[0].result, -ESTALE);
+        sn_call_free(k);
+        /* sn_port_submit() calls have no handles. */
+        ck_assert_int_eq(sn_port_submit(p, NULL, 0, 1, 0, 0, NULL, &k), 0);
+        k = collect(c);
+        ck_assert_int_eq(sn_call_handles(k, &hs), 0);
+        sn_call_free(k);
+        close(cl);
+        sn_conn_close(c);
+}
+END_TEST
+
 /* ---- the wire ------------------------------------------------------------------------------ */
 
 static int raw_hello3(const char *path)
@@ -542,6 +618,7 @@ int main(void)
         tcase_add_test(tc, test_rearm_needs_no_descriptor);
         tcase_add_test(tc, test_stale_handles_reach_nothing);
         tcase_add_test(tc, test_handles_are_the_ports_own);
+        tcase_add_test(tc, test_submit_by_handle);
         tcase_add_test(tc, test_wire_handles_and_forgeries);
         tcase_add_test(tc, test_handles_survive_reexec);
         tcase_add_test(tc, test_resume_falls_back_on_the_descriptor);
