@@ -177,6 +177,10 @@ struct sn_regtab {
         uint64_t *devs; /* the distinct st_dev values the records name (SN_REG_MAX_DEVS) */
         uint32_t used, regcap, ixcap, gone, ndevs; /* ixcap: 0 or a power of two */
         uint32_t noneshot; /* records with SN_TRIGGER_ONESHOT */
+        /* The records by key, for marking fired ONESHOT registrations: made at the first
+         * entry of a port that holds one (NULL until then, or when memory ran out). */
+        uint32_t *kix;
+        uint32_t kixcap, kgone;
 };
 
 /* Applies one registration item that the daemon accepted (op ENABLE, DISABLE or REMOVE of the

@@ -561,6 +561,104 @@ START_TEST(test_fired_oneshot_stays_disarmed)
 }
 END_TEST
 
+/* Many ONESHOT registrations, some removed (the library's records move), some fired, some of
+ * those re-armed by registration handle (sn_port_process_ex(): the library follows it without
+ * fstat): after the resume exactly the armed ones report, whatever the order of the records. */
+START_TEST(test_fired_oneshots_many)
+{
+        enum { N = 300 };
+        static int cl[N], sv[N];
+        static bool expect[N], seen[N];
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_ex_t e[64];
+        int want = 0, got = 0;
+        long long deadline;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        for (int i = 0; i < N; i++) {
+                sn_registration_t g = { .filter = SN_EVENT_IN, .op = SN_OP_ENABLE,
+                                        .key = 5000 + (uint64_t)i,
+                                        .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT };
+
+                tcp_pair(&cl[i], &sv[i]);
+                g.fd = cl[i];
+                ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(g.result, 0);
+        }
+        for (int i = 0; i < N; i += 5) {
+                sn_registration_t g = { .fd = cl[i], .op = SN_OP_REMOVE };
+
+                ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+                ck_assert_int_eq(g.result, 0);
+        }
+        /* Fire every even one still there; re-arm those divisible by 4 by handle, once their
+         * byte is read (so that they do not fire again at once). */
+        for (int i = 0; i < N; i += 2)
+                if (i % 5)
+                        ck_assert_int_eq(send(sv[i], "x", 1, 0), 1);
+        for (int fired = 0, removes = 0; fired < (N / 2) - (N / 10) || removes < N / 5;) {
+                int n = sn_port_process_ex(port, NULL, 0, e, 64, (uint32_t)test_timeout_ms(5000));
+
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++) {
+                        int i = (int)(e[k].entry.key - 5000);
+
+                        ck_assert(i >= 0 && i < N);
+                        if (e[k].entry.events & SN_EVENT_REMOVE) {
+                                removes++;
+                                continue;
+                        }
+                        ck_assert_int_eq(i % 2, 0);
+                        fired++;
+                        if (i % 4)
+                                continue;
+                        ck_assert_int_eq(recv(cl[i], &(char){ 0 }, 1, 0), 1);
+                        sn_registration_ex_t r = {
+                                .reg = { .fd = cl[i], .op = SN_OP_ENABLE, .filter = SN_EVENT_IN,
+                                         .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT },
+                                .handle = e[k].handle,
+                        };
+                        ck_assert_int_eq(sn_port_process_ex(port, &r, 1, NULL, 0, 0), 0);
+                        ck_assert_int_eq(r.reg.result, 0);
+                }
+        }
+        for (int i = 0; i < N; i++) {
+                expect[i] = i % 5 && (i % 2 || i % 4 == 0);
+                want += expect[i];
+        }
+        restart(SIGKILL, NULL);
+
+        for (int i = 0; i < N; i++)
+                if (i % 5)
+                        ck_assert_int_eq(send(sv[i], "y", 1, 0), 1);
+        deadline = now_ms() + test_timeout_ms(10000);
+        while (got < want) {
+                int n = sn_port_process_ex(port, NULL, 0, e, 64, (uint32_t)test_timeout_ms(5000));
+
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++) {
+                        int i = (int)(e[k].entry.key - 5000);
+
+                        ck_assert(i >= 0 && i < N);
+                        ck_assert_msg(expect[i], "key %d reported: it was removed or fired", i);
+                        ck_assert_msg(!seen[i], "key %d reported twice", i);
+                        seen[i] = true;
+                        got++;
+                }
+                ck_assert(now_ms() < deadline);
+        }
+        ck_assert_int_eq(sn_port_process_ex(port, NULL, 0, e, 64, 100), -ETIMEDOUT);
+        sn_port_close(port);
+        sn_conn_close(c);
+        for (int i = 0; i < N; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+}
+END_TEST
+
 /* ---- an EDGE condition that holds is reported after a resume ----------------------------- */
 
 /* Data arrives on an EDGE registration's socket while no daemon runs: the new daemon skips what
@@ -681,6 +779,7 @@ int main(void)
         tcase_add_test(tc, test_named_shared);
         tcase_add_test(tc, test_table_identity);
         tcase_add_test(tc, test_fired_oneshot_stays_disarmed);
+        tcase_add_test(tc, test_fired_oneshots_many);
         tcase_add_test(tc, test_edge_holding_reported);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
