@@ -298,6 +298,9 @@ START_TEST(test_handles_are_the_ports_own)
         ck_assert_uint_eq(take(pa, 8), h);
         close(cl);
         close(sv);
+        sn_port_close(pb);
+        sn_port_close(pa2);
+        sn_port_close(pa);
         sn_conn_close(b);
         sn_conn_close(a);
 }
@@ -375,6 +378,7 @@ START_TEST(test_submit_by_handle)
         ck_assert_int_eq(sn_call_handles(k, &hs), 0);
         sn_call_free(k);
         close(cl);
+        sn_port_close(p);
         sn_conn_close(c);
 }
 END_TEST
@@ -560,6 +564,7 @@ START_TEST(test_handles_survive_reexec)
                 close(cl[i]);
                 close(sv[i]);
         }
+        sn_port_close(p);
         sn_conn_close(c);
 }
 END_TEST
@@ -603,6 +608,7 @@ START_TEST(test_resume_falls_back_on_the_descriptor)
         ck_assert_uint_eq(take(p, 30), h);
         close(cl);
         close(sv);
+        sn_port_close(p);
         sn_conn_close(c);
 }
 END_TEST
