@@ -489,6 +489,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          * n-th port's id the one gen-corpus.c computes (port_id_of_zero_keys). */
         srv->next_port_id = 0;
         memset(srv->port_id_key, 0, sizeof(srv->port_id_key));
+        /* Registration handles likewise: a fresh slot table whose generations start from a
+         * zero seed, so that the first registration's handle is 1 << 32 (gen-corpus.c). */
+        free(srv->slots);
+        free(srv->slot_next);
+        free(srv->slot_gen);
+        srv->slots = NULL;
+        srv->slot_next = srv->slot_gen = NULL;
+        srv->nslots = 0;
+        srv->free_slot = UINT32_MAX;
+        srv->slot_gen_seed = 0;
         memset(&srv->counters, 0, sizeof(srv->counters));
         for (int i = 0; i < 2; i++)
                 cl[i] = (struct client){ .fd = -1 };

@@ -81,6 +81,15 @@ static void m_hello2(struct msg *m)
         m->len = (size_t)(snw_hello_encode(p, &h) - m->b);
 }
 
+/* Version 3 on the socket (no rings): registration handles. */
+static void m_hello3(struct msg *m)
+{
+        struct snw_hello h = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 3 };
+        uint8_t *p = sn_msg_begin(m->b, SN_MSG_HELLO, 1, 0, 0, 0, 0);
+
+        m->len = (size_t)(snw_hello_encode(p, &h) - m->b);
+}
+
 static void m_port_linger(struct msg *m, uint32_t id, uint32_t port, uint32_t ms)
 {
         struct snw_port_linger b = { .port = port, .linger_ms = ms };
@@ -118,6 +127,7 @@ struct item {
         uint16_t filter;
         bool fd;      /* a descriptor is attached for this item */
         uint64_t ino; /* identity when no descriptor */
+        uint64_t handle; /* not 0: the item names its registration by this handle */
 };
 
 static void m_process(struct msg *m, uint32_t id, uint32_t port, uint32_t timeout,
@@ -139,6 +149,12 @@ static void m_process(struct msg *m, uint32_t id, uint32_t port, uint32_t timeou
                         .filter = it[i].filter, .op = it[i].op, .trigger = it[i].trigger,
                         .fd_index = it[i].fd ? nfds++ : SN_PROTO_NO_FD, .client_fd = 10 + i,
                 };
+
+                if (it[i].handle) {
+                        r.dev = it[i].handle;
+                        r.ino = 0;
+                        r.fd_index = SN_PROTO_BY_HANDLE;
+                }
                 p = snw_registration_encode(p, &r);
         }
         m->len = (size_t)(p - m->b);
@@ -431,6 +447,47 @@ static void gen_daemon(void)
                 const struct item it[] = { disable_fd, remove_fd };
                 m_process(&m, 4, PORT1, 0, 4, 0, it, 2);
                 s_msg(&s, false, &m, 8); /* the same socket twice */
+        }
+        s_end(&s);
+
+        /* Registration handles (version 3): the harness starts slot i at generation i + 1, so
+         * the first registration's handle is 1 << 32 (slot 0), the second's 2 << 32 | 1. */
+        s = s_begin("handles");
+        m_hello3(&m);
+        s_msg(&s, false, &m, 0);
+        s_port(&s, false);
+        {
+                const struct item it[] = { enable_level, enable_edge_oneshot };
+                m_process(&m, 3, PORT1, 0, 4, 0, it, 2);
+                s_msg(&s, false, &m, 0);
+        }
+        s_op(&s, false, 4, 0x00); /* POKE: write to peer 0 */
+        m_process(&m, 4, PORT1, 0, 8, 0, NULL, 0);
+        s_msg(&s, false, &m, 0);
+        {
+                const uint64_t h0 = 1ull << 32, h1 = 2ull << 32 | 1;
+                const struct item it[] = {
+                        { SN_OP_DISABLE, 0, 0, false, 0, h0 },
+                        { SN_OP_ENABLE, SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT,
+                          SN_REGISTER_EVENT_IN, false, 0, h0 },
+                        { SN_OP_ENABLE, SN_TRIGGER_LEVEL, SN_REGISTER_EVENT_IN, false, 0,
+                          h1 + (1ull << 32) }, /* a generation too far: stale */
+                        { SN_OP_REMOVE, 0, 0, false, 0, h1 },
+                        { SN_OP_REMOVE, 0, 0, false, 0, h1 }, /* once: the second is 0 too */
+                };
+                m_process(&m, 5, PORT1, 0, 8, 0, it, 5);
+                s_msg(&s, false, &m, 0);
+        }
+        m_process(&m, 6, PORT1, 0, 8, 0, NULL, 0);
+        s_msg(&s, false, &m, 0);
+        {
+                /* Slot 1 freed by the REMOVE just taken: a new registration gets it with the
+                 * next generation, and the old handle reaches nothing. */
+                const struct item it[] = { enable_level,
+                                           { SN_OP_DISABLE, 0, 0, false, 0, 2ull << 32 | 1 },
+                                           { SN_OP_DISABLE, 0, 0, false, 0, 3ull << 32 | 1 } };
+                m_process(&m, 7, PORT1, 0, 8, 0, it, 3);
+                s_msg(&s, false, &m, 1);
         }
         s_end(&s);
 
