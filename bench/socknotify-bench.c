@@ -570,37 +570,10 @@ static void bench_delivery(void)
 
 /* ---- 2. one-shot re-arm ------------------------------------------------------------------- */
 
-static double sn_oneshot_rate(sn_port_t *p, int (*sp)[2])
-{
-        enum { BATCH = 256 };
-        sn_registration_t r[BATCH];
-        sn_entry_t e[BATCH];
-        uint32_t nr = 0;
-        double t0 = now(), t;
-        long n = 0;
-
-        do {
-                int k = sn_port_process(p, nr ? r : NULL, nr, e, BATCH, 1000);
-
-                if (k < 0)
-                        die("process", k);
-                for (int i = 0; i < k; i++)
-                        r[i] = (sn_registration_t){ .fd = sp[e[i].key][0], .key = e[i].key,
-                                                    .op = SN_OP_ENABLE,
-                                                    .filter = SN_REGISTER_EVENT_IN,
-                                                    .trigger = SN_TRIGGER_LEVEL |
-                                                               SN_TRIGGER_ONESHOT };
-                nr = (uint32_t)k;
-                n += k;
-        } while ((t = now()) - t0 < seconds_per_run);
-        /* Leave every registration armed for the next round. */
-        sn_port_process(p, nr ? r : NULL, nr, NULL, 0, 0);
-        return (double)n / (t - t0);
-}
-
-/* The same server re-arming by registration handle (sn_port_process_ex): no fstat() per
- * re-arm in the client.  The re-arm is what the bench's server does after each dequeue. */
-static double sn_oneshot_rate_handles(sn_port_t *p, int (*sp)[2])
+/* The bench's one-shot server: re-arms what one dequeue gave with its next dequeue, by the
+ * registration handle each entry carried (sn_port_process_ex: no fstat() per re-arm in the
+ * client), or by descriptor (handle 0: as sn_port_process does, an fstat each). */
+static double sn_oneshot_rate(sn_port_t *p, int (*sp)[2], bool by_handle)
 {
         enum { BATCH = 256 };
         sn_registration_ex_t r[BATCH];
@@ -613,17 +586,21 @@ static double sn_oneshot_rate_handles(sn_port_t *p, int (*sp)[2])
                 int k = sn_port_process_ex(p, nr ? r : NULL, nr, e, BATCH, 1000);
 
                 if (k < 0)
-                        die("process_ex", k);
+                        die("process", k);
+                for (uint32_t i = 0; i < nr; i++)
+                        if (r[i].reg.result)
+                                die("re-arm", r[i].reg.result);
                 for (int i = 0; i < k; i++)
                         r[i] = (sn_registration_ex_t){
                                 .reg = { .fd = sp[e[i].entry.key][0], .key = e[i].entry.key,
                                          .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
                                          .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT },
-                                .handle = e[i].handle,
+                                .handle = by_handle ? e[i].handle : 0,
                         };
                 nr = (uint32_t)k;
                 n += k;
         } while ((t = now()) - t0 < seconds_per_run);
+        /* Leave every registration armed for the next round. */
         sn_port_process_ex(p, nr ? r : NULL, nr, NULL, 0, 0);
         return (double)n / (t - t0);
 }
@@ -685,8 +662,8 @@ static void bench_oneshot(void)
 
         oneshot_open(&o);
         for (int r = 0; r < rounds; r++) {
-                xs[r] = sn_oneshot_rate_handles(o.p, o.sp);
-                fs[r] = sn_oneshot_rate(o.p, o.sp);
+                xs[r] = sn_oneshot_rate(o.p, o.sp, true);
+                fs[r] = sn_oneshot_rate(o.p, o.sp, false);
                 ys[r] = epoll_oneshot_rate(o.ep, o.sp, 256);
         }
         f = median(fs, rounds);

@@ -510,16 +510,23 @@ static int fetch_more(sn_port_t *port, sn_entry_t *entries, uint32_t max_entries
         return (int)got;
 }
 
-SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
-                              sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms)
+/* The checks of a process call's arguments that need no daemon: 0 or a negative errno. */
+static int process_args(sn_port_t *port, bool regs_ok, bool entries_ok, uint32_t max_entries,
+                        uint32_t timeout_ms)
 {
-        int r;
-
-        if (!port || (nregs && !regs) || (max_entries && !entries))
+        if (!port || !regs_ok || !entries_ok)
                 return -EINVAL;
         if (!max_entries && timeout_ms)
                 return -EINVAL; /* row 2 */
-        r = sn__conn_usable(port->conn);
+        return sn__conn_usable(port->conn);
+}
+
+SN_EXPORT int sn_port_process(sn_port_t *port, sn_registration_t *regs, uint32_t nregs,
+                              sn_entry_t *entries, uint32_t max_entries, uint32_t timeout_ms)
+{
+        int r = process_args(port, regs || !nregs, entries || !max_entries, max_entries,
+                             timeout_ms);
+
         if (r < 0)
                 return r;
         sn__port_ref(port);
@@ -658,13 +665,9 @@ SN_EXPORT int sn_port_process_ex(sn_port_t *port, sn_registration_ex_t *regs, ui
         uint64_t stack_handles[STACK], *h = stack_handles;
         sn_entry_t stack_ents[STACK], *e1 = stack_ents;
         struct ex_arrays a;
-        int r;
+        int r = process_args(port, regs || !nregs, entries || !max_entries, max_entries,
+                             timeout_ms);
 
-        if (!port || (nregs && !regs) || (max_entries && !entries))
-                return -EINVAL;
-        if (!max_entries && timeout_ms)
-                return -EINVAL; /* row 2 */
-        r = sn__conn_usable(port->conn);
         if (r < 0)
                 return r;
         if (nregs > STACK) {

@@ -45,6 +45,27 @@ static void teardown(void)
 
 static const uint8_t ONESHOT = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT;
 
+/* A connection (path NULL: $SOCKNOTIFY_SOCKET, for a resume) with one port. */
+static sn_port_t *open_port(const char *path, sn_conn_t **ret_conn)
+{
+        sn_port_t *p;
+
+        ck_assert_int_eq(sn_conn_open(path, ret_conn), 0);
+        ck_assert_int_eq(sn_port_create(*ret_conn, 0, &p), 0);
+        return p;
+}
+
+/* Closes the n socket pairs, the port and its connection. */
+static void finish(sn_conn_t *c, sn_port_t *p, int *cl, int *sv, int n)
+{
+        for (int i = 0; i < n; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        sn_port_close(p);
+        sn_conn_close(c);
+}
+
 static sn_registration_ex_t by_handle(uint64_t handle, int fd, uint8_t op)
 {
         return (sn_registration_ex_t){
@@ -114,8 +135,7 @@ START_TEST(test_entries_carry_handles)
         sn_entry_t plain[4];
         uint64_t h[2] = { 0, 0 };
 
-        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        p = open_port(D.path, &c);
         for (int i = 0; i < 2; i++) {
                 tcp_pair(&cl[i], &sv[i]);
                 enable(p, sv[i], 10 + (uint64_t)i, SN_TRIGGER_LEVEL);
@@ -148,12 +168,7 @@ START_TEST(test_entries_carry_handles)
                 ck_assert_uint_eq(plain[i].kind, SN_ENTRY_SOCKET);
                 ck_assert_uint_eq(plain[i].overlapped, 0);
         }
-        for (int i = 0; i < 2; i++) {
-                close(cl[i]);
-                close(sv[i]);
-        }
-        sn_port_close(p);
-        sn_conn_close(c);
+        finish(c, p, cl, sv, 2);
 }
 END_TEST
 
@@ -168,8 +183,7 @@ START_TEST(test_rearm_needs_no_descriptor)
         uint64_t h;
         sn_entry_ex_t e;
 
-        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        p = open_port(D.path, &c);
         tcp_pair(&cl, &sv);
         enable(p, sv, 5, ONESHOT);
         ck_assert_int_eq(send(cl, "a", 1, 0), 1);
@@ -216,8 +230,7 @@ START_TEST(test_stale_handles_reach_nothing)
         sn_entry_ex_t e;
         uint64_t h1, h2;
 
-        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        p = open_port(D.path, &c);
         for (int i = 0; i < 3; i++)
                 tcp_pair(&cl[i], &sv[i]);
         enable(p, sv[0], 1, ONESHOT);
@@ -256,12 +269,7 @@ START_TEST(test_stale_handles_reach_nothing)
                 ck_assert_int_eq(r.reg.result, 0);
         }
         ck_assert_uint_ne(take(p, 11), h1); /* "a" is still unread: it fires at once */
-        for (int i = 0; i < 3; i++) {
-                close(cl[i]);
-                close(sv[i]);
-        }
-        sn_port_close(p);
-        sn_conn_close(c);
+        finish(c, p, cl, sv, 3);
 }
 END_TEST
 
@@ -338,8 +346,7 @@ START_TEST(test_submit_by_handle)
         sn_registration_ex_t r;
         uint64_t h;
 
-        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        p = open_port(D.path, &c);
         tcp_pair(&cl, &sv);
         enable(p, sv, 40, ONESHOT);
         ck_assert_int_eq(send(cl, "a", 1, 0), 1);
@@ -540,8 +547,7 @@ START_TEST(test_handles_survive_reexec)
         long long before;
         long long t0 = now_ms();
 
-        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        p = open_port(D.path, &c);
         for (int i = 0; i < 2; i++) {
                 tcp_pair(&cl[i], &sv[i]);
                 enable(p, sv[i], 20 + (uint64_t)i, ONESHOT);
@@ -560,12 +566,7 @@ START_TEST(test_handles_survive_reexec)
                 ck_assert_int_eq(apply(p, h[i], -1, SN_OP_ENABLE), 0);
                 ck_assert_uint_eq(take(p, 20 + (uint64_t)i), h[i]);
         }
-        for (int i = 0; i < 2; i++) {
-                close(cl[i]);
-                close(sv[i]);
-        }
-        sn_port_close(p);
-        sn_conn_close(c);
+        finish(c, p, cl, sv, 2);
 }
 END_TEST
 
@@ -578,8 +579,7 @@ START_TEST(test_resume_falls_back_on_the_descriptor)
         sn_port_t *p;
         uint64_t h;
 
-        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        p = open_port(NULL, &c);
         tcp_pair(&cl, &sv);
         enable(p, sv, 30, ONESHOT);
         ck_assert_int_eq(send(cl, "a", 1, 0), 1);
@@ -606,10 +606,7 @@ START_TEST(test_resume_falls_back_on_the_descriptor)
         ck_assert_uint_ne(h, 0);
         ck_assert_int_eq(apply(p, h, -1, SN_OP_ENABLE), 0); /* the new daemon's own */
         ck_assert_uint_eq(take(p, 30), h);
-        close(cl);
-        close(sv);
-        sn_port_close(p);
-        sn_conn_close(c);
+        finish(c, p, &cl, &sv, 1);
 }
 END_TEST
 
