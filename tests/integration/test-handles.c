@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -531,6 +533,112 @@ END_TEST
 
 /* ---- restarts ------------------------------------------------------------------------------ */
 
+/* SIGUSR2, then waits until the daemon (same PID) answers from its new image. */
+static void reexec(sn_conn_t *c)
+{
+        long long before = test_status_number(c, "reexecs");
+        long long t0 = now_ms();
+
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        while (test_status_number(c, "reexecs") == before) {
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "no re-exec within 5 s");
+                usleep(5000);
+        }
+}
+
+/* Registrations made on a thread of their own, so that a daemon that never answers fails the
+ * test in bounded time instead of hanging it. */
+struct enabler {
+        sn_port_t *port;
+        sn_registration_t *regs;
+        uint32_t n;
+        int r;
+};
+
+static void *enable_thread(void *arg)
+{
+        struct enabler *en = arg;
+
+        en->r = sn_port_process(en->port, en->regs, en->n, NULL, 0, 0);
+        return NULL;
+}
+
+static void enable_within(sn_port_t *p, sn_registration_t *regs, uint32_t n, int ms)
+{
+        struct enabler en = { .port = p, .regs = regs, .n = n, .r = 1 };
+        struct timespec until;
+        pthread_t th;
+
+        ck_assert_int_eq(pthread_create(&th, NULL, enable_thread, &en), 0);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += test_timeout_ms(ms) / 1000 + 1;
+        ck_assert_msg(pthread_timedjoin_np(th, NULL, &until) == 0,
+                      "the daemon did not answer %u registrations", n);
+        ck_assert_int_eq(en.r, 0);
+        for (uint32_t i = 0; i < n; i++)
+                ck_assert_int_eq(regs[i].result, 0);
+}
+
+/*
+ * A restore gives each registration its old slot (its handle), and those slots stay on the
+ * daemon's chain of free slots.  Freeing such a slot put it on the chain a second time: the
+ * chain became a loop through taken slots, and the next registrations after a re-exec and a
+ * REMOVE made the daemon spin forever looking for a free slot.  Now: registrations come and go
+ * after a re-exec as before it, each with a handle of its own.
+ */
+START_TEST(test_restored_slots_are_recycled)
+{
+        enum { OLD = 4, NEW = 16 };
+        int cl[OLD + NEW], sv[OLD + NEW];
+        sn_registration_t r[NEW];
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_entry_ex_t e;
+        uint64_t h[OLD + NEW];
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < OLD + NEW; i++)
+                tcp_pair(&cl[i], &sv[i]);
+        for (int i = 0; i < OLD; i++) {
+                enable(p, sv[i], (uint64_t)i, ONESHOT);
+                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
+                h[i] = take(p, (uint64_t)i);
+        }
+        reexec(c);
+        /* Every other one goes: their slots, claimed by the restore, are freed. */
+        for (int i = 1; i < OLD; i += 2) {
+                ck_assert_int_eq(apply(p, h[i], -1, SN_OP_REMOVE), 0);
+                ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, &e, 1, 1000), 1);
+                ck_assert_uint_eq(e.entry.key, (uint64_t)i);
+                ck_assert_uint_eq(e.entry.events & SN_EVENT_REMOVE, SN_EVENT_REMOVE);
+        }
+        for (int i = 0; i < NEW; i++)
+                r[i] = (sn_registration_t){ .fd = sv[OLD + i], .key = (uint64_t)(OLD + i),
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = ONESHOT };
+        enable_within(p, r, NEW, 3000);
+        /* Each new one fires with a handle no other live registration has. */
+        for (int i = OLD; i < OLD + NEW; i++) {
+                ck_assert_int_eq(send(cl[i], "b", 1, 0), 1);
+                h[i] = take(p, (uint64_t)i);
+                for (int k = 0; k < i; k++)
+                        if (k >= OLD || !(k & 1))
+                                ck_assert_uint_ne(h[i], h[k]);
+        }
+        /* The kept ones still answer to their handles, without descriptors. */
+        for (int i = 0; i < OLD; i += 2) {
+                ck_assert_int_eq(apply(p, h[i], -1, SN_OP_ENABLE), 0);
+                ck_assert_uint_eq(take(p, (uint64_t)i), h[i]);
+        }
+        for (int i = 0; i < OLD + NEW; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        sn_conn_close(c);
+}
+END_TEST
+
 START_TEST(test_handles_survive_reexec)
 {
         int cl[2], sv[2];
@@ -628,6 +736,7 @@ int main(void)
         tcase_add_test(tc, test_wire_handles_and_forgeries);
         tcase_add_test(tc, test_handles_survive_reexec);
         tcase_add_test(tc, test_resume_falls_back_on_the_descriptor);
+        tcase_add_test(tc, test_restored_slots_are_recycled);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
