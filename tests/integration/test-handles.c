@@ -636,6 +636,7 @@ START_TEST(test_restored_slots_are_recycled)
                 close(cl[i]);
                 close(sv[i]);
         }
+        sn_port_close(p);
         sn_conn_close(c);
 }
 END_TEST
@@ -747,6 +748,7 @@ static int32_t apply_in_child(const char *name, uint64_t handle, uint8_t op)
                 res = sn_port_process_ex(p, &r, 1, NULL, 0, 0) < 0 ? 2000 : r.reg.result;
                 if (write(pfd[1], &res, sizeof(res)) != (ssize_t)sizeof(res))
                         _exit(3);
+                sn_port_close(p);
                 sn_conn_close(c);
                 _exit(0);
         }
@@ -788,6 +790,7 @@ START_TEST(test_handles_on_shared_and_handed_over_ports)
         ck_assert_int_eq(apply_in_child("hshared", h ^ (1ull << 32), SN_OP_DISABLE), -ENOENT);
         expect_nothing(pa, 50);
         /* The creator goes; a new owner takes the socket over. */
+        sn_port_close(pa);
         sn_conn_close(a);
         close(sv);
         ck_assert_int_eq(sn_conn_open(D.path, &b), 0);
@@ -814,6 +817,8 @@ START_TEST(test_handles_on_shared_and_handed_over_ports)
         ck_assert_int_eq(apply(pb, h, -1, SN_OP_ENABLE), -ESTALE);
         close(taken[0].fd);
         close(cl);
+        sn_port_close(priv);
+        sn_port_close(pb);
         sn_conn_close(b);
 }
 END_TEST
@@ -990,6 +995,8 @@ START_TEST(test_forged_handle_flood)
                 close(cl[i]);
                 close(sv[i]);
         }
+        sn_port_close(pv);
+        sn_port_close(pa);
         sn_conn_close(victim);
         sn_conn_close(attacker);
 }
@@ -1064,6 +1071,7 @@ START_TEST(test_crash_restore_keeps_handles)
                 close(cl[i]);
                 close(sv[i]);
         }
+        sn_port_close(p);
         sn_conn_close(c);
         test_daemon_stop(&d);
         manager_stop(&m);
