@@ -48,6 +48,13 @@ void server_log_refusal(struct server *srv, const struct session *s, uid_t uid, 
 
 /* Slot generations run from 1 to this (24 bits), then wrap to 1. */
 #define SLOT_GEN_LIMIT 0xffffffu
+/* slot_next of a slot that is not on the free chain (taken from it).  A slot claimed by a
+ * restore stays on the chain, taken, until the chain reaches it: freeing it before must not
+ * put it on the chain a second time, which would close the chain into a loop. */
+#define SLOT_OFF_CHAIN 0xfffffffeu
+/* Slots a restore may claim: far below where slots_grow() would overflow or reach
+ * SLOT_OFF_CHAIN. */
+#define SLOT_CLAIM_LIMIT 0x40000000u
 
 static int slots_grow(struct server *srv, uint32_t want)
 {
@@ -89,7 +96,7 @@ static bool slot_claim(struct server *srv, struct reg *g)
         uint32_t i = (uint32_t)h, gen = (uint32_t)(h >> 32);
 
         srv->claim_handle = 0;
-        if (!h || h >> 56 || !gen || gen > SLOT_GEN_LIMIT || i == UINT32_MAX)
+        if (!h || h >> 56 || !gen || gen > SLOT_GEN_LIMIT || i >= SLOT_CLAIM_LIMIT)
                 return false;
         if (i >= srv->nslots && slots_grow(srv, i + 1) < 0)
                 return false;
@@ -112,6 +119,7 @@ int server_slot_take(struct server *srv, struct reg *g)
                         return -ENOMEM;
                 i = srv->free_slot;
                 srv->free_slot = srv->slot_next[i];
+                srv->slot_next[i] = SLOT_OFF_CHAIN;
         } while (srv->slots[i]);
         srv->slots[i] = g;
         g->slot = i;
@@ -123,6 +131,8 @@ void server_slot_release(struct server *srv, struct reg *g)
         srv->slots[g->slot] = NULL;
         /* Handles of the registration that held it are stale from now on. */
         srv->slot_gen[g->slot] = srv->slot_gen[g->slot] % SLOT_GEN_LIMIT + 1;
+        if (srv->slot_next[g->slot] != SLOT_OFF_CHAIN)
+                return; /* claimed by a restore, and still on the chain: found there */
         srv->slot_next[g->slot] = srv->free_slot;
         srv->free_slot = g->slot;
 }

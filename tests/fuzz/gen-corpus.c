@@ -491,6 +491,48 @@ static void gen_daemon(void)
         }
         s_end(&s);
 
+        /* More of them: ino set beside a handle, a registration being removed, items by
+         * handle in a call in parts with descriptors, another connection's port. */
+        s = s_begin("handles-parts");
+        m_hello3(&m);
+        s_msg(&s, false, &m, 0);
+        s_port(&s, false);
+        {
+                const uint64_t h0 = 1ull << 32, h1 = 2ull << 32 | 1;
+                const struct item en = { SN_OP_ENABLE, SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT,
+                                         SN_REGISTER_EVENT_IN, true, 0, 0 };
+                const struct item by[] = {
+                        { SN_OP_ENABLE, SN_TRIGGER_EDGE, SN_REGISTER_EVENT_IN, false, 0, h0 },
+                        { SN_OP_DISABLE, 0, 0, false, 1, h0 }, /* ino set: refused */
+                        { SN_OP_REMOVE, 0, 0, false, 0, h1 },  /* none yet */
+                };
+                const struct item parts[] = {
+                        en,
+                        { SN_OP_REMOVE, 0, 0, false, 0, h0 },
+                        { SN_OP_ENABLE, SN_TRIGGER_LEVEL, SN_REGISTER_EVENT_IN, false, 0, h0 },
+                        { SN_OP_DISABLE, 0, 0, false, 0, h1 },
+                };
+
+                m_process(&m, 3, PORT1, 0, 4, 0, &en, 1);
+                s_msg(&s, false, &m, 0);
+                s_op(&s, false, 4, 0x00); /* POKE: write to peer 0 */
+                m_process(&m, 4, PORT1, 0, 4, 0, by, 3);
+                s_msg(&s, false, &m, 0);
+                m_process(&m, 5, PORT1, 0, 4, SN_PROTO_PROCESS_PART, parts, 2);
+                s_msg(&s, false, &m, 0);
+                m_process(&m, 5, PORT1, 0, 4, 0, parts + 2, 2);
+                s_msg(&s, false, &m, 0);
+                m_hello3(&m);
+                s_msg(&s, true, &m, 0);
+                m_port_create(&m, 2, 0, NULL);
+                s_msg(&s, true, &m, 0);
+                m_process(&m, 3, PORT2, 0, 4, 0, by, 3);
+                s_msg(&s, true, &m, 0);
+                m_process(&m, 6, PORT1, 0, 4, 0, NULL, 0);
+                s_msg(&s, false, &m, 0);
+        }
+        s_end(&s);
+
         s = s_begin("multi-part");
         s_hello(&s, false);
         s_port(&s, false);

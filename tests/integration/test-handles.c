@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -28,6 +30,7 @@
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/manager.h"
 #include "tests/helpers/raw.h"
 #include "tests/helpers/status.h"
 
@@ -538,6 +541,113 @@ END_TEST
 
 /* ---- restarts ------------------------------------------------------------------------------ */
 
+/* SIGUSR2, then waits until the daemon (same PID) answers from its new image. */
+static void reexec(sn_conn_t *c)
+{
+        long long before = test_status_number(c, "reexecs");
+        long long t0 = now_ms();
+
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        while (test_status_number(c, "reexecs") == before) {
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "no re-exec within 5 s");
+                usleep(5000);
+        }
+}
+
+/* Registrations made on a thread of their own, so that a daemon that never answers fails the
+ * test in bounded time instead of hanging it. */
+struct enabler {
+        sn_port_t *port;
+        sn_registration_t *regs;
+        uint32_t n;
+        int r;
+};
+
+static void *enable_thread(void *arg)
+{
+        struct enabler *en = arg;
+
+        en->r = sn_port_process(en->port, en->regs, en->n, NULL, 0, 0);
+        return NULL;
+}
+
+static void enable_within(sn_port_t *p, sn_registration_t *regs, uint32_t n, int ms)
+{
+        struct enabler en = { .port = p, .regs = regs, .n = n, .r = 1 };
+        struct timespec until;
+        pthread_t th;
+
+        ck_assert_int_eq(pthread_create(&th, NULL, enable_thread, &en), 0);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += test_timeout_ms(ms) / 1000 + 1;
+        ck_assert_msg(pthread_timedjoin_np(th, NULL, &until) == 0,
+                      "the daemon did not answer %u registrations", n);
+        ck_assert_int_eq(en.r, 0);
+        for (uint32_t i = 0; i < n; i++)
+                ck_assert_int_eq(regs[i].result, 0);
+}
+
+/*
+ * A restore gives each registration its old slot (its handle), and those slots stay on the
+ * daemon's chain of free slots.  Freeing such a slot put it on the chain a second time: the
+ * chain became a loop through taken slots, and the next registrations after a re-exec and a
+ * REMOVE made the daemon spin forever looking for a free slot.  Now: registrations come and go
+ * after a re-exec as before it, each with a handle of its own.
+ */
+START_TEST(test_restored_slots_are_recycled)
+{
+        enum { OLD = 4, NEW = 16 };
+        int cl[OLD + NEW], sv[OLD + NEW];
+        sn_registration_t r[NEW];
+        sn_conn_t *c;
+        sn_port_t *p;
+        sn_entry_ex_t e;
+        uint64_t h[OLD + NEW];
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < OLD + NEW; i++)
+                tcp_pair(&cl[i], &sv[i]);
+        for (int i = 0; i < OLD; i++) {
+                enable(p, sv[i], (uint64_t)i, ONESHOT);
+                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
+                h[i] = take(p, (uint64_t)i);
+        }
+        reexec(c);
+        /* Every other one goes: their slots, claimed by the restore, are freed. */
+        for (int i = 1; i < OLD; i += 2) {
+                ck_assert_int_eq(apply(p, h[i], -1, SN_OP_REMOVE), 0);
+                ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, &e, 1, 1000), 1);
+                ck_assert_uint_eq(e.entry.key, (uint64_t)i);
+                ck_assert_uint_eq(e.entry.events & SN_EVENT_REMOVE, SN_EVENT_REMOVE);
+        }
+        for (int i = 0; i < NEW; i++)
+                r[i] = (sn_registration_t){ .fd = sv[OLD + i], .key = (uint64_t)(OLD + i),
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = ONESHOT };
+        enable_within(p, r, NEW, 3000);
+        /* Each new one fires with a handle no other live registration has. */
+        for (int i = OLD; i < OLD + NEW; i++) {
+                ck_assert_int_eq(send(cl[i], "b", 1, 0), 1);
+                h[i] = take(p, (uint64_t)i);
+                for (int k = 0; k < i; k++)
+                        if (k >= OLD || !(k & 1))
+                                ck_assert_uint_ne(h[i], h[k]);
+        }
+        /* The kept ones still answer to their handles, without descriptors. */
+        for (int i = 0; i < OLD; i += 2) {
+                ck_assert_int_eq(apply(p, h[i], -1, SN_OP_ENABLE), 0);
+                ck_assert_uint_eq(take(p, (uint64_t)i), h[i]);
+        }
+        for (int i = 0; i < OLD + NEW; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        sn_port_close(p);
+        sn_conn_close(c);
+}
+END_TEST
+
 START_TEST(test_handles_survive_reexec)
 {
         int cl[2], sv[2];
@@ -610,6 +720,363 @@ START_TEST(test_resume_falls_back_on_the_descriptor)
 }
 END_TEST
 
+
+/* ---- hostile and unusual callers --------------------------------------------------------- */
+
+/* Applies one operation by handle in a process of its own (a second holder of the named port
+ * name) and returns its result, or a value far from any errno on a failure on the way. */
+static int32_t apply_in_child(const char *name, uint64_t handle, uint8_t op)
+{
+        int pfd[2], st;
+        int32_t res = 1000;
+        pid_t pid;
+
+        ck_assert_int_eq(pipe(pfd), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                sn_conn_t *c;
+                sn_port_t *p;
+                sn_registration_ex_t r = by_handle(handle, -1, op);
+
+                close(pfd[0]);
+                if (sn_conn_open(D.path, &c) < 0 || sn_port_open(c, name, &p) < 0)
+                        _exit(2);
+                res = sn_port_process_ex(p, &r, 1, NULL, 0, 0) < 0 ? 2000 : r.reg.result;
+                if (write(pfd[1], &res, sizeof(res)) != (ssize_t)sizeof(res))
+                        _exit(3);
+                sn_port_close(p);
+                sn_conn_close(c);
+                _exit(0);
+        }
+        close(pfd[1]);
+        ck_assert_int_eq(read(pfd[0], &res, sizeof(res)), (ssize_t)sizeof(res));
+        close(pfd[0]);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        return res;
+}
+
+/*
+ * A handle names a registration of a port, whoever holds the port: another process that opened
+ * the named port reaches it as the creator does (as it would by the socket's identity), and
+ * after a handoff (the creator gone, sn_port_take_sockets() by a new process) the handle the
+ * old owner was given still names the same registration for the new owner, and its entries
+ * carry it unchanged.  A private port of the same processes reaches nothing with it.
+ */
+START_TEST(test_handles_on_shared_and_handed_over_ports)
+{
+        const sn_port_options_t opt = { .linger_ms = 60000 };
+        int cl, sv;
+        sn_conn_t *a, *b;
+        sn_port_t *pa, *pb, *priv;
+        sn_taken_socket_t taken[2];
+        sn_take_info_t info;
+        uint64_t h;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &a), 0);
+        ck_assert_int_eq(sn_port_create_named_ex(a, "hshared", &opt, &pa), 0);
+        tcp_pair(&cl, &sv);
+        enable(pa, sv, 40, ONESHOT);
+        ck_assert_int_eq(send(cl, "a", 1, 0), 1);
+        h = take(pa, 40);
+        /* Another process holding the port re-arms it by the handle alone. */
+        ck_assert_int_eq(apply_in_child("hshared", h, SN_OP_ENABLE), 0);
+        ck_assert_uint_eq(take(pa, 40), h);
+        ck_assert_int_eq(apply_in_child("hshared", h ^ (1ull << 32), SN_OP_ENABLE), -ESTALE);
+        ck_assert_int_eq(apply_in_child("hshared", h ^ (1ull << 32), SN_OP_DISABLE), -ENOENT);
+        expect_nothing(pa, 50);
+        /* The creator goes; a new owner takes the socket over. */
+        sn_port_close(pa);
+        sn_conn_close(a);
+        close(sv);
+        ck_assert_int_eq(sn_conn_open(D.path, &b), 0);
+        ck_assert_int_eq(sn_port_open(b, "hshared", &pb), 0);
+        ck_assert_int_eq(sn_port_create(b, 0, &priv), 0);
+        ck_assert_int_eq(sn_port_take_sockets(pb, taken, 2, &info), 1);
+        ck_assert_int_eq(info.remaining, 0);
+        ck_assert_uint_eq(taken[0].key, 40);
+        ck_assert_int_eq(taken[0].armed, 0);
+        ck_assert_int_ge(taken[0].fd, 0);
+        ck_assert_int_eq(apply(priv, h, -1, SN_OP_ENABLE), -ESTALE);
+        ck_assert_int_eq(apply(priv, h, -1, SN_OP_REMOVE), -ENOENT);
+        ck_assert_int_eq(apply(pb, h, -1, SN_OP_ENABLE), 0);
+        ck_assert_uint_eq(take(pb, 40), h);
+        /* The new owner's descriptor and the handle agree: REMOVE by handle ends it. */
+        ck_assert_int_eq(apply(pb, h, taken[0].fd, SN_OP_REMOVE), 0);
+        {
+                sn_entry_ex_t e;
+
+                ck_assert_int_eq(sn_port_process_ex(pb, NULL, 0, &e, 1, 1000), 1);
+                ck_assert_uint_eq(e.entry.key, 40);
+                ck_assert_uint_eq(e.entry.events & SN_EVENT_REMOVE, SN_EVENT_REMOVE);
+        }
+        ck_assert_int_eq(apply(pb, h, -1, SN_OP_ENABLE), -ESTALE);
+        close(taken[0].fd);
+        close(cl);
+        sn_port_close(priv);
+        sn_port_close(pb);
+        sn_conn_close(b);
+}
+END_TEST
+
+/*
+ * One call with more new sockets than one message may carry (it goes in parts, the daemon
+ * applies it at its last part) and, between them, items by handle and forged handles: each
+ * item's result is its own, the handles re-arm their registrations, the new sockets are
+ * registered, and no descriptor is left over in the daemon.
+ */
+START_TEST(test_multipart_call_with_handles)
+{
+        enum { OLD = 8, NEW = 300, N = NEW + 2 * OLD };
+        int fds0 = test_daemon_fds(&D);
+        static int cl[OLD + NEW], sv[OLD + NEW];
+        static sn_registration_ex_t r[N];
+        static int32_t want[N];
+        sn_conn_t *c;
+        sn_port_t *p;
+        uint64_t h[OLD];
+        bool seen[OLD + NEW] = { false };
+        sn_entry_ex_t e[64];
+        int got = 0;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < OLD + NEW; i++)
+                tcp_pair(&cl[i], &sv[i]);
+        for (int i = 0; i < OLD; i++) {
+                enable(p, sv[i], (uint64_t)i, ONESHOT);
+                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
+                h[i] = take(p, (uint64_t)i);
+        }
+        /* Handles spread among the new sockets, each after a forgery of its neighbour's
+         * generation; the last one goes in the last part. */
+        for (int i = 0, k = 0, n = 0; n < N; n++) {
+                if (n % 19 == 0 && k < 2 * OLD) {
+                        uint64_t hk = h[k / 2];
+
+                        r[n] = by_handle(k & 1 ? hk : hk + (1ull << 32), -1, SN_OP_ENABLE);
+                        want[n] = k & 1 ? 0 : -ESTALE;
+                        k++;
+                        continue;
+                }
+                r[n] = (sn_registration_ex_t){
+                        .reg = { .fd = sv[OLD + i], .key = (uint64_t)(OLD + i),
+                                 .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                 .trigger = ONESHOT },
+                };
+                i++;
+        }
+        ck_assert_int_eq(sn_port_process_ex(p, r, N, NULL, 0, 0), 0);
+        for (int n = 0; n < N; n++)
+                ck_assert_msg(r[n].reg.result == want[n], "item %d: %d, not %d", n,
+                              r[n].reg.result, want[n]);
+        /* The old ones fire at once (their "a" is unread), the new ones as data comes. */
+        for (int i = OLD; i < OLD + NEW; i++)
+                ck_assert_int_eq(send(cl[i], "b", 1, 0), 1);
+        while (got < OLD + NEW) {
+                int n = sn_port_process_ex(p, NULL, 0, e, 64, (uint32_t)test_timeout_ms(2000));
+
+                ck_assert_int_gt(n, 0);
+                for (int k = 0; k < n; k++) {
+                        uint64_t key = e[k].entry.key;
+
+                        ck_assert_uint_lt(key, OLD + NEW);
+                        ck_assert(!seen[key]);
+                        seen[key] = true;
+                        if (key < OLD)
+                                ck_assert_uint_eq(e[k].handle, h[key]);
+                        got++;
+                }
+        }
+        expect_nothing(p, 50);
+        sn_port_close(p);
+        sn_conn_close(c);
+        for (int i = 0; i < OLD + NEW; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        ck_assert_int_eq(test_daemon_wait_fds(&D, fds0, 5000), fds0);
+}
+END_TEST
+
+/* A client floods its own port with forged handles through the library's default transport
+ * (the rings where the daemon offers them): the handles of its own registrations but for the
+ * generation, of another client's registration exactly, and random ones.  Every forgery is
+ * answered as unknown, its own registrations stay disarmed, and another client re-arming by
+ * handle meanwhile loses nothing. */
+struct rearmer {
+        sn_port_t *port;
+        int cl, rounds;
+        uint64_t h;
+        int failed;
+};
+
+static void *rearm_thread(void *arg)
+{
+        struct rearmer *w = arg;
+
+        for (int i = 0; i < w->rounds; i++) {
+                sn_registration_ex_t r = by_handle(w->h, -1, SN_OP_ENABLE);
+                sn_entry_ex_t e;
+
+                if (send(w->cl, "r", 1, 0) != 1 ||
+                    sn_port_process_ex(w->port, &r, 1, &e, 1,
+                                       (uint32_t)test_timeout_ms(2000)) != 1 ||
+                    r.reg.result != 0 || e.handle != w->h) {
+                        w->failed = i + 1;
+                        return NULL;
+                }
+        }
+        return NULL;
+}
+
+START_TEST(test_forged_handle_flood)
+{
+        enum { BATCH = 512, ROUNDS = 40 };
+        int cl[2], sv[2];
+        sn_conn_t *attacker, *victim;
+        sn_port_t *pa, *pv;
+        static sn_registration_ex_t r[BATCH];
+        struct rearmer w;
+        pthread_t th;
+        uint64_t mine, theirs;
+        char b;
+
+        ck_assert_int_eq(sn_conn_open(D.path, &attacker), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &victim), 0);
+        ck_assert_int_eq(sn_port_create(attacker, 0, &pa), 0);
+        ck_assert_int_eq(sn_port_create(victim, 0, &pv), 0);
+        for (int i = 0; i < 2; i++)
+                tcp_pair(&cl[i], &sv[i]);
+        enable(pa, sv[0], 1, ONESHOT);
+        enable(pv, sv[1], 2, ONESHOT);
+        ck_assert_int_eq(send(cl[0], "a", 1, 0), 1);
+        ck_assert_int_eq(send(cl[1], "v", 1, 0), 1);
+        mine = take(pa, 1);
+        theirs = take(pv, 2);
+        ck_assert_int_eq(recv(sv[1], &b, 1, 0), 1);
+        w = (struct rearmer){ .port = pv, .cl = cl[1], .rounds = ROUNDS, .h = theirs };
+        ck_assert_int_eq(pthread_create(&th, NULL, rearm_thread, &w), 0);
+        for (int round = 0; round < ROUNDS; round++) {
+                for (uint32_t i = 0; i < BATCH; i++) {
+                        uint64_t v;
+
+                        ck_assert_int_eq(getrandom(&v, sizeof(v), 0), (ssize_t)sizeof(v));
+                        switch (i % 4) {
+                        case 0: v &= SN_PROTO_HANDLE_MASK; break;
+                        case 1: v = mine + ((v % 0xfffffe) + 1) * (1ull << 32); break;
+                        case 2: v = theirs; break;
+                        default: v = (mine & 0xffffffffull) | (v & 0xffffff00000000ull); break;
+                        }
+                        v &= SN_PROTO_HANDLE_MASK;
+                        if (v == mine)
+                                v ^= 1ull << 40;
+                        r[i] = by_handle(v, -1, (uint8_t)(1u << (i % 3)));
+                }
+                ck_assert_int_eq(sn_port_process_ex(pa, r, BATCH, NULL, 0, 0), 0);
+                for (uint32_t i = 0; i < BATCH; i++)
+                        ck_assert_msg(r[i].reg.result ==
+                                              (r[i].reg.op == SN_OP_ENABLE ? -ESTALE : -ENOENT),
+                                      "forged handle %#llx (op %u) gave %d",
+                                      (unsigned long long)r[i].handle, r[i].reg.op,
+                                      r[i].reg.result);
+        }
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert_msg(w.failed == 0, "the victim's re-arm %d failed", w.failed);
+        /* Nothing re-armed the attacker's own one-shot; its handle still does. */
+        expect_nothing(pa, 50);
+        ck_assert_int_eq(apply(pa, mine, -1, SN_OP_ENABLE), 0);
+        ck_assert_uint_eq(take(pa, 1), mine);
+        for (int i = 0; i < 2; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        sn_port_close(pv);
+        sn_port_close(pa);
+        sn_conn_close(victim);
+        sn_conn_close(attacker);
+}
+END_TEST
+
+/*
+ * A crash (SIGKILL) under a service manager's descriptor store: the new daemon restores the
+ * state from the store, and the connections are the same, so the handles clients hold still
+ * name their registrations: re-armed by handle without a descriptor, they fire with the same
+ * handle; the slots they kept are recycled like any other afterwards.
+ */
+START_TEST(test_crash_restore_keeps_handles)
+{
+        enum { NSOCK = 6 };
+        struct test_daemon d;
+        struct manager m;
+        sn_conn_t *c;
+        sn_port_t *p;
+        int cl[NSOCK + 4], sv[NSOCK + 4], st = 0;
+        uint64_t h[NSOCK];
+        sn_registration_t r[4];
+        sn_entry_ex_t e;
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+
+        test_daemon_stop(&D); /* this test's daemon runs under the store */
+        setenv("FDSTORE", "64", 1);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir, 64);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        for (int i = 0; i < NSOCK + 4; i++)
+                tcp_pair(&cl[i], &sv[i]);
+        for (int i = 0; i < NSOCK; i++) {
+                enable(p, sv[i], (uint64_t)i, ONESHOT);
+                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
+                h[i] = take(p, (uint64_t)i);
+        }
+        manager_sync(&m);
+        ck_assert_int_eq(kill(d.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+        manager_start_daemon(&m, &d, NULL);
+        expect_nothing(p, 50);
+        for (int i = 0; i < NSOCK; i++) {
+                ck_assert_int_eq(apply(p, h[i], -1, SN_OP_ENABLE), 0);
+                ck_assert_uint_eq(take(p, (uint64_t)i), h[i]);
+        }
+        /* Half of them go, new ones come: the kept slots are recycled (the daemon answers). */
+        for (int i = 0; i < NSOCK; i += 2) {
+                ck_assert_int_eq(apply(p, h[i], -1, SN_OP_REMOVE), 0);
+                ck_assert_int_eq(sn_port_process_ex(p, NULL, 0, &e, 1, 1000), 1);
+                ck_assert_uint_eq(e.entry.events & SN_EVENT_REMOVE, SN_EVENT_REMOVE);
+        }
+        for (int i = 0; i < 4; i++)
+                r[i] = (sn_registration_t){ .fd = sv[NSOCK + i], .key = 100 + (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = ONESHOT };
+        enable_within(p, r, 4, 3000);
+        for (int i = 0; i < 4; i++) {
+                uint64_t hn;
+
+                ck_assert_int_eq(send(cl[NSOCK + i], "b", 1, 0), 1);
+                hn = take(p, 100 + (uint64_t)i);
+                for (int k = 1; k < NSOCK; k += 2)
+                        ck_assert_uint_ne(hn, h[k]);
+        }
+        for (int i = 1; i < NSOCK; i += 2) {
+                ck_assert_int_eq(apply(p, h[i], -1, SN_OP_ENABLE), 0);
+                ck_assert_uint_eq(take(p, (uint64_t)i), h[i]);
+        }
+        for (int i = 0; i < NSOCK + 4; i++) {
+                close(cl[i]);
+                close(sv[i]);
+        }
+        sn_port_close(p);
+        sn_conn_close(c);
+        test_daemon_stop(&d);
+        manager_stop(&m);
+        unsetenv("FDSTORE");
+        rmdir(mdir);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("handles");
@@ -625,6 +1092,11 @@ int main(void)
         tcase_add_test(tc, test_wire_handles_and_forgeries);
         tcase_add_test(tc, test_handles_survive_reexec);
         tcase_add_test(tc, test_resume_falls_back_on_the_descriptor);
+        tcase_add_test(tc, test_restored_slots_are_recycled);
+        tcase_add_test(tc, test_handles_on_shared_and_handed_over_ports);
+        tcase_add_test(tc, test_multipart_call_with_handles);
+        tcase_add_test(tc, test_forged_handle_flood);
+        tcase_add_test(tc, test_crash_restore_keeps_handles);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
