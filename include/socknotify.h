@@ -228,9 +228,11 @@ typedef struct sn_entry_ex {
  * exactly as in sn_port_process().  Otherwise the operation (reg.op, with reg.filter and
  * reg.trigger for an ENABLE, whose key stays the registration's, rule 4) applies to the
  * registration the handle names, on this port, found by the daemon without the descriptor.
- * reg.fd should still be the socket's descriptor (or -1): the library uses it, without a
- * system call, to keep its record for a resume, and falls back on it when the handle is
- * stale.  A handle is stale once its registration ended (REMOVE dequeued, sn_socket_close(),
+ * reg.fd should still be the socket's descriptor: the library uses it, without a system
+ * call, to keep its record for a resume, and falls back on it when the handle is stale.  With
+ * -1 the item still works, but the library cannot tell which of its records it changes: after
+ * a resume on a daemon that lost the state (docs/reconnect.md) that registration comes back as
+ * last recorded (a one-shot re-armed this way stays disarmed, for one).  A handle is stale once its registration ended (REMOVE dequeued, sn_socket_close(),
  * port closed): an ENABLE then goes by reg.fd as in sn_port_process(), a DISABLE or REMOVE
  * reports -ENOENT.  After a resume on a daemon that lost this one's state (docs/reconnect.md)
  * the old handles are not sent: every operation goes by reg.fd.  Without reg.fd a stale
