@@ -158,6 +158,7 @@
         X(case_wsastartup_versions, 0, "WSAStartup: 1.0 to 2.2 served as asked, above as 2.2")    \
         X(case_wsacleanup_sockets, DIVERGES, "the last WSACleanup leaves sockets open")           \
         X(case_dequeue_many, 0, "one dequeue returns min(queued, requested), past one message")  \
+        X(case_register_many, 0, "40,000 registrations in one call: each with its own result")   \
         X(case_wsasend_wsarecv, 0, "WSASend/WSARecv: gather, scatter, WSAECONNRESET, no SIGPIPE") \
         X(case_recv_msgsize, 0, "a datagram larger than the buffer: WSAEMSGSIZE")                 \
         X(case_limit_ports, DIVERGES, "at most --max-ports ports per process: ERROR_NOT_ENOUGH_QUOTA") \

@@ -3,8 +3,9 @@
 /*
  * win32.c - conformance tests for the Win32 layer around the notifications: EDGE transitions,
  * the first dequeue after a connect, the socket calls of <socknotify/winsock.h> (closesocket,
- * send, recv, getsockopt), WSAStartup/WSACleanup, dequeues larger than one reply message, and
- * the limits and behaviours docs/compatibility.md lists.  One behaviour per test.
+ * send, recv, getsockopt), WSAStartup/WSACleanup, dequeues larger than one reply message,
+ * registration arrays larger than one daemon call, and the limits and behaviours
+ * docs/compatibility.md lists.  One behaviour per test.
  */
 #include "tests/conformance/conformance.h"
 
@@ -338,6 +339,117 @@ void conf_case_dequeue_many(int _i)
                 ck_assert_uint_eq(e[i].dwNumberOfBytesTransferred, i); /* in order, none lost */
         none(P, 0);
         free(e);
+}
+
+/* ---- registration arrays larger than one daemon call ------------------------------------ */
+
+/* One byte waiting on sv, seen by poll (loopback delivery is not synchronous with send). */
+static void make_readable(int cl, int sv)
+{
+        struct pollfd p = { .fd = sv, .events = POLLIN };
+
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        ck_assert_int_eq(poll(&p, 1, test_timeout_ms(1000)), 1);
+}
+
+/* One entry with filter IN and a result the call must overwrite. */
+static SOCK_NOTIFY_REGISTRATION item(SOCKET s, uintptr_t key, UINT8 op, UINT8 trig)
+{
+        return (SOCK_NOTIFY_REGISTRATION){ .socket = s, .completionKey = (PVOID)key,
+                                           .eventFilter = F_IN, .operation = op,
+                                           .triggerFlags = trig, .registrationResult = 0xdead };
+}
+
+void conf_case_register_many(int _i)
+{
+        /* The daemon takes (max_message - 52) / 4 items in one call: 32,755 with the default
+         * 131,072-byte messages.  The library sends the rest as further calls.  OP_NONE and
+         * non-sockets never reach the daemon, so the filler is a DISABLE that does. */
+        enum { N = 40000, CALL_MAX = (131072 - 52) / 4 };
+        SOCK_NOTIFY_REGISTRATION *r = calloc(N, sizeof(*r));
+        DWORD *want = calloc(N, sizeof(*want));
+        int acl, a, bcl, b, ccl, c, dcl, d, ecl, e, file = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        OVERLAPPED_ENTRY ent[8];
+        UINT32 got = 99, seen[6] = { 0 };
+
+        ck_assert(r && want && file >= 0);
+        tcp_pair(&acl, &a);
+        tcp_pair(&bcl, &b);
+        tcp_pair(&ccl, &c);
+        tcp_pair(&dcl, &d);
+        tcp_pair(&ecl, &e);
+        make_readable(acl, a);
+        make_readable(ccl, c);
+        ck_assert_uint_eq(reg(P, b, 2, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        /* Mostly DISABLE of b, with a failing entry of each kind every 1000, in both calls. */
+        for (UINT32 i = 0; i < N; i++) {
+                r[i] = item(b, 0, OP_DISABLE, 0);
+                want[i] = ERROR_SUCCESS;
+                if (i % 1000 == 300) {
+                        r[i] = item(b, 9, OP_ENABLE, LEVEL | EDGE); /* row 34 */
+                        want[i] = WSAEINVAL;
+                } else if (i % 1000 == 500) {
+                        r[i] = item(b, 9, OP_ENABLE | OP_DISABLE, LEVEL); /* row 13 */
+                        want[i] = WSAEINVAL;
+                } else if (i % 1000 == 700) {
+                        r[i] = item((SOCKET)file, 9, OP_ENABLE, LEVEL); /* row 9 */
+                        want[i] = WSAENOTSOCK;
+                } else if (i % 1000 == 900) {
+                        r[i] = item(d, 0, OP_DISABLE, 0); /* never registered: row 30 */
+                        want[i] = ERROR_NOT_FOUND;
+                } else if (i % 1000 == 950) {
+                        r[i] = item(b, 0, SOCK_NOTIFY_OP_NONE, 0); /* row 14 */
+                }
+        }
+        /* a (readable) is enabled by the first entry, c (readable) by the last.  e (not
+         * readable) is enabled by the last entry of the first daemon call and disabled by the
+         * first of the second, which finds it only if the calls apply in order; then removed. */
+        r[0] = item(a, 1, OP_ENABLE, LEVEL);
+        r[CALL_MAX - 1] = item(e, 5, OP_ENABLE, LEVEL);
+        r[CALL_MAX] = item(e, 0, OP_DISABLE, 0);
+        r[N - 2] = item(e, 0, OP_REMOVE, 0);
+        r[N - 1] = item(c, 3, OP_ENABLE, LEVEL);
+
+        ck_assert_uint_eq(ProcessSocketNotifications(P, N, r, 1000, 8, ent, &got), ERROR_SUCCESS);
+        for (UINT32 i = 0; i < N; i++)
+                ck_assert_msg(r[i].registrationResult == want[i],
+                              "entry %u: result %u, expected %u", i, r[i].registrationResult,
+                              want[i]);
+        /* The same call dequeues what its registrations caused (row 11); the rest follows.
+         * b is disabled and not readable: nothing comes for it. */
+        ck_assert_uint_ge(got, 1);
+        ck_assert_uint_le(got, 3);
+        for (long long end = now_ms() + test_timeout_ms(2000);;) {
+                for (UINT32 i = 0; i < got; i++) {
+                        ULONG_PTR k = ent[i].lpCompletionKey;
+
+                        ck_assert_msg(k == 1 || k == 3 || k == 5, "unexpected key %lu",
+                                      (unsigned long)k);
+                        seen[k] |= SocketNotificationRetrieveEvents(&ent[i]);
+                }
+                if (seen[1] && seen[3] && seen[5] & E_REMOVE)
+                        break;
+                ck_assert_msg(now_ms() < end, "keys 1, 3, 5 saw %#x %#x %#x", seen[1], seen[3],
+                              seen[5]);
+                got = deq(P, ent, 8, 50);
+        }
+        ck_assert_uint_eq(seen[1], E_IN);
+        ck_assert_uint_eq(seen[3], E_IN);
+        ck_assert_uint_eq(seen[5], E_REMOVE); /* disabled before anything held, then removed */
+        ck_assert_int_eq(daemon_count("registrations"), 3); /* a, b, c: failures made none */
+        free(r);
+        free(want);
+        close(file);
+        close(acl);
+        close(bcl);
+        close(ccl);
+        close(dcl);
+        close(ecl);
+        closesocket(a);
+        closesocket(b);
+        closesocket(c);
+        closesocket(d);
+        closesocket(e);
 }
 
 /* ---- limits a Windows program could meet ---------------------------------------------------- */
