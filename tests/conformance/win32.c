@@ -452,6 +452,31 @@ void conf_case_register_many(int _i)
         closesocket(e);
 }
 
+/* ---- overlapped I/O on a port ----------------------------------------------------------- */
+
+void conf_case_iocp_socket_handle(int _i)
+{
+        int cl, sv;
+
+        /* Divergence: Windows associates a socket (or file) handle with a port for overlapped
+         * I/O, making a new port when ExistingCompletionPort is NULL; socknotify has no I/O
+         * completions and refuses, whatever the other arguments say, changing nothing. */
+        tcp_pair(&cl, &sv);
+        SetLastError(0);
+        ck_assert_ptr_null(CreateIoCompletionPort((HANDLE)(uintptr_t)sv, NULL, 7, 0));
+        ck_assert_uint_eq(GetLastError(), ERROR_NOT_SUPPORTED);
+        SetLastError(0);
+        ck_assert_ptr_null(CreateIoCompletionPort((HANDLE)(uintptr_t)sv, P, 7, 0));
+        ck_assert_uint_eq(GetLastError(), ERROR_NOT_SUPPORTED);
+        /* The port and the socket are as they were: no association, no packet. */
+        ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        none(P, 100);
+        ck_assert_uint_eq(reg(P, sv, 7, F_IN, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(one(P, 7), E_IN);
+        close(cl);
+        closesocket(sv);
+}
+
 /* ---- limits a Windows program could meet ---------------------------------------------------- */
 
 void conf_case_limit_ports(int _i)
