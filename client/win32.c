@@ -726,9 +726,46 @@ SN_EXPORT ssize_t sn_w32_recvfrom(SOCKET s, void *buf, size_t len, int flags,
         return recv_common(s, buf, len, flags, from, (socklen_t *)fromlen);
 }
 
+/* 1 when fd has SO_REUSEADDR or SO_REUSEPORT set (a bind may share its address), 0 when its
+ * binds are exclusive, -1 with errno (ENOTSOCK, EBADF) when it is not a socket. */
+static int reuse_set(int fd)
+{
+        int addr = 0, port = 0;
+        socklen_t len = sizeof(addr);
+
+        if ((getsockopt)(fd, SOL_SOCKET, SO_REUSEADDR, &addr, &len) < 0)
+                return -1;
+        len = sizeof(port);
+        if ((getsockopt)(fd, SOL_SOCKET, SO_REUSEPORT, &port, &len) < 0)
+                port = 0; /* a socket family without it cannot share a port that way */
+        return addr || port;
+}
+
+/* SO_EXCLUSIVEADDRUSE, which Linux lacks, as a BOOL: what a bind of fd would do. */
+static int get_exclusive(int fd, void *val, socklen_t *len)
+{
+        int r;
+
+        if (!val || !len || *len < sizeof(int)) {
+                errno = EFAULT; /* Windows: WSAEFAULT, optlen too small */
+                return -1;
+        }
+        r = reuse_set(fd);
+        if (r < 0)
+                return -1;
+        r = !r;
+        memcpy(val, &r, sizeof(r));
+        *len = sizeof(r);
+        return 0;
+}
+
 SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *len)
 {
-        int fd = sock_fd(s), r = (getsockopt)(fd, level, name, val, (socklen_t *)len);
+        int fd = sock_fd(s), r;
+
+        if (level == SOL_SOCKET && name == SO_EXCLUSIVEADDRUSE)
+                return get_exclusive(fd, val, (socklen_t *)len);
+        r = (getsockopt)(fd, level, name, val, (socklen_t *)len);
 
         if (r < 0) {
                 winsock_errno(fd);
@@ -745,6 +782,39 @@ SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *
                 memcpy(val, &err, sizeof(err));
         }
         return 0;
+}
+
+SN_EXPORT int sn_w32_setsockopt(SOCKET s, int level, int name, const void *val, int len)
+{
+        int fd = sock_fd(s), on, r;
+
+        if (len < 0) {
+                errno = EFAULT; /* Windows: WSAEFAULT; Linux would say EINVAL */
+                return -1;
+        }
+        if (level == SOL_SOCKET && name == SO_EXCLUSIVEADDRUSE) {
+                /* Linux binds exclusively unless SO_REUSEADDR or SO_REUSEPORT is set, so
+                 * there is nothing to set: TRUE is refused where Windows refuses it (a socket
+                 * with SO_REUSEADDR, WSAEINVAL) and accepted otherwise; FALSE changes nothing,
+                 * Linux having no weaker default to return to. */
+                if (!val || len < (int)sizeof(int)) {
+                        errno = EFAULT;
+                        return -1;
+                }
+                memcpy(&on, val, sizeof(on));
+                r = reuse_set(fd);
+                if (r < 0)
+                        return -1;
+                if (on && r) {
+                        errno = EINVAL;
+                        return -1;
+                }
+                return 0;
+        }
+        r = (setsockopt)(fd, level, name, val, (socklen_t)len);
+        if (r < 0)
+                winsock_errno(fd);
+        return r;
 }
 
 /* Fills msg with an iovec array for bufs (stack space for up to 16).  Returns 0 or a code. */

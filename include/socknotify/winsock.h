@@ -12,7 +12,8 @@
  * address types, WSAE and ERROR codes, SAL annotations, memory and word macros, WSAPoll,
  * WSASend/WSARecv without overlapped I/O) and defines _WINSOCK2API_ and _WINSOCKAPI_ as Windows'
  * own headers do.  send, sendto, sendmsg, recv, recvfrom and getsockopt become function-like
- * macros giving Winsock's behaviour (no SIGPIPE, Winsock error meanings); see below.
+ * macros giving Winsock's behaviour (no SIGPIPE, Winsock error meanings), as does setsockopt;
+ * see below.
  *
  * The functions are thin wrappers over the native API (<socknotify.h>): the library exports
  * them as sn_w32_*, and the Windows names below are static inline functions, so they exist only
@@ -59,6 +60,9 @@ typedef uint32_t DWORD;
 typedef uint8_t UINT8;
 typedef uint16_t UINT16;
 typedef uint32_t UINT32;
+typedef UINT8 *PUINT8;
+typedef UINT16 *PUINT16;
+typedef UINT32 *PUINT32;
 typedef uint32_t ULONG;
 typedef uintptr_t ULONG_PTR;
 typedef ULONG_PTR *PULONG_PTR;
@@ -86,6 +90,9 @@ typedef LONG *PLONG, *LPLONG;
 typedef int32_t INT32;
 typedef int64_t INT64, LONG64, LONGLONG;
 typedef uint64_t UINT64, ULONG64, DWORD64, ULONGLONG;
+typedef INT32 *PINT32;
+typedef INT64 *PINT64;
+typedef UINT64 *PUINT64;
 typedef intptr_t INT_PTR, LONG_PTR;
 typedef uintptr_t UINT_PTR, DWORD_PTR;
 typedef size_t SIZE_T;
@@ -133,8 +140,11 @@ typedef unsigned long u_long;
 #define CALLBACK
 #define APIENTRY
 #define WINAPIV
+/* Windows' FORCEINLINE is __forceinline: it says nothing of linkage, so Windows code writes
+ * "static FORCEINLINE" or "FORCEINLINE" alone.  In C a FORCEINLINE function without static is an
+ * inline definition (C99): give it static, as such code usually does, if its address is taken. */
 #ifndef FORCEINLINE
-#define FORCEINLINE static inline __attribute__((always_inline))
+#define FORCEINLINE __inline__ __attribute__((__always_inline__))
 #endif
 #ifndef UNREFERENCED_PARAMETER
 #define UNREFERENCED_PARAMETER(P) ((void)(P))
@@ -245,6 +255,9 @@ typedef struct WSAData {
 #define SD_RECEIVE 0x00
 #define SD_SEND 0x01
 #define SD_BOTH 0x02
+/* Windows' value, built from the platform's SO_REUSEADDR as Windows builds it: negative, so it
+ * names no Linux option.  setsockopt below understands it. */
+#define SO_EXCLUSIVEADDRUSE ((int)(~SO_REUSEADDR))
 #define ZeroMemory(p, n) memset((p), 0, (n))
 #define CopyMemory(d, s, n) memcpy((d), (s), (n))
 #define MoveMemory(d, s, n) memmove((d), (s), (n))
@@ -526,9 +539,16 @@ SN_EXPORT int sn_w32_wsa_send(SOCKET s, LPWSABUF bufs, DWORD n, LPDWORD sent, DW
 SN_EXPORT int sn_w32_wsa_recv(SOCKET s, LPWSABUF bufs, DWORD n, LPDWORD received, LPDWORD flags,
                               struct sockaddr *from, LPINT fromlen, LPWSAOVERLAPPED ov,
                               LPWSAOVERLAPPED_COMPLETION_ROUTINE done);
-/* getsockopt(2); SOL_SOCKET/SO_ERROR yields the Winsock code (WSAECONNREFUSED...).  The length
+/* getsockopt(2); SOL_SOCKET/SO_ERROR yields the Winsock code (WSAECONNREFUSED...), and
+ * SOL_SOCKET/SO_EXCLUSIVEADDRUSE whether a bind would be exclusive (neither SO_REUSEADDR nor
+ * SO_REUSEPORT set; TRUE on a new socket, where Windows says FALSE until it is set).  The length
  * (fromlen above too) may point to an int, as on Windows, or to a socklen_t. */
 SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *len);
+/* setsockopt(2), and SOL_SOCKET/SO_EXCLUSIVEADDRUSE, which Linux lacks: a bind without
+ * SO_REUSEADDR or SO_REUSEPORT is exclusive on Linux already, so TRUE succeeds unless one of
+ * them is set (then WSAEINVAL, as on Windows) and FALSE changes nothing.  A negative length is
+ * WSAEFAULT, as on Windows. */
+SN_EXPORT int sn_w32_setsockopt(SOCKET s, int level, int name, const void *val, int len);
 
 static inline HANDLE CreateIoCompletionPort(HANDLE FileHandle, HANDLE ExistingCompletionPort,
                                             ULONG_PTR CompletionKey,
@@ -722,9 +742,10 @@ static inline int WSARecvFrom(SOCKET s, LPWSABUF lpBuffers, DWORD dwBufferCount,
 /*
  * The socket calls whose Linux behaviour a Windows program would notice: send, sendto and
  * sendmsg never raise SIGPIPE (the process's signal disposition is left alone); recv/recvfrom
- * and getsockopt(SO_ERROR) report errors with Winsock's meaning.  They are function-like macros
- * over the sn_w32_* functions, active where this header is included.  Define
- * SN_WINSOCK_NO_SOCKET_WRAPPERS before including it to keep the plain libc calls.
+ * and getsockopt(SO_ERROR) report errors with Winsock's meaning; setsockopt and getsockopt know
+ * SO_EXCLUSIVEADDRUSE.  They are function-like macros over the sn_w32_* functions, active where
+ * this header is included.  Define SN_WINSOCK_NO_SOCKET_WRAPPERS before including it to keep
+ * the plain libc calls (which refuse SO_EXCLUSIVEADDRUSE with ENOPROTOOPT).
  */
 #ifndef SN_WINSOCK_NO_SOCKET_WRAPPERS
 #define send(s, buf, len, flags) sn_w32_send((SOCKET)(s), (buf), (size_t)(len), (flags))
@@ -736,6 +757,8 @@ static inline int WSARecvFrom(SOCKET s, LPWSABUF lpBuffers, DWORD dwBufferCount,
         sn_w32_recvfrom((SOCKET)(s), (buf), (size_t)(len), (flags), (from), (fromlen))
 #define getsockopt(s, level, name, val, len)                                                      \
         sn_w32_getsockopt((SOCKET)(s), (level), (name), (val), (len))
+#define setsockopt(s, level, name, val, len)                                                      \
+        sn_w32_setsockopt((SOCKET)(s), (level), (name), (val), (int)(len))
 #endif
 
 static inline UINT32 SocketNotificationRetrieveEvents(OVERLAPPED_ENTRY *notification)

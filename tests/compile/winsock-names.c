@@ -77,6 +77,9 @@ SN_ASSERT(SOCKET_ERROR == -1 && INVALID_SOCKET == (SOCKET)~(SOCKET)0);
 SN_ASSERT(SD_RECEIVE == 0 && SD_SEND == 1 && SD_BOTH == 2);
 SN_ASSERT(POLLRDNORM != 0 && POLLWRNORM != 0 && TCP_NODELAY != 0 && FIONBIO != 0);
 SN_ASSERT(TRUE == 1 && FALSE == 0);
+SN_ASSERT(SO_EXCLUSIVEADDRUSE == (int)(~SO_REUSEADDR) && SO_EXCLUSIVEADDRUSE < 0);
+SN_ASSERT(sizeof(*(PUINT32)0) == 4 && sizeof(*(PINT32)0) == 4 && sizeof(*(PUINT64)0) == 8);
+SN_ASSERT(sizeof(*(PUINT8)0) == 1 && sizeof(*(PUINT16)0) == 2 && sizeof(*(PINT64)0) == 8);
 
 typedef struct CONTEXT {
         _Guarded_by_(lock) LONG count;
@@ -92,6 +95,17 @@ static DWORD CALLBACK worker(_In_ PVOID arg)
 FORCEINLINE UINT twice(_In_ UINT x)
 {
         return 2 * x;
+}
+
+/* FORCEINLINE carries no storage class, as Windows' __forceinline: "static FORCEINLINE" too. */
+static FORCEINLINE int one_more(_In_ int x)
+{
+        return x + 1;
+}
+
+static FORCEINLINE void add32(_Inout_ PUINT32 p, _In_ UINT32 n)
+{
+        *p += n;
 }
 
 /* Every name in use, the way Windows code uses it. */
@@ -154,6 +168,18 @@ int names_in_use(_In_ SOCKET s, _Out_ PHANDLE out, _Out_opt_ LPDWORD count, _Ino
         setsockopt((int)s, IPPROTO_TCP, TCP_NODELAY, (const char *)&opt, sizeof(opt));
         setsockopt((int)s, SOL_SOCKET, SO_LINGER, (const char *)&lg, sizeof(lg));
         getsockopt(s, SOL_SOCKET, SO_ERROR, (char *)&err, &len);
+        setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&opt, sizeof(opt));
+        getsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (char *)&opt, &len);
+        {
+                /* in_addr.S_un cannot be given; s_addr, Windows' own macro for
+                 * S_un.S_addr, is the replacement that compiles on both. */
+                IN_ADDR any;
+                UINT32 sum = 0;
+
+                any.s_addr = htonl(INADDR_ANY);
+                add32(&sum, (UINT32)any.s_addr);
+                i += one_more((int)sum);
+        }
         if (WSAPoll(pfd, 2, 0) == SOCKET_ERROR && WSAGetLastError() == WSAENOTSOCK)
                 return 1;
         if (send(s, "x", 1, 0) == SOCKET_ERROR || sendto(s, "x", 1, 0, sa, sizeof(ss)) < 0)

@@ -162,6 +162,8 @@
         X(case_wsasend_wsarecv, 0, "WSASend/WSARecv: gather, scatter, WSAECONNRESET, no SIGPIPE") \
         X(case_recv_msgsize, 0, "a datagram larger than the buffer: WSAEMSGSIZE")                 \
         X(case_iocp_socket_handle, DIVERGES, "CreateIoCompletionPort with a socket: ERROR_NOT_SUPPORTED") \
+        X(case_exclusiveaddruse, 0, "SO_EXCLUSIVEADDRUSE: TRUE succeeds, binds stay exclusive")      \
+        X(case_exclusiveaddruse_state, DIVERGES, "SO_EXCLUSIVEADDRUSE keeps no state: getsockopt says TRUE") \
         X(case_limit_ports, DIVERGES, "at most --max-ports ports per process: ERROR_NOT_ENOUGH_QUOTA") \
         X(case_limit_waits, DIVERGES, "at most --max-waits waiting calls per process")
 

@@ -477,6 +477,113 @@ void conf_case_iocp_socket_handle(int _i)
         closesocket(sv);
 }
 
+/* ---- SO_EXCLUSIVEADDRUSE ---------------------------------------------------------------- */
+
+/* A TCP socket, no option set. */
+static int tcp_socket(void)
+{
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(s, 0);
+        return s;
+}
+
+/* Binds s to a loopback port and listens; *sa gets its address. */
+static void bind_listen(int s, struct sockaddr_in *sa)
+{
+        socklen_t len = sizeof(*sa);
+
+        *sa = (struct sockaddr_in){ .sin_family = AF_INET,
+                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        ck_assert_int_eq(bind(s, (struct sockaddr *)sa, sizeof(*sa)), 0);
+        ck_assert_int_eq(getsockname(s, (struct sockaddr *)sa, &len), 0);
+        ck_assert_int_eq(listen(s, 1), 0);
+}
+
+void conf_case_exclusiveaddruse(int _i)
+{
+        BOOL on = TRUE, off = FALSE;
+        struct sockaddr_in sa;
+        int a = tcp_socket(), b = tcp_socket(), r = tcp_socket();
+        int file = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+        ck_assert_int_eq(SO_EXCLUSIVEADDRUSE, (int)(~SO_REUSEADDR)); /* Windows' definition */
+        /* Set before bind, as Windows code does: it succeeds, and the address is a's alone. */
+        ck_assert_int_eq(setsockopt(a, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on,
+                                    sizeof(on)),
+                         0);
+        bind_listen(a, &sa);
+        ck_assert_int_eq(bind(b, (struct sockaddr *)&sa, sizeof(sa)), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEADDRINUSE);
+        /* FALSE succeeds and changes nothing: Linux has no weaker binding to return to. */
+        ck_assert_int_eq(setsockopt(a, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&off,
+                                    sizeof(off)),
+                         0);
+        ck_assert_int_eq(bind(b, (struct sockaddr *)&sa, sizeof(sa)), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEADDRINUSE);
+        /* A socket with SO_REUSEADDR: WSAEINVAL, as Windows refuses the two options together. */
+        ck_assert_int_eq(setsockopt(r, SOL_SOCKET, SO_REUSEADDR, (const char *)&on, sizeof(on)),
+                         0);
+        WSASetLastError(0);
+        ck_assert_int_eq(setsockopt(r, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on,
+                                    sizeof(on)),
+                         SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEINVAL);
+        /* An optlen too small, or negative for any option: WSAEFAULT; not a socket. */
+        ck_assert_int_eq(setsockopt(b, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on, 2),
+                         SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEFAULT);
+        ck_assert_int_eq(setsockopt(b, IPPROTO_TCP, TCP_NODELAY, (const char *)&on, -1),
+                         SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEFAULT);
+        ck_assert_int_eq(setsockopt(file, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on,
+                                    sizeof(on)),
+                         SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAENOTSOCK);
+        /* Other options reach the kernel unchanged. */
+        ck_assert_int_eq(setsockopt(b, IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof(on)),
+                         0);
+        close(file);
+        closesocket(a);
+        closesocket(b);
+        closesocket(r);
+}
+
+void conf_case_exclusiveaddruse_state(int _i)
+{
+        BOOL on = TRUE, v = 99;
+        int len = (int)sizeof(v), s = tcp_socket(), x = tcp_socket(), t = tcp_socket();
+        struct sockaddr_in sa;
+
+        /* Divergence: no state is kept.  getsockopt says what a bind would do: exclusive on a
+         * new socket (Windows: FALSE until set)... */
+        ck_assert_int_eq(getsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (char *)&v, &len), 0);
+        ck_assert_int_eq(len, sizeof(v));
+        ck_assert_int_eq(v, TRUE);
+        /* ...and after SO_EXCLUSIVEADDRUSE, SO_REUSEADDR is accepted (Windows: WSAEINVAL) and
+         * makes the socket's binds shareable. */
+        ck_assert_int_eq(setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on,
+                                    sizeof(on)),
+                         0);
+        ck_assert_int_eq(setsockopt(s, SOL_SOCKET, SO_REUSEADDR, (const char *)&on, sizeof(on)),
+                         0);
+        ck_assert_int_eq(getsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (char *)&v, &len), 0);
+        ck_assert_int_eq(v, FALSE);
+        /* Another socket with SO_REUSEADDR binding an exclusive socket's address gets
+         * WSAEADDRINUSE (Windows: WSAEACCES). */
+        ck_assert_int_eq(setsockopt(x, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on,
+                                    sizeof(on)),
+                         0);
+        bind_listen(x, &sa);
+        ck_assert_int_eq(setsockopt(t, SOL_SOCKET, SO_REUSEADDR, (const char *)&on, sizeof(on)),
+                         0);
+        ck_assert_int_eq(bind(t, (struct sockaddr *)&sa, sizeof(sa)), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEADDRINUSE);
+        closesocket(s);
+        closesocket(x);
+        closesocket(t);
+}
+
 /* ---- limits a Windows program could meet ---------------------------------------------------- */
 
 void conf_case_limit_ports(int _i)
