@@ -730,14 +730,18 @@ SN_EXPORT ssize_t sn_w32_recvfrom(SOCKET s, void *buf, size_t len, int flags,
  * binds are exclusive, -1 with errno (ENOTSOCK, EBADF) when it is not a socket. */
 static int reuse_set(int fd)
 {
-        int addr = 0, port = 0;
+        int addr = 0, port = 0, saved = errno;
         socklen_t len = sizeof(addr);
 
         if ((getsockopt)(fd, SOL_SOCKET, SO_REUSEADDR, &addr, &len) < 0)
                 return -1;
         len = sizeof(port);
-        if ((getsockopt)(fd, SOL_SOCKET, SO_REUSEPORT, &port, &len) < 0)
-                port = 0; /* a socket family without it cannot share a port that way */
+        if ((getsockopt)(fd, SOL_SOCKET, SO_REUSEPORT, &port, &len) < 0) {
+                /* A socket family without it cannot share a port that way; errno, which
+                 * GetLastError() reads, stays as the caller left it. */
+                port = 0;
+                errno = saved;
+        }
         return addr || port;
 }
 
@@ -781,6 +785,10 @@ SN_EXPORT int sn_w32_getsockopt(SOCKET s, int level, int name, void *val, void *
                         err = (int)sn__w32_map(err, SN_W32_SOCKET);
                 memcpy(val, &err, sizeof(err));
         }
+        /* Windows documents that a getsockopt(SO_ERROR) resets the thread's last error (the
+         * socket's own error is in the value); the only successful Winsock call it says so of. */
+        if (level == SOL_SOCKET && name == SO_ERROR)
+                sn_w32_set_last_error(ERROR_SUCCESS);
         return 0;
 }
 

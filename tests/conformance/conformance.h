@@ -154,6 +154,7 @@
         X(case_closesocket_not_socket, 0, "closesocket on a non-socket: WSAENOTSOCK, left open")   \
         X(case_send_no_sigpipe, 0, "send to a reset peer: WSAECONNRESET, no SIGPIPE")             \
         X(case_so_error_winsock, 0, "getsockopt(SO_ERROR) after a refused connect: WSAECONNREFUSED") \
+        X(case_so_error_resets_last_error, 0, "a successful getsockopt(SO_ERROR) resets the last error") \
         X(case_udp_port_unreachable, 0, "UDP port unreachable: recv fails with WSAECONNRESET")    \
         X(case_wsastartup_versions, 0, "WSAStartup: 1.0 to 2.2 served as asked, above as 2.2")    \
         X(case_wsacleanup_sockets, DIVERGES, "the last WSACleanup leaves sockets open")           \

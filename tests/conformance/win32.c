@@ -258,6 +258,28 @@ void conf_case_so_error_winsock(int _i)
         closesocket(s);
 }
 
+void conf_case_so_error_resets_last_error(int _i)
+{
+        int cl, sv, err = -1, len = sizeof(err);
+        char c;
+
+        /* Windows documents that a getsockopt(SO_ERROR) resets the thread's last error to 0,
+         * whether the code came from a failed call (errno here)... */
+        tcp_pair(&cl, &sv);
+        ck_assert_int_eq(recv(sv, &c, 1, MSG_DONTWAIT), SOCKET_ERROR);
+        ck_assert_int_eq(WSAGetLastError(), WSAEWOULDBLOCK);
+        ck_assert_int_eq(getsockopt(sv, SOL_SOCKET, SO_ERROR, (char *)&err, &len), 0);
+        ck_assert_int_eq(err, 0);
+        ck_assert_int_eq(WSAGetLastError(), 0);
+        ck_assert_uint_eq(GetLastError(), ERROR_SUCCESS);
+        /* ...or from SetLastError, and whatever the socket's own error is. */
+        WSASetLastError(WSAECONNRESET);
+        reset_peer(cl);
+        ck_assert_int_eq(getsockopt(sv, SOL_SOCKET, SO_ERROR, (char *)&err, &len), 0);
+        ck_assert_int_eq(WSAGetLastError(), 0);
+        closesocket(sv);
+}
+
 void conf_case_udp_port_unreachable(int _i)
 {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
