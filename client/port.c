@@ -390,15 +390,18 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *
                 goto out; /* -EINPROGRESS: entries were stashed meanwhile (sn_port_process) */
 
         /* Learn what the daemon now knows (L1, L2), and find entries that need their fd: an
-         * ENABLE the daemon could not place by identity or handle, or an item whose handle a
-         * resume made stale meanwhile. */
+         * ENABLE the daemon could not place by identity or handle, or an item whose handle was
+         * a lost daemon's when it went out (a resume came between the look above and the
+         * send: gen is the transport the call went to). */
         pthread_mutex_lock(&c->lock);
         for (uint32_t i = 0; i < ctx.nsent; i++) {
                 sn_registration_t *g = &regs[sent_idx[i]];
 
                 if (prep[i].handle && g->fd >= 0 &&
-                    (g->op == SN_OP_ENABLE ? g->result == -ESTALE
-                                           : g->result == -ENOENT && c->gen != gen)) {
+                    (g->op == SN_OP_ENABLE
+                             ? g->result == -ESTALE
+                             : g->result == -ENOENT &&
+                                       handles[sent_idx[i]] >> 56 != (uint8_t)gen)) {
                         sent_idx[nstale++] = sent_idx[i];
                         continue;
                 }
