@@ -127,9 +127,10 @@ uint32_t raw_port_open(int fd, uint32_t id, const char *name)
         return rep.port;
 }
 
-int raw_hello2(const char *path)
+int raw_hello_version(const char *path, uint16_t version)
 {
-        struct snw_hello h = { .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 2 };
+        struct snw_hello h = { .magic = SN_PROTO_MAGIC, .version_min = 1,
+                               .version_max = version };
         struct snw_hello_reply rep;
         uint8_t buf[256];
         int fd = raw_connect(path);
@@ -138,8 +139,14 @@ int raw_hello2(const char *path)
         raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
         ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
         snw_hello_reply_decode(sn_msg_body(buf), &rep);
-        ck_assert_uint_eq(rep.version, 2);
+        ck_assert_uint_eq(rep.version, version);
+        ck_assert_uint_eq(rep.transport, SN_PROTO_TRANSPORT_SOCKET);
         return fd;
+}
+
+int raw_hello2(const char *path)
+{
+        return raw_hello_version(path, 2);
 }
 
 void test_daemon_finish(struct test_daemon *d, int baseline)

@@ -28,6 +28,9 @@ uint32_t raw_port_create(int fd, uint32_t id, const char *name);
 uint32_t raw_port_open(int fd, uint32_t id, const char *name);
 /* Connects and completes a handshake offering versions 1 to 2; version 2 must be chosen. */
 int raw_hello2(const char *path);
+/* A connection that offered versions 1 to version (HELLO flags 0: the socket transport) and
+ * got version. */
+int raw_hello_version(const char *path, uint16_t version);
 
 struct test_daemon;
 /* The daemon serves a fresh client, is back to baseline descriptors, and stops with status 0

@@ -98,6 +98,19 @@ static uint64_t take(sn_port_t *p, uint64_t key)
         return e.handle;
 }
 
+/* Makes n socket pairs; registers the first nfire ONESHOT with keys 0.. and fires each once,
+ * taking its entry, so that h[i] is its handle and it is disarmed. */
+static void pairs_fired(sn_port_t *p, int *cl, int *sv, int n, int nfire, uint64_t *h)
+{
+        for (int i = 0; i < n; i++)
+                tcp_pair(&cl[i], &sv[i]);
+        for (int i = 0; i < nfire; i++) {
+                enable(p, sv[i], (uint64_t)i, ONESHOT);
+                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
+                h[i] = take(p, (uint64_t)i);
+        }
+}
+
 /* Whether the peer of fd closed: end of file, or a reset (it closed with data unread). */
 static bool connection_ended(int fd)
 {
@@ -395,22 +408,6 @@ END_TEST
 
 /* ---- the wire ------------------------------------------------------------------------------ */
 
-static int raw_hello3(const char *path)
-{
-        struct snw_hello hl = { .magic = SN_PROTO_MAGIC, .version_min = 3, .version_max = 3 };
-        struct snw_hello_reply rep;
-        uint8_t buf[256];
-        int fd = raw_connect(path);
-
-        snw_hello_encode(sn_msg_begin(buf, SN_MSG_HELLO, 1, 0, 0, 0, 0), &hl);
-        raw_send(fd, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
-        ck_assert_int_eq(raw_recv(fd, buf, sizeof(buf)), sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0));
-        snw_hello_reply_decode(sn_msg_body(buf), &rep);
-        ck_assert_uint_eq(rep.version, 3);
-        ck_assert_uint_eq(rep.transport, SN_PROTO_TRANSPORT_SOCKET);
-        return fd;
-}
-
 /* Sends PROCESS (id) on port with n items and the fds, asking for max_entries without waiting;
  * reads its reply into results[] (n) and entries[] (at most 8); returns the entry count. */
 static uint32_t raw_process(int fd, uint32_t id, uint32_t port, const struct snw_registration *it,
@@ -452,7 +449,7 @@ static uint32_t raw_process(int fd, uint32_t id, uint32_t port, const struct snw
  * version 2 client sees overlapped 0 and may not name handles. */
 START_TEST(test_wire_handles_and_forgeries)
 {
-        int fds = test_daemon_fds(&D), cl, sv, raw = raw_hello3(D.path), old = raw_hello2(D.path);
+        int fds = test_daemon_fds(&D), cl, sv, raw = raw_hello_version(D.path, 3), old = raw_hello2(D.path);
         uint32_t port = raw_port_create(raw, 2, NULL), oport = raw_port_create(old, 2, NULL);
         struct snw_registration it = { .key = 4, .op = SN_OP_ENABLE, .fd_index = 0,
                                        .filter = SN_REGISTER_EVENT_IN, .trigger = ONESHOT,
@@ -604,15 +601,8 @@ START_TEST(test_restored_slots_are_recycled)
         sn_entry_ex_t e;
         uint64_t h[OLD + NEW];
 
-        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
-        for (int i = 0; i < OLD + NEW; i++)
-                tcp_pair(&cl[i], &sv[i]);
-        for (int i = 0; i < OLD; i++) {
-                enable(p, sv[i], (uint64_t)i, ONESHOT);
-                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
-                h[i] = take(p, (uint64_t)i);
-        }
+        p = open_port(D.path, &c);
+        pairs_fired(p, cl, sv, OLD + NEW, OLD, h);
         reexec(c);
         /* Every other one goes: their slots, claimed by the restore, are freed. */
         for (int i = 1; i < OLD; i += 2) {
@@ -840,15 +830,8 @@ START_TEST(test_multipart_call_with_handles)
         sn_entry_ex_t e[64];
         int got = 0;
 
-        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
-        for (int i = 0; i < OLD + NEW; i++)
-                tcp_pair(&cl[i], &sv[i]);
-        for (int i = 0; i < OLD; i++) {
-                enable(p, sv[i], (uint64_t)i, ONESHOT);
-                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
-                h[i] = take(p, (uint64_t)i);
-        }
+        p = open_port(D.path, &c);
+        pairs_fired(p, cl, sv, OLD + NEW, OLD, h);
         /* Handles spread among the new sockets, each after a forgery of its neighbour's
          * generation; the last one goes in the last part. */
         for (int i = 0, k = 0, n = 0; n < N; n++) {
@@ -1023,15 +1006,8 @@ START_TEST(test_crash_restore_keeps_handles)
         ck_assert_ptr_nonnull(mkdtemp(mdir));
         manager_start(&m, mdir, 64);
         test_daemon_start(&d, NULL);
-        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
-        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
-        for (int i = 0; i < NSOCK + 4; i++)
-                tcp_pair(&cl[i], &sv[i]);
-        for (int i = 0; i < NSOCK; i++) {
-                enable(p, sv[i], (uint64_t)i, ONESHOT);
-                ck_assert_int_eq(send(cl[i], "a", 1, 0), 1);
-                h[i] = take(p, (uint64_t)i);
-        }
+        p = open_port(d.path, &c);
+        pairs_fired(p, cl, sv, NSOCK + 4, NSOCK, h);
         manager_sync(&m);
         ck_assert_int_eq(kill(d.pid, SIGKILL), 0);
         ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
