@@ -1617,6 +1617,7 @@ static void run_soak(double seconds)
 {
         pid_t pids[SOAK_PROCS];
         int pipefd[2], ready = 0, fmin = 1 << 30, fmax = 0, nsamples = 0;
+        int fsample[256];
         long rss_first = -1, rss_last = -1, rss_max = 0;
         long long t0, end;
 
@@ -1654,6 +1655,8 @@ static void run_soak(double seconds)
                 check_daemon_alive();
                 fmin = SN_MIN(fmin, f);
                 fmax = SN_MAX(fmax, f);
+                if (nsamples < (int)SN_ARRAY_SIZE(fsample))
+                        fsample[nsamples] = f;
                 /* RSS is judged from 40 % of the way on: allocator caches (and a sanitizer's
                  * quarantine) fill first; a leak keeps growing after that. */
                 if (rss_first < 0 && now_ms() >= t0 + (end - t0) * 2 / 5)
@@ -1687,9 +1690,29 @@ static void run_soak(double seconds)
                "(%d samples), after %d (baseline %d); RSS at 40 %% %ld kB, last %ld kB, max %ld kB\n",
                SOAK_PROCS * SOAK_CONNS, SOAK_SOCKS, seconds, fmin, fmax, nsamples, after,
                base_fds, rss_first, rss_last, rss_max);
-        /* Flat: the connection and socket counts do not change, so neither may these. */
-        if (nsamples > 2 && fmax - fmin > SOAK_PROCS * SOAK_CONNS)
-                fail(false, "soak: daemon descriptors drifted %d..%d", fmin, fmax);
+        /* Flat: the connection and socket counts do not change, so neither may the floor of
+         * the daemon's descriptors.  A sample sits above the floor by up to one socket per
+         * connection (closed, its successor not yet registered), by what the closer thread has
+         * not closed yet, and by what changed while /proc was read: so the width of the band
+         * proves nothing, and failed once at 207 on a busy machine with 200 allowed.  A leak
+         * that lasts as long as its connection raises the floor: the lowest count of the
+         * second half of the samples against the lowest of the first half. */
+        if (nsamples >= 4) {
+                int n = SN_MIN(nsamples, (int)SN_ARRAY_SIZE(fsample)), lo1 = 1 << 30,
+                    lo2 = 1 << 30;
+
+                for (int i = 0; i < n; i++) {
+                        if (i < n / 2)
+                                lo1 = SN_MIN(lo1, fsample[i]);
+                        else
+                                lo2 = SN_MIN(lo2, fsample[i]);
+                }
+                printf("soak: lowest descriptor count %d in the first half of the samples, "
+                       "%d in the second\n", lo1, lo2);
+                if (lo2 - lo1 > SOAK_PROCS * SOAK_CONNS)
+                        fail(false, "soak: daemon descriptors drifted: lowest %d, then %d",
+                             lo1, lo2);
+        }
         if (nsamples > 2 && rss_first > 0 && rss_last - rss_first > SN_MAX(8192, rss_first / 4))
                 fail(false, "soak: daemon RSS grew from %ld to %ld kB", rss_first, rss_last);
 }
