@@ -437,11 +437,51 @@ static int cmp_ll(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+/* A wait of ms on P in a thread of its own, timed by that thread. */
+struct reexec_wait {
+        DWORD ms;
+        long long took;
+};
+
+static void *reexec_wait_thread(void *arg)
+{
+        struct reexec_wait *rw = arg;
+
+        rw->took = timed_wait(P, NULL, 0, rw->ms);
+        return NULL;
+}
+
+/* Waits that a re-exec of the daemon carries over still last their whole timeout: the new
+ * image times what is left of each (not under a wrapper such as valgrind, which the new image
+ * would run without). */
+static void waits_across_reexec(void)
+{
+        if (getenv("SN_TEST_DAEMON_WRAPPER") && *getenv("SN_TEST_DAEMON_WRAPPER"))
+                return;
+        for (int i = 0; i < 3; i++) {
+                struct reexec_wait rw = { .ms = 300 };
+                long before = daemon_count("reexecs");
+                long long end = now_ms() + test_timeout_ms(5000);
+                pthread_t t;
+
+                pthread_create(&t, NULL, reexec_wait_thread, &rw);
+                wait_waiters(1);
+                ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+                while (daemon_count("reexecs") == before)
+                        ck_assert_msg(now_ms() < end, "the daemon did not re-exec");
+                pthread_join(t, NULL);
+                ck_assert_msg(rw.took >= (long long)rw.ms * 1000000,
+                              "a wait of %u ms across a re-exec took %.3f ms", (unsigned)rw.ms,
+                              (double)rw.took / 1e6);
+        }
+}
+
 /*
  * Our rule: a finite wait ends at or after its timeout, never before, as the caller measures it
  * with CLOCK_MONOTONIC around the call.  Many short waits (1-7 ms) make a deadline computed from
  * a stale or coarse clock show: 200 through the Win32 calls and the native API over the rings,
- * 200 over the socket transport, while another connection keeps the daemon's loop busy.
+ * 200 over the socket transport, while another connection keeps the daemon's loop busy; then
+ * longer ones, and waits the daemon carries over a re-exec of itself.
  */
 void conf_row_20(int _i)
 {
@@ -500,6 +540,7 @@ void conf_row_20(int _i)
                 ck_assert_int_ge(d, (long long)ms * 1000000);
                 ck_assert_int_lt(d, ((long long)ms + test_timeout_ms(200)) * 1000000);
         }
+        waits_across_reexec();
 }
 
 void conf_row_21(int _i)
