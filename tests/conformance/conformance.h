@@ -55,7 +55,7 @@
         X(row_17, 0, "timeout: WAIT_TIMEOUT and a count of 0")                                      \
         X(row_18, 0, "timeout 0 on an empty port returns at once with WAIT_TIMEOUT")                \
         X(row_19, 0, "INFINITE returns only when a packet arrives")                                  \
-        X(row_20, 0, "a finite wait lasts at least its timeout, and not much more")                 \
+        X(row_20, 0, "a finite wait never ends before its timeout, in both transports")          \
         X(row_21, 0, "k queued, cc=m: min(k, m) entries at once")                                   \
         X(row_22, 0, "the count equals the entries written; nothing beyond is touched")             \
         X(row_23, 0, "PSN reports by return value and leaves the last error alone")                \
