@@ -34,6 +34,7 @@
 
 #include "client/client.h"
 #include "common/fdmsg.h"
+#include "common/hangup.h"
 #include "common/macro.h"
 
 /* The entries owed to this port's next dequeue after a resume (at most max). */
@@ -802,7 +803,8 @@ static int replay_port(sn_conn_t *c, const sn_port_t *port, uint32_t *ret_id)
 /* The event bits socket fd reports now for filter, read with poll(): what an EDGE
  * registration made again on a new daemon owes (the daemon skips what holds at ENABLE,
  * rule 15).  The same rules as the daemon's: a stream socket never connected reports nothing
- * unless an error is pending (rule 14); a hang-up reports IN and HANGUP. */
+ * unless an error is pending (rule 14); a hang-up reports IN and HANGUP, unless only a local
+ * shutdown is behind it (row 50: common/hangup.h). */
 static uint32_t readiness(int fd, uint16_t filter)
 {
         struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT | POLLRDHUP };
@@ -819,6 +821,8 @@ static uint32_t readiness(int fd, uint16_t filter)
         if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
                 return 0;
         stream = type == SOCK_STREAM || type == SOCK_SEQPACKET;
+        if (stream && ev & (POLLHUP | POLLRDHUP) && !sn__hangup_is_peers(fd))
+                ev &= (short)~(POLLHUP | POLLRDHUP);
         len = sizeof(int);
         if (stream && (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 ||
                        !listening)) {

@@ -29,6 +29,15 @@
  *    an error, listen()); then it switches to its real mode, and the kernel's re-poll reports
  *    what holds.
  *  - Row 51 / rule 6: HANGUP only for stream sockets, from EPOLLRDHUP or EPOLLHUP.
+ *  - Row 50: HANGUP means the peer ended the connection or it was torn down, but a local
+ *    shutdown(SHUT_RD) gives EPOLLRDHUP and a local SHUT_RDWR EPOLLHUP as well.  When a report
+ *    has either bit, the connection's state decides (common/hangup.h, one getsockopt paid only
+ *    then); a hang-up that is only local is taken out of the report (peer_hangup()).  The
+ *    peer's FIN that comes later wakes the socket again and is reported then.  A LEVEL item
+ *    left with nothing to report would come back at every harvest, and a LEVEL+ONESHOT one
+ *    re-armed would wake the loop at once, again and again: such an item waits
+ *    edge-triggered (PARK_QUIET) until a wake-up reports something, then goes back to LEVEL
+ *    (or, ONESHOT, leaves epoll as EDGE+ONESHOT does).
  *  - Row 49: a socket in error that is hung up (failed connect, reset) reports ERR without OUT.
  *  - A hung-up socket whose filter can report nothing (filter NONE) would come back from a
  *    level-triggered epoll forever: it is taken out of epoll ("parked") until enabled again.
@@ -56,6 +65,7 @@
 #include <netinet/in.h>
 #include <linux/tcp.h>
 
+#include "common/hangup.h"
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/base/closer.h"
@@ -81,6 +91,7 @@
 #define EDGE_ST_RDHUP 0x01
 #define EDGE_ST_HUP 0x02
 #define EDGE_ST_ERR 0x04
+#define EDGE_ST_PEER 0x08 /* the hang-up is the peer's (row 50), not only a local shutdown */
 
 /* What a queued epoll_ctl is for (reg->epq). */
 enum {
@@ -97,10 +108,12 @@ static void reg_epq_settle(struct reg *g)
                 epctl_flush(g->port->srv->epctl);
 }
 
-static uint8_t edge_state(uint32_t ev)
+/* ev: epoll's bits; seen: the same after peer_hangup(). */
+static uint8_t edge_state(uint32_t ev, uint32_t seen)
 {
         return (uint8_t)((ev & EPOLLRDHUP ? EDGE_ST_RDHUP : 0) | (ev & EPOLLHUP ? EDGE_ST_HUP : 0) |
-                         (ev & EPOLLERR ? EDGE_ST_ERR : 0));
+                         (ev & EPOLLERR ? EDGE_ST_ERR : 0) |
+                         (seen & (EPOLLRDHUP | EPOLLHUP) ? EDGE_ST_PEER : 0));
 }
 
 /* EDGE with OUT and IN or HANGUP in the filter: the OUT side has its own epoll item. */
@@ -133,6 +146,9 @@ static uint32_t epoll_interest(const struct reg *g, bool out_side)
         if (g->fresh)
                 return ev | EPOLLET;
         if (g->trigger & SN_TRIGGER_EDGE)
+                ev |= EPOLLET;
+        else if (g->parked == PARK_QUIET)
+                /* Not ONESHOT: re-arming would re-poll it, and it would come back at once. */
                 ev |= EPOLLET;
         else if (g->trigger & SN_TRIGGER_ONESHOT)
                 ev |= EPOLLONESHOT;
@@ -210,7 +226,8 @@ static int reg_epoll_update(struct reg *g, uint8_t why, uint32_t *later)
                         g->epq_add = op == EPOLL_CTL_ADD;
                         g->epq_parked = g->parked;
                         g->in_epoll = true;
-                        g->parked = false;
+                        if (g->parked == PARK_OUT)
+                                g->parked = PARK_NONE;
                         return 0;
                 }
         } else {
@@ -219,7 +236,8 @@ static int reg_epoll_update(struct reg *g, uint8_t why, uint32_t *later)
         if (r < 0)
                 return r;
         g->in_epoll = true;
-        g->parked = false;
+        if (g->parked == PARK_OUT)
+                g->parked = PARK_NONE;
         if (g->out_fd >= 0) {
                 e = (struct epoll_event){ .events = epoll_interest(g, true),
                                           .data.u64 = g->slot | EPOLL_OUT_SIDE };
@@ -332,7 +350,17 @@ static bool connect_failed(int fd)
         return ti.tcpi_state == SN_TCP_CLOSE && ti.tcpi_segs_in <= 1;
 }
 
-/* Readiness bits as the registration reports them, without side effects. */
+/* Row 50: ev without its hang-up bits when they show only a local shutdown of a stream socket
+ * (common/hangup.h); the getsockopt() is paid only when a hang-up bit is there. */
+static uint32_t peer_hangup(const struct reg *g, uint32_t ev)
+{
+        if (!g->stream || !(ev & (EPOLLRDHUP | EPOLLHUP)) || sn__hangup_is_peers(g->fd))
+                return ev;
+        return ev & ~(uint32_t)(EPOLLRDHUP | EPOLLHUP);
+}
+
+/* Readiness bits as the registration reports them, without side effects; ev has been through
+ * peer_hangup(). */
 static uint32_t raw_bits(const struct reg *g, uint32_t ev)
 {
         uint32_t m = 0;
@@ -431,13 +459,14 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger, u
         g->hup_seen = false;
         g->out_seen = false;
         g->out_state = 0;
+        g->parked = PARK_NONE;
         if (!g->fresh && trigger & SN_TRIGGER_EDGE) {
-                uint32_t ev = poll_now(g);
+                uint32_t ev = poll_now(g), seen = peer_hangup(g, ev);
 
-                holding = raw_bits(g, ev) & ~(uint32_t)SN_EVENT_ERR;
+                holding = raw_bits(g, seen) & ~(uint32_t)SN_EVENT_ERR;
                 g->hup_seen = holding & SN_EVENT_HANGUP;
                 g->out_seen = ev & EPOLLOUT && !(ev & EPOLLERR && ev & EPOLLHUP);
-                g->out_state = edge_state(ev);
+                g->out_state = edge_state(ev, seen);
         }
         r = reg_epoll_update(g, later ? EPQ_ENABLE : EPQ_NONE, later);
         if (r < 0) {
@@ -705,12 +734,13 @@ void reg_free(struct reg *g)
         free(g);
 }
 
-/* EDGE: the bits of one side's report that started to hold (rule 15); updates its state. */
-static uint32_t edge_bits(struct reg *g, uint32_t ev, uint32_t mask, bool out_side)
+/* EDGE: the bits of one side's report that started to hold (rule 15); updates its state.  ev
+ * is epoll's report, seen the same after peer_hangup(). */
+static uint32_t edge_bits(struct reg *g, uint32_t ev, uint32_t seen, uint32_t mask, bool out_side)
 {
         if (out_side || reg_out_only(g)) {
                 bool out = mask & SN_EVENT_OUT;
-                uint8_t st = edge_state(ev), appeared = (uint8_t)(st & ~g->out_state);
+                uint8_t st = edge_state(ev, seen), appeared = (uint8_t)(st & ~g->out_state);
                 uint32_t m = out && (!g->out_seen || !appeared) ? SN_EVENT_OUT : 0;
 
                 g->out_seen = ev & EPOLLOUT && !(ev & EPOLLERR && ev & EPOLLHUP);
@@ -727,7 +757,7 @@ static uint32_t edge_bits(struct reg *g, uint32_t ev, uint32_t mask, bool out_si
 
 uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
 {
-        uint32_t mask;
+        uint32_t mask, seen;
         int r;
 
         if (g->state != REG_ENABLED)
@@ -744,9 +774,10 @@ uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
                                     strerror(-r));
                 return 0;
         }
-        mask = raw_bits(g, ev);
+        seen = peer_hangup(g, ev);
+        mask = raw_bits(g, seen);
         if (g->trigger & SN_TRIGGER_EDGE)
-                mask = edge_bits(g, ev, mask, out_side);
+                mask = edge_bits(g, ev, seen, mask, out_side);
         if (g->edge_skip) {
                 uint32_t side = out_side ? SN_EVENT_OUT
                                 : reg_split(g) ? ~(uint32_t)SN_EVENT_OUT
@@ -762,18 +793,46 @@ uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
         if (!mask) {
                 /* Only level-triggered items would come back forever; an EDGE side must not
                  * take its other side out of epoll before that one was harvested. */
-                if (ev & EPOLLHUP && !(g->trigger & SN_TRIGGER_EDGE)) {
+                if (g->trigger & SN_TRIGGER_EDGE)
+                        return 0;
+                if ((ev ^ seen) & (EPOLLRDHUP | EPOLLHUP)) {
+                        /* A local shutdown holds for good: wait for the next wake-up.  The
+                         * MOD re-polls the item once, so nothing that came in between is
+                         * lost; that report finds it quiet already. */
+                        if (g->parked != PARK_QUIET) {
+                                g->parked = PARK_QUIET;
+                                r = reg_epoll_update(g, EPQ_REARM, NULL);
+                                if (r < 0)
+                                        log_warning("epoll_ctl(MOD) of a shut down registration "
+                                                    "failed: %s",
+                                                    strerror(-r));
+                        }
+                } else if (ev & EPOLLHUP) {
                         reg_epoll_remove(g);
-                        g->parked = true;
-                } else if ((g->trigger & (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT)) ==
-                           SN_TRIGGER_ONESHOT) {
-                        /* Nothing was delivered, so the kernel's ONESHOT disarm is undone. */
+                        g->parked = PARK_OUT;
+                } else if (g->trigger & SN_TRIGGER_ONESHOT || g->parked == PARK_QUIET) {
+                        /* Nothing was delivered, so the kernel's ONESHOT disarm is undone; an
+                         * item no longer shut down is level-triggered again. */
+                        g->parked = PARK_NONE;
                         r = reg_epoll_update(g, EPQ_REARM, NULL);
                         if (r < 0)
                                 log_warning("epoll_ctl(MOD) re-arming a registration failed: %s",
                                             strerror(-r));
                 }
                 return 0;
+        }
+        if (g->parked == PARK_QUIET) {
+                /* Something to report: LEVEL again, so that it repeats while it holds; a
+                 * ONESHOT one is disarmed by leaving epoll, as the kernel does not. */
+                g->parked = PARK_NONE;
+                if (g->trigger & SN_TRIGGER_ONESHOT) {
+                        reg_epoll_remove(g);
+                } else {
+                        r = reg_epoll_update(g, EPQ_REARM, NULL);
+                        if (r < 0)
+                                log_warning("epoll_ctl(MOD) re-arming a registration failed: %s",
+                                            strerror(-r));
+                }
         }
         if ((g->trigger & (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT)) ==
             (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT))
@@ -783,7 +842,7 @@ uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
 
 uint32_t reg_recheck(struct reg *g)
 {
-        return raw_bits(g, poll_now(g));
+        return raw_bits(g, peer_hangup(g, poll_now(g)));
 }
 
 int reg_close_socket(struct session *session, uint64_t dev, uint64_t ino, uint32_t client_fd)

@@ -40,6 +40,14 @@ static inline struct posted *posted_of(struct packet *pkt)
         return (struct posted *)pkt; /* kind SN_PROTO_KIND_POSTED only */
 }
 
+/* What a registration whose socket hung up does in epoll (reg->parked). */
+enum reg_park {
+        PARK_NONE,
+        PARK_OUT,   /* hung up and nothing reportable: out of epoll */
+        PARK_QUIET, /* LEVEL, only a local shutdown holds and nothing reportable: its item is
+                     * edge-triggered until a wake-up shows a change (the peer's FIN) */
+};
+
 enum reg_state {
         REG_ENABLED,
         REG_DISABLED,
@@ -66,7 +74,7 @@ struct reg {
         bool stream;               /* SOCK_STREAM or SOCK_SEQPACKET: HANGUP applies */
         bool fresh;                /* never-connected stream socket (rule 14) */
         bool in_epoll;
-        bool parked;               /* hung up and nothing reportable: out of epoll */
+        uint8_t parked;            /* enum reg_park */
         bool queued;               /* pkt is on port->queue */
         bool ownerless;            /* on port->orphans: its creator ended, the port keeps it */
         bool fired;                /* ONESHOT: its entry was dequeued since the last ENABLE */
@@ -80,7 +88,7 @@ struct reg {
          * at most one per registration, so that the kernel cannot run two out of order. */
         uint8_t epq;               /* what it is for (EPQ_* in registration.c), 0: none */
         bool epq_add;              /* it is an EPOLL_CTL_ADD */
-        bool epq_parked;           /* parked before it */
+        uint8_t epq_parked;        /* parked before it */
         bool epq_new;              /* made by the ENABLE it belongs to: freed if it fails.  The
                                     * PROCESS item's result that its failure sets travels with
                                     * the queued operation (epctl's arg), not here: these four

@@ -233,7 +233,7 @@ static json_t *reg_object(const struct reg *g)
                                             SN_REGISTER_EVENT_HANGUP };
         const char *state = g->state == REG_REMOVING ? "removing"
                             : g->state == REG_DISABLED ? "disabled"
-                            : g->parked                ? "hung-up"
+                            : g->parked == PARK_OUT    ? "hung-up"
                                                        : "enabled";
         char trigger[32];
 

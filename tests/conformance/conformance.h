@@ -87,6 +87,9 @@
         X(row_49, 0, "a refused connect gives ERR alone")                                     \
         X(row_50, 0, "HANGUP on the peer's FIN and on its RST")                                     \
         X(row_51, 0, "UDP never reports HANGUP")                                                    \
+        X(case_shutdown_receive, 0, "a local shutdown(SD_RECEIVE) is no HANGUP; the peer's close then is") \
+        X(case_shutdown_both, 0, "a local shutdown(SD_BOTH): no HANGUP until the peer's FIN")     \
+        X(case_unix_shutdown_receive, DIVERGES, "Unix stream: a local shutdown(SD_RECEIVE) reports HANGUP") \
         X(row_52, 0, "after ERR a non-blocking recv gives WSAECONNRESET")                           \
         X(row_53, 0, "SocketNotificationRetrieveEvents returns the byte count of any entry")        \
         X(row_54, 0, "at most one packet per registration; IN and OUT share it")                    \

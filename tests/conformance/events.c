@@ -154,6 +154,83 @@ void conf_row_51(int _i)
         closesocket(a);
 }
 
+/* Row 50: registered with filter on port P under trig, socket sv shut down locally with how
+ * reports no HANGUP; the peer's close that comes later does. */
+static void local_shutdown(int how, UINT16 filter, UINT8 trig, uintptr_t key)
+{
+        int cl, sv;
+        UINT32 seen;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, key, filter, OP_ENABLE, trig), ERROR_SUCCESS);
+        ck_assert_int_eq(shutdown(sv, how), 0);
+        seen = collect(P, key, E_HUP, 300);
+        ck_assert_msg(!(seen & E_HUP), "shutdown(%d), filter %#x, trigger %#x: %#x", how,
+                      (unsigned)filter, (unsigned)trig, seen);
+        close(cl); /* the peer's FIN */
+        seen = collect(P, key, E_HUP, 2000);
+        ck_assert_msg(seen & E_HUP, "shutdown(%d), filter %#x, trigger %#x, then the peer's close: %#x",
+                      how, (unsigned)filter, (unsigned)trig, seen);
+        closesocket(sv);
+}
+
+void conf_case_shutdown_receive(int _i)
+{
+        int cl, sv;
+        long t0;
+
+        /* Servers that drop a connection on HANGUP must keep a half-open one: a local
+         * shutdown(SD_RECEIVE) is not the peer's doing.  Every trigger mode agrees, and the
+         * peer's close still reports HANGUP when it comes. */
+        local_shutdown(SD_RECEIVE, F_HUP, LEVEL, 1);
+        local_shutdown(SD_RECEIVE, F_HUP, LEVEL | ONESHOT, 2);
+        local_shutdown(SD_RECEIVE, F_HUP, EDGE, 3);
+        local_shutdown(SD_RECEIVE, F_HUP, EDGE | ONESHOT, 4);
+        local_shutdown(SD_RECEIVE, F_IN | F_OUT | F_HUP, LEVEL, 5);
+        local_shutdown(SD_RECEIVE, F_IN | F_OUT | F_HUP, EDGE, 6);
+
+        /* A shut down socket with nothing to report leaves the daemon idle while a call
+         * waits: re-arming its LEVEL+ONESHOT item would report it at once, again and again. */
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, 7, F_HUP, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert_int_eq(shutdown(sv, SD_RECEIVE), 0);
+        none(P, 50);
+        t0 = test_daemon_cpu_ticks(&D);
+        none(P, 500);
+        ck_assert_int_le(test_daemon_cpu_ticks(&D) - t0, sysconf(_SC_CLK_TCK) / 10);
+        close(cl);
+        ck_assert_uint_eq(one(P, 7), E_HUP);
+        none(P, 100); /* ONESHOT: that was the one entry */
+        closesocket(sv);
+}
+
+void conf_case_shutdown_both(int _i)
+{
+        /* A local shutdown(SD_BOTH) sends a FIN but the peer has not ended anything: no
+         * HANGUP until its own FIN comes. */
+        local_shutdown(SD_BOTH, F_HUP, LEVEL, 1);
+        local_shutdown(SD_BOTH, F_HUP, LEVEL | ONESHOT, 2);
+        local_shutdown(SD_BOTH, F_HUP, EDGE, 3);
+        local_shutdown(SD_BOTH, F_HUP, EDGE | ONESHOT, 4);
+        local_shutdown(SD_BOTH, F_IN | F_OUT | F_HUP, LEVEL, 5);
+}
+
+void conf_case_unix_shutdown_receive(int _i)
+{
+        int sv[2];
+
+        /* Divergence: Linux records a local shutdown(SD_RECEIVE) of a Unix stream socket and
+         * its peer's shutdown(SD_SEND) the same way on both sockets, so the daemon cannot tell
+         * them apart and reports HANGUP. */
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        ck_assert_uint_eq(reg(P, sv[0], 1, F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        none(P, 50);
+        ck_assert_int_eq(shutdown(sv[0], SD_RECEIVE), 0);
+        ck_assert_uint_eq(collect(P, 1, E_HUP, 1000), E_HUP);
+        closesocket(sv[0]);
+        close(sv[1]);
+}
+
 void conf_row_52(int _i)
 {
         int cl, sv;

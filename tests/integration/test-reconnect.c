@@ -703,6 +703,47 @@ START_TEST(test_edge_holding_reported)
 }
 END_TEST
 
+/* The socket is shut down locally for reading while no daemon runs: what the library owes the
+ * next dequeue is IN (a receive returns at once) without HANGUP, as the daemon would report it
+ * (row 50); the peer's close afterwards reports HANGUP. */
+START_TEST(test_edge_local_shutdown_not_hangup)
+{
+        int cl, sv, st;
+        sn_registration_t g;
+        sn_port_t *port;
+        sn_conn_t *c;
+        sn_entry_t e[2];
+        int n;
+
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &port), 0);
+        tcp_pair(&cl, &sv);
+        g = (sn_registration_t){ .fd = cl, .filter = SN_EVENT_IN | SN_EVENT_HANGUP,
+                                 .op = SN_OP_ENABLE,
+                                 .trigger = SN_TRIGGER_EDGE | SN_TRIGGER_PERSISTENT, .key = 6 };
+        ck_assert_int_eq(sn_port_process(port, &g, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(g.result, 0);
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        ck_assert_int_eq(shutdown(cl, SHUT_RD), 0);
+        test_daemon_start_with_fds(&D, NULL, NULL, 0, NULL);
+
+        n = sn_port_dequeue(port, e, 2, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 6);
+        ck_assert_uint_eq(e[0].events, SN_EVENT_IN);
+        close(sv);
+        n = sn_port_dequeue(port, e, 2, (uint32_t)test_timeout_ms(5000));
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].key, 6);
+        ck_assert_uint_eq(e[0].events & SN_EVENT_HANGUP, SN_EVENT_HANGUP);
+        sn_port_close(port);
+        sn_conn_close(c);
+        close(cl);
+}
+END_TEST
+
 /* ---- a named port shared by two processes ---------------------------------------------------- */
 
 /* The other process: opens the named port, says so, waits for "go" (the daemon was replaced),
@@ -781,6 +822,7 @@ int main(void)
         tcase_add_test(tc, test_fired_oneshot_stays_disarmed);
         tcase_add_test(tc, test_fired_oneshots_many);
         tcase_add_test(tc, test_edge_holding_reported);
+        tcase_add_test(tc, test_edge_local_shutdown_not_hangup);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

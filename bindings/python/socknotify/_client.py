@@ -376,6 +376,22 @@ def _peer_uid(sock: socket.socket) -> int:
 
 
 _POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)  # Linux's value where not exported
+# TCP states in which no FIN came from the peer and the connection is not closed: ESTABLISHED,
+# SYN_SENT, SYN_RECV, FIN_WAIT1, FIN_WAIT2 (the kernel's include/net/tcp_states.h).
+_TCP_PEER_OPEN = frozenset((1, 2, 3, 4, 5))
+_TCP_INFO = getattr(socket, "TCP_INFO", 11)
+
+
+def _hangup_is_peers(sock: socket.socket) -> bool:
+    """Whether a stream socket that polls as hung up was ended by its peer or torn down (the
+    daemon's rule, common/hangup.h): a local shutdown alone makes TCP poll the same way, and
+    then the connection's state tells.  A socket whose state cannot be read (not TCP) counts
+    as ended by its peer."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 8)
+    except OSError:
+        return True
+    return not info or info[0] not in _TCP_PEER_OPEN
 
 
 def _readiness(fd: int, filt: int) -> int:
@@ -399,8 +415,8 @@ def _readiness(fd: int, filt: int) -> int:
                 # Never connected (rule 14: reports nothing) unless an error is pending.
                 if not ev & select.POLLERR and not ev & select.POLLIN:
                     return 0
+        hup = is_stream and ev & (select.POLLHUP | _POLLRDHUP) and _hangup_is_peers(stream)
     bits = 0
-    hup = is_stream and ev & (select.POLLHUP | _POLLRDHUP)
     if filt & Filter.IN and (ev & select.POLLIN or hup):
         bits |= Event.IN
     if filt & Filter.OUT and ev & select.POLLOUT and not (ev & select.POLLHUP and

@@ -245,6 +245,30 @@ def test_states_survive(place, monkeypatch):
         s[1].close()
 
 
+def test_edge_local_shutdown_is_not_a_hangup(place, monkeypatch):
+    """A TCP socket shut down locally for reading while no daemon runs: after the resume its EDGE
+    registration reports IN (a receive returns at once) without HANGUP, as the daemon would;
+    the peer's close afterwards reports HANGUP (row 50)."""
+    monkeypatch.setenv("SOCKNOTIFY_RECONNECT_MS", str(int(scaled(30) * 1000)))
+    d1 = place()
+    conn = sn.Connection(place.path)
+    port = conn.create_port()
+    with socket.create_server(("127.0.0.1", 0)) as lst:
+        peer = socket.create_connection(lst.getsockname())
+        mine, _ = lst.accept()
+    assert port.register([R.enable(mine, 21, Filter.IN | Filter.HANGUP, Trigger.EDGE)]) == [0]
+    d1.kill()
+    mine.shutdown(socket.SHUT_RD)
+    place()
+    got = port.dequeue(8, timeout=scaled(10))
+    assert [(e.key, Event(e.events)) for e in got] == [(21, Event.IN)]
+    peer.close()
+    got = port.dequeue(8, timeout=scaled(10))
+    assert [e.key for e in got] == [21] and got[0].events & Event.HANGUP
+    conn.close()
+    mine.close()
+
+
 def test_asyncio_selector_runs_across_a_resume(place, monkeypatch):
     monkeypatch.setenv("SOCKNOTIFY_RECONNECT_MS", str(int(scaled(30) * 1000)))
     d1 = place()
