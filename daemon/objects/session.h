@@ -68,6 +68,7 @@ struct session_ops {
         struct sn_list regs;     /* struct reg it made (their conn_link) */                       \
         struct sn_list runners;  /* struct runner */                                               \
         uint32_t nrunners;       /* at most max_waits (port_mark_running) */                      \
+        int pidns;               /* 0 not read yet, else taskstate_ns() of pid (port.c) */        \
         struct sn_list waits;    /* struct wait */                                                 \
         uint32_t nwaits;
 

@@ -1429,7 +1429,7 @@ static void process_answer(struct conn *c, uint32_t id, const struct snw_process
          * line for this port, before parked waiters. */
         runner_release(&c->session, in->thread, port);
         /* Row 11: this call's own registrations come first, then the dequeue. */
-        n = max && port_may_run(port) ? port_take(port, srv->ebuf, max) : 0;
+        n = max && port_check_runners(port) ? port_take(port, srv->ebuf, max) : 0;
         if (n)
                 port_mark_running(port, &c->session, in->thread);
         if (n || in->timeout_ms == 0) {
