@@ -18,20 +18,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/macro.h"
 #include "daemon/base/taskstate.h"
 
-/* Reads at most size - 1 bytes of the file at path, NUL-terminated.  Returns the length or a
- * negative errno. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
+/* Reads at most size - 1 bytes of the file at path, NUL-terminated, when it belongs to owner
+ * ((uid_t)-1: anyone).  Returns the length or a negative errno (-EACCES: another owner). */
+static ssize_t read_small(const char *path, uid_t owner, char *buf, size_t size)
 {
+        struct stat st;
         ssize_t n;
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
         if (fd < 0)
                 return -errno;
+        if (owner != (uid_t)-1 && (fstat(fd, &st) < 0 || st.st_uid != owner)) {
+                close(fd);
+                return -EACCES;
+        }
         do
                 n = read(fd, buf, size - 1);
         while (n < 0 && errno == EINTR);
@@ -43,7 +49,7 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
         return n;
 }
 
-int taskstate_waits(pid_t pid, pid_t tid)
+int taskstate_waits(pid_t pid, pid_t tid, uid_t owner)
 {
         char path[64], buf[512];
         const char *p;
@@ -52,7 +58,7 @@ int taskstate_waits(pid_t pid, pid_t tid)
         if (pid <= 0 || tid <= 0 || (uint32_t)tid >= TASKSTATE_TID_LIMIT)
                 return -EINVAL;
         snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-        n = read_small(path, buf, sizeof(buf));
+        n = read_small(path, owner, buf, sizeof(buf));
         if (n < 0)
                 return (int)n;
         /* The command name is in parentheses and may itself hold ") ": the state follows the
@@ -99,13 +105,13 @@ static bool proc_is_ours(void)
                 char buf[4096];
                 unsigned long last = 0;
 
-                ours = read_small("/proc/self/status", buf, sizeof(buf)) > 0 &&
+                ours = read_small("/proc/self/status", (uid_t)-1, buf, sizeof(buf)) > 0 &&
                        nspid_of(buf, &last) == 1 && last == (unsigned long)getpid();
         }
         return ours;
 }
 
-int taskstate_ns(pid_t pid)
+int taskstate_ns(pid_t pid, uid_t owner)
 {
         char path[64], buf[4096];
         unsigned long last = 0;
@@ -117,7 +123,7 @@ int taskstate_ns(pid_t pid)
         if (!proc_is_ours())
                 return -ENOTSUP;
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        n = read_small(path, buf, sizeof(buf));
+        n = read_small(path, owner, buf, sizeof(buf));
         if (n < 0)
                 return (int)n;
         count = nspid_of(buf, &last);
@@ -126,7 +132,7 @@ int taskstate_ns(pid_t pid)
         return count == 1 ? TASKSTATE_NS_SAME : TASKSTATE_NS_NESTED;
 }
 
-pid_t taskstate_map(pid_t pid, uint32_t inner, unsigned *budget)
+pid_t taskstate_map(pid_t pid, uid_t owner, uint32_t inner, unsigned *budget)
 {
         char path[64], buf[4096];
         struct dirent *de;
@@ -150,7 +156,7 @@ pid_t taskstate_map(pid_t pid, uint32_t inner, unsigned *budget)
                         continue;
                 (*budget)--;
                 snprintf(path, sizeof(path), "/proc/%d/task/%lu/status", (int)pid, tid);
-                if (read_small(path, buf, sizeof(buf)) <= 0)
+                if (read_small(path, owner, buf, sizeof(buf)) <= 0)
                         continue;
                 /* The last id is the thread's own, in the client's namespace; the first ours. */
                 if (nspid_of(buf, &last) > 1 && last == inner)

@@ -592,7 +592,7 @@ static pid_t runner_task(struct runner *r, unsigned *budget)
         if (!r->thread || r->thread >= TASKSTATE_TID_LIMIT || s->pid <= 0)
                 return r->task = -1;
         if (!s->pidns) {
-                s->pidns = taskstate_ns(s->pid);
+                s->pidns = taskstate_ns(s->pid, s->uid);
                 (*budget)--;
         }
         if (s->pidns == TASKSTATE_NS_SAME)
@@ -601,7 +601,7 @@ static pid_t runner_task(struct runner *r, unsigned *budget)
                 return r->task = -1;
         if (*budget < MAP_MIN_BUDGET)
                 return 0;
-        t = taskstate_map(s->pid, r->thread, &(unsigned){ MAP_MIN_BUDGET });
+        t = taskstate_map(s->pid, s->uid, r->thread, &(unsigned){ MAP_MIN_BUDGET });
         *budget -= MAP_MIN_BUDGET;
         return r->task = t > 0 ? t : -1;
 }
@@ -617,7 +617,7 @@ static bool runner_read(struct runner *r, unsigned *budget)
                 return t != -1 && *budget;
         }
         (*budget)--;
-        w = taskstate_waits(r->session->pid, t);
+        w = taskstate_waits(r->session->pid, t, r->session->uid);
         if (w < 0)
                 r->task = -1; /* gone, or hidden: it counts, as it always did */
         runner_set_blocked(r, w == 1);
