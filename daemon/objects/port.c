@@ -293,6 +293,7 @@ int port_new(struct session *session, uint32_t concurrency, const char *name,
         p->user = session->user;
         sn_list_init(&p->handles);
         sn_list_init(&p->runners);
+        sn_list_init(&p->blocked);
         sn_list_init(&p->queue);
         sn_list_init(&p->waiters);
         sn_list_init(&p->regs);
@@ -354,6 +355,7 @@ struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t
         p->epoch = epoch;
         sn_list_init(&p->handles);
         sn_list_init(&p->runners);
+        sn_list_init(&p->blocked);
         sn_list_init(&p->queue);
         sn_list_init(&p->waiters);
         sn_list_init(&p->regs);
@@ -564,6 +566,7 @@ bool port_may_run(const struct port *port)
  * threads of the session's own process (taskstate.h), and every pass has a bounded cost.
  */
 #define RUNNERS_READS 32u /* /proc files read per pass, mapping included */
+#define RUNNERS_WALK 256u /* runners a pass visits, read or not */
 #define STALL_FIRST_MS 1u
 #define STALL_MAX_MS 16u
 #define MAP_MIN_BUDGET 16u /* threads of a nested namespace's process a mapping may read */
@@ -573,10 +576,13 @@ static void runner_set_blocked(struct runner *r, bool blocked)
         if (r->blocked == blocked)
                 return;
         r->blocked = blocked;
-        if (blocked)
+        if (blocked) {
+                sn_list_add_tail(&r->port->blocked, &r->blocked_link);
                 r->port->nblocked++;
-        else
+        } else {
+                sn_list_del(&r->blocked_link);
                 r->port->nblocked--;
+        }
 }
 
 /* The runner's thread id in the daemon's namespace, looked up once (< 0: none).  A mapping
@@ -636,7 +642,7 @@ static int64_t mono_ms_since(const struct timespec *t)
 static void port_read_runners(struct port *port)
 {
         unsigned budget = RUNNERS_READS;
-        uint32_t left = port->nrunning, before = port->nblocked;
+        uint32_t left = SN_MIN(port->nrunning, RUNNERS_WALK), before = port->nblocked;
         bool readable = false;
 
         clock_gettime(CLOCK_MONOTONIC, &port->checked);
@@ -655,24 +661,20 @@ static void port_read_runners(struct port *port)
                 port->stall_ms = SN_MIN(port->stall_ms * 2, STALL_MAX_MS);
 }
 
-/* Reads again the runners last read as blocked (at most RUNNERS_READS of them). */
+/* Reads again the runners last read as blocked, at most RUNNERS_READS of them; the others
+ * lose their mark and count again. */
 static void port_confirm_blocked(struct port *port)
 {
         unsigned budget = RUNNERS_READS;
         struct sn_list *pos, *tmp;
 
-        sn_list_foreach_safe(pos, tmp, &port->runners) {
-                struct runner *r = sn_list_entry(pos, struct runner, port_link);
+        sn_list_foreach_safe(pos, tmp, &port->blocked) {
+                struct runner *r = sn_list_entry(pos, struct runner, blocked_link);
 
-                if (!port->nblocked || !budget)
-                        break;
-                if (r->blocked)
+                if (budget)
                         runner_read(r, &budget);
-        }
-        if (port->nblocked && !budget) {
-                /* More marks than one confirmation reads: drop the rest, they count again. */
-                sn_list_foreach_safe(pos, tmp, &port->runners)
-                        runner_set_blocked(sn_list_entry(pos, struct runner, port_link), false);
+                else
+                        runner_set_blocked(r, false);
         }
 }
 

@@ -72,6 +72,7 @@ struct runner {
         uint32_t thread;
         uint32_t jr;              /* journal record (persist.c), 0 for none */
         bool blocked;             /* last read as waiting; counted in port->nblocked */
+        struct sn_list blocked_link; /* in port->blocked while blocked */
         pid_t task;               /* its id in the daemon's PID namespace; 0: not looked up
                                    * yet; negative: none (it always counts, never read) */
 };
@@ -89,6 +90,7 @@ struct port {
         struct sn_list runners;   /* struct runner */
         uint32_t nrunning;        /* runners, blocked ones included */
         uint32_t nblocked;        /* runners last read as waiting elsewhere (not counted) */
+        struct sn_list blocked;   /* those runners (their blocked_link) */
         /* Stalled (port_check_runners()): waiters, entries and no free slot.  The runners are
          * read again on this timer, every stall_ms, until it ends. */
         struct event stall_timer;
