@@ -626,7 +626,12 @@ static bool runner_read(struct runner *r, unsigned *budget)
         w = taskstate_waits(r->session->pid, t, r->session->uid);
         if (w < 0)
                 r->task = -1; /* gone, or hidden: it counts, as it always did */
-        runner_set_blocked(r, w == 1);
+        /* Windows counts a released thread as running from its release.  Until the client has
+         * read the answer with its entries, the thread is still on its way (asleep in the
+         * library, or waiting for the thread that reads for it to wake it), not blocked. */
+        if (w == 1 && !r->answered)
+                r->answered = session_answer_read(r->session, r->answer);
+        runner_set_blocked(r, w == 1 && r->answered);
         return true;
 }
 
@@ -766,6 +771,7 @@ void port_mark_running(struct port *port, struct session *session, uint32_t thre
         r->session = session;
         r->port = port;
         r->thread = thread;
+        r->answer = session_answer_mark(session); /* its entries' answer is the next one */
         sn_list_add_tail(&port->runners, &r->port_link);
         sn_list_add_tail(&session->runners, &r->conn_link);
         session->nrunners++;

@@ -75,6 +75,8 @@ struct runner {
         struct sn_list blocked_link; /* in port->blocked while blocked */
         pid_t task;               /* its id in the daemon's PID namespace; 0: not looked up
                                    * yet; negative: none (it always counts, never read) */
+        uint32_t answer;          /* session_answer_mark() when it was given its entries */
+        bool answered;            /* the client has read them (session_answer_read()) */
 };
 
 struct port {
