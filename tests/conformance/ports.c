@@ -247,7 +247,8 @@ void conf_row_72(int _i)
  * Row 72, its second half: a running thread that blocks elsewhere frees its slot.  Concurrency
  * 1; A takes packet 1, then blocks in pthread_cond_wait() until B, waiting on the same port, has
  * taken packet 2 (the worker that waits for work carried by another packet).  Then A runs again
- * and both spin: they count again, so a third waiter C is not given packet 3.
+ * and both spin: they count again, so a third waiter C is not given packet 3, nor B when it
+ * asks again while A runs.
  */
 struct slot_test {
         HANDLE port;
@@ -255,8 +256,9 @@ struct slot_test {
         pthread_cond_t cond;
         bool a_took, b_done, stop;
         _Atomic int spinning;
+        _Atomic int b_again; /* 1: B asks again (into b2), 2: it has returned */
         ULONG_PTR a_key;
-        struct gq b;
+        struct gq b, b2;
 };
 
 static void *slot_a(void *arg)
@@ -290,8 +292,13 @@ static void *slot_b(void *arg)
         if (!s->b.ok)
                 return NULL;
         s->spinning++;
-        while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+        while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+                if (s->b_again == 1) {
+                        gq_thread(&s->b2);
+                        s->b_again = 2;
+                }
                 sched_yield();
+        }
         return NULL;
 }
 
@@ -363,6 +370,14 @@ void conf_case_blocked_thread_counts_again(int _i)
         pthread_join(tc, NULL);
         ck_assert_msg(!c.ok, "C was given packet %lu while A and B ran", (unsigned long)c.key);
         ck_assert_uint_eq(c.error, WAIT_TIMEOUT);
+        /* B asks again: A alone runs now, and counts (its mark of blocked is gone), so B waits
+         * too and does not get the packet. */
+        s.b2 = (struct gq){ .port = s.port, .ms = 300 };
+        s.b_again = 1;
+        while (s.b_again != 2)
+                sched_yield();
+        ck_assert_msg(!s.b2.ok, "B was given packet %lu while A ran", (unsigned long)s.b2.key);
+        ck_assert_uint_eq(s.b2.error, WAIT_TIMEOUT);
         /* A and B exit (they stop counting): the packet is still there. */
         slot_stop(&s, ta, tb);
         ck_assert(GetQueuedCompletionStatus(s.port, &bytes, &key, &ov,
