@@ -559,6 +559,8 @@ bool port_may_run(const struct port *port)
  *    once;
  *  - a release that would rely on a runner last read as blocked reads that runner again
  *    first, so a thread that runs again is never left uncounted by an old reading.
+ *  - a thread given entries counts until its client has read that answer (session.h,
+ *    answer_read): asleep in the library, it is only on its way to run.
  * A runner whose thread cannot be read counts as running, as before: an identity that is no
  * thread id (0, the event-loop identities), a client in another PID namespace whose thread is
  * not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state is then never
