@@ -52,12 +52,22 @@ static uint32_t owed_take(sn_port_t *port, sn_entry_t *entries, uint32_t max)
         return n;
 }
 
-static int64_t now_ms(void)
+static int64_t now_ns(void)
 {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The milliseconds left until deadline (now_ns()), rounded up: a wait sent again for what is
+ * left of its timeout ends at or after the caller's deadline, never before (row 20).  0 once
+ * the deadline has passed. */
+static uint32_t ms_left(int64_t deadline)
+{
+        int64_t left = deadline - now_ns();
+
+        return left > 0 ? (uint32_t)((left + 999999) / 1000000) : 0;
 }
 
 struct prep {
@@ -563,7 +573,7 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, const uint64
                 nregs -= call_max;
         }
         if (timeout_ms != SN_INFINITE && timeout_ms)
-                deadline = now_ms() + timeout_ms;
+                deadline = now_ns() + (int64_t)timeout_ms * 1000000;
         for (;;) {
                 /* Entries that reached a cancelled caller (sn__wait) are this call's. */
                 uint32_t nowed = max_entries ? owed_take(port, entries, max_entries) : 0;
@@ -590,7 +600,7 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, const uint64
                          * the timeout. */
                         eio++;
                         if (deadline)
-                                timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
+                                timeout_ms = ms_left(deadline);
                         continue;
                 }
                 if (r == SN__ASK_AGAIN ||
@@ -603,7 +613,7 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, const uint64
                         handles = NULL;
                         nregs = 0;
                         if (deadline)
-                                timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
+                                timeout_ms = ms_left(deadline);
                         continue;
                 }
                 if (r != -EINPROGRESS)
@@ -611,7 +621,7 @@ static void process_calls(sn_port_t *port, sn_registration_t *regs, const uint64
                 /* Stashed entries arrived while this call waited: take them (another thread
                  * may have been quicker; then wait for what is left of the timeout). */
                 if (deadline)
-                        timeout_ms = (uint32_t)SN_MAX(deadline - now_ms(), (int64_t)0);
+                        timeout_ms = ms_left(deadline);
         }
         if (r > 0 && (uint32_t)r < max_entries)
                 r = fetch_more(port, entries, max_entries, (uint32_t)r, nregs);

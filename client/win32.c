@@ -330,10 +330,9 @@ static bool overlap(const void *a, size_t alen, const void *b, size_t blen)
         return alen && blen && x < y + blen && y < x + alen;
 }
 
-SN_EXPORT DWORD sn_w32_process_socket_notifications(HANDLE h, UINT32 count,
-                                                    SOCK_NOTIFY_REGISTRATION *infos,
-                                                    UINT32 timeout_ms, ULONG cc,
-                                                    OVERLAPPED_ENTRY *entries, UINT32 *received)
+static DWORD process_notifications(HANDLE h, UINT32 count, SOCK_NOTIFY_REGISTRATION *infos,
+                                   UINT32 timeout_ms, ULONG cc, OVERLAPPED_ENTRY *entries,
+                                   UINT32 *received)
 {
         sn_registration_t stack_regs[32], *regs = stack_regs;
         sn_entry_t stack_ents[64], *ents = stack_ents;
@@ -341,27 +340,33 @@ SN_EXPORT DWORD sn_w32_process_socket_notifications(HANDLE h, UINT32 count,
         DWORD ret;
         int r;
 
+        /* The reference page allows ERROR_SUCCESS, WAIT_TIMEOUT or a WSAE* code, and no last
+         * error (row 23): every failure of the call as a whole is returned as a WSAE* code
+         * (errmap.c says which and why).  WSANOTINITIALISED is what any Winsock function
+         * answers before WSAStartup. */
         if (!g_startups)
                 return WSANOTINITIALISED;
-        /* Rows 2-5: argument combinations.  A failed call changes nothing (row 7). */
+        /* Rows 2-5: argument combinations.  A failed call changes nothing (row 7).  The count
+         * pointer is optional (_Out_opt_): without it the entries are still written and the
+         * caller finds them by what it stored in the array beforehand (row 22). */
         if ((count == 0) != (infos == NULL))
-                return ERROR_INVALID_PARAMETER;
+                return WSAEINVAL;
         if (cc == 0 && (timeout_ms != 0 || entries || received))
-                return ERROR_INVALID_PARAMETER;
-        if (cc && (!entries || !received))
-                return ERROR_INVALID_PARAMETER;
+                return WSAEINVAL;
+        if (cc && !entries)
+                return WSAEINVAL;
         if (overlap(infos, (size_t)count * sizeof(*infos), entries, (size_t)cc * sizeof(*entries)))
-                return ERROR_INVALID_PARAMETER;
+                return WSAEINVAL;
         port = port_get(h);
         if (!port)
-                return ERROR_INVALID_HANDLE; /* row 6 */
+                return WSAEINVAL; /* row 6 */
 
         if (count > SN_ARRAY_SIZE(stack_regs))
                 regs = malloc((size_t)count * sizeof(*regs));
         if (cc > SN_ARRAY_SIZE(stack_ents))
                 ents = malloc((size_t)cc * sizeof(*ents));
         if (!regs || !ents) {
-                ret = ERROR_NOT_ENOUGH_MEMORY;
+                ret = WSAENOBUFS;
                 goto out;
         }
         for (UINT32 i = 0; i < count; i++) {
@@ -375,7 +380,7 @@ SN_EXPORT DWORD sn_w32_process_socket_notifications(HANDLE h, UINT32 count,
         }
         r = sn_port_process(port, regs, count, ents, cc, timeout_ms);
         if (r < 0 && r != -ETIMEDOUT) {
-                ret = sn__w32_map(r, SN_W32_CALL);
+                ret = sn__w32_map(r, SN_W32_PSN);
                 goto out;
         }
         /* Row 8: every result is written back after ERROR_SUCCESS or WAIT_TIMEOUT. */
@@ -387,7 +392,8 @@ SN_EXPORT DWORD sn_w32_process_socket_notifications(HANDLE h, UINT32 count,
                 uint32_t n = r > 0 ? (uint32_t)r : 0;
 
                 to_overlapped_entries(entries, ents, n);
-                *received = n;
+                if (received)
+                        *received = n;
         }
         /* Rule 1 / row 17: WAIT_TIMEOUT, never ERROR_TIMEOUT.  Row 1: cc == 0 is a success. */
         ret = r == -ETIMEDOUT ? WAIT_TIMEOUT : ERROR_SUCCESS;
@@ -397,6 +403,21 @@ out:
         if (ents != stack_ents)
                 free(ents);
         sn__port_unref(port);
+        return ret;
+}
+
+SN_EXPORT DWORD sn_w32_process_socket_notifications(HANDLE h, UINT32 count,
+                                                    SOCK_NOTIFY_REGISTRATION *infos,
+                                                    UINT32 timeout_ms, ULONG cc,
+                                                    OVERLAPPED_ENTRY *entries, UINT32 *received)
+{
+        /* The last error is errno or a mark in it (errmap.c), and a malloc() that fails or a
+         * transport call that retries sets errno on its way: keep it, or the caller's last
+         * error changes although the call promises to leave it alone (row 23). */
+        int saved = errno;
+        DWORD ret = process_notifications(h, count, infos, timeout_ms, cc, entries, received);
+
+        errno = saved;
         return ret;
 }
 

@@ -177,9 +177,10 @@ SN_EXPORT int sn_port_create(sn_conn_t *conn, uint32_t concurrency, sn_port_t **
 SN_EXPORT int sn_port_create_named(sn_conn_t *conn, const char *name, uint32_t concurrency,
                                    sn_port_t **ret_port);
 
-/* Opens a named port.  Entries are distributed over the waiters of every process as over
- * threads.  Errors: -ENOENT (no such port), -EACCES (it belongs to another user, checked with
- * SO_PEERCRED), -EEXIST (this connection has it open already), -EDQUOT. */
+/* Opens a named port of this user (names are per user, by SO_PEERCRED).  Entries are
+ * distributed over the waiters of every process as over threads.  Errors: -ENOENT (this user
+ * has no port of that name; another user's port is not visible, so the answer is the same),
+ * -EEXIST (this connection has it open already), -EDQUOT. */
 SN_EXPORT int sn_port_open(sn_conn_t *conn, const char *name, sn_port_t **ret_port);
 
 /* Closes a port (rule 9): its registrations are dropped without REMOVE notifications, the

@@ -1103,10 +1103,32 @@ void port_dispatch(struct port *port)
         port_stall_update(port);
 }
 
+/*
+ * A wait ends at or after its deadline, never before (row 20).  libevent times its events with
+ * CLOCK_MONOTONIC_COARSE, which runs up to a scheduler tick (4 ms at HZ=250) behind the real
+ * clock, and adds the delay to the time it cached when the loop woke; so its timer may fire a
+ * few milliseconds before the deadline read from CLOCK_MONOTONIC when the request arrived.  The
+ * deadline decides: a timer that fired early is armed again for what is left, rounded up to a
+ * microsecond.
+ */
 static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
         struct wait *w = arg;
+        struct timespec now;
+        int64_t left;
 
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left = (int64_t)(w->deadline.tv_sec - now.tv_sec) * 1000000000 +
+               (w->deadline.tv_nsec - now.tv_nsec);
+        if (left > 0) {
+                int64_t us = (left + 999) / 1000;
+                struct timeval tv = { .tv_sec = (time_t)(us / 1000000),
+                                      .tv_usec = (suseconds_t)(us % 1000000) };
+
+                /* evtimer_add() fails only for a bad timeval: then the wait ends now. */
+                if (evtimer_add(&w->timer, &tv) == 0)
+                        return;
+        }
         w->timer_armed = false;
         wait_cancel(w, ETIMEDOUT);
 }

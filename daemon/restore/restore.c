@@ -839,8 +839,10 @@ static void restore_waits(struct reader *rd)
                         continue;
                 }
                 if (r->u64a) {
+                        /* What is left of its timeout, rounded up: the new image times it
+                         * from now, and a wait never ends before its deadline (row 20). */
                         int64_t ms = ((int64_t)r->u64a - ((int64_t)rd->now.tv_sec * 1000000000 +
-                                                          rd->now.tv_nsec)) / 1000000;
+                                                          rd->now.tv_nsec) + 999999) / 1000000;
 
                         left = ms < 1 ? 1 : (uint32_t)SN_MIN(ms, (int64_t)0xfffffffe);
                 }

@@ -39,9 +39,9 @@
         X(row_01, 0, "registrations only (cc=0): applied, nothing dequeued, ERROR_SUCCESS")       \
         X(row_02, 0, "cc=0 with a timeout: call failure, nothing applied")                          \
         X(row_03, 0, "reg=0 with an array, or cc=0 with entries or count: call failure")            \
-        X(row_04, DIVERGES, "cc>0 with NULL entries or count fails; an unwritable one crashes")     \
+        X(row_04, DIVERGES, "cc>0 with NULL entries fails; an unwritable count pointer crashes")   \
         X(row_05, 0, "overlapping arrays: call failure")                                            \
-        X(row_06, 0, "not a port: ERROR_INVALID_HANDLE, nothing applied")                           \
+        X(row_06, 0, "not a port: WSAEINVAL, nothing applied")                                     \
         X(row_07, 0, "a failed call changes nothing")                                               \
         X(row_08, 0, "after success every registrationResult is written, entries independent")      \
         X(row_09, 0, "not a socket: WSAENOTSOCK for that entry, the others apply")                  \
@@ -55,7 +55,7 @@
         X(row_17, 0, "timeout: WAIT_TIMEOUT and a count of 0")                                      \
         X(row_18, 0, "timeout 0 on an empty port returns at once with WAIT_TIMEOUT")                \
         X(row_19, 0, "INFINITE returns only when a packet arrives")                                  \
-        X(row_20, 0, "a finite wait lasts at least its timeout, and not much more")                 \
+        X(row_20, 0, "a finite wait never ends before its timeout, in both transports")          \
         X(row_21, 0, "k queued, cc=m: min(k, m) entries at once")                                   \
         X(row_22, 0, "the count equals the entries written; nothing beyond is touched")             \
         X(row_23, 0, "PSN reports by return value and leaves the last error alone")                \
@@ -117,7 +117,7 @@
         X(row_77, 0, "CloseHandle wakes waiters with ERROR_ABANDONED_WAIT_0; then INVALID_HANDLE")  \
         X(row_78, 0, "closing the port discards its queued packets")                                \
         X(row_79, 0, "PQCS: TRUE on a port, ERROR_INVALID_HANDLE after close")                      \
-        X(row_80, 0, "CloseHandle under a blocked PSN: ERROR_ABANDONED_WAIT_0, sockets freed")     \
+        X(row_80, 0, "CloseHandle under a blocked PSN: WSAEINTR, sockets freed")                   \
         X(rule_01, 0, "timeouts are WAIT_TIMEOUT (258), never ERROR_TIMEOUT")                       \
         X(rule_02, 0, "LEVEL or EDGE without ONESHOT/PERSISTENT is PERSISTENT")                     \
         X(rule_03, 0, "no DISABLE event bit; DISABLE queues nothing")                               \
@@ -167,6 +167,12 @@
         X(case_iocp_socket_handle, DIVERGES, "CreateIoCompletionPort with a socket: ERROR_NOT_SUPPORTED") \
         X(case_exclusiveaddruse, 0, "SO_EXCLUSIVEADDRUSE: TRUE succeeds, binds stay exclusive")      \
         X(case_exclusiveaddruse_state, DIVERGES, "SO_EXCLUSIVEADDRUSE keeps no state: getsockopt says TRUE") \
+        X(case_psn_bad_arguments, 0, "PSN argument failures: WSAEINVAL, nothing applied")          \
+        X(case_psn_bad_port, 0, "PSN on a handle that is not an open port: WSAEINVAL")             \
+        X(case_psn_closed_while_waiting, 0, "port closed under a waiting PSN: WSAEINTR")           \
+        X(case_psn_no_memory, 0, "PSN without memory for its arrays: WSAENOBUFS")                  \
+        X(case_psn_daemon_gone, 0, "PSN after the daemon died, no resume: WSAENETDOWN")            \
+        X(case_psn_null_count, 0, "PSN with a NULL count: applied, entries written, no count")     \
         X(case_limit_ports, DIVERGES, "at most --max-ports ports per process: ERROR_NOT_ENOUGH_QUOTA") \
         X(case_limit_waits, DIVERGES, "at most --max-waits waiting calls per process")
 

@@ -703,6 +703,15 @@ void conf_case_limit_waits(int _i)
         ok = GetQueuedCompletionStatus(P, &bytes, &key, &ov, 1000);
         ck_assert(!ok);
         ck_assert_uint_eq(GetLastError(), ERROR_NOT_ENOUGH_QUOTA);
+        /* ProcessSocketNotifications answers only WSAE* codes: WSAENOBUFS. */
+        {
+                OVERLAPPED_ENTRY e;
+                UINT32 n = 77;
+
+                ck_assert_uint_eq(ProcessSocketNotifications(P, 0, NULL, 1000, 1, &e, &n),
+                                  WSAENOBUFS);
+                ck_assert_uint_eq(n, 77);
+        }
         /* A zero timeout does not wait, so it is not refused. */
         ok = GetQueuedCompletionStatus(P, &bytes, &key, &ov, 0);
         ck_assert(!ok);

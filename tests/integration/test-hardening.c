@@ -159,7 +159,10 @@ START_TEST(test_reply_overflow)
 }
 END_TEST
 
-/* The native API splits a call larger than the daemon takes, and every item gets its result. */
+/* The native API splits a call larger than the daemon takes, and every item gets its result.
+ * Every item reaches the daemon: an ENABLE, then DISABLEs by identity, then an ENABLE with
+ * another key (two descriptors passed in all); the parts must be applied in order, so the
+ * last ENABLE finds the registration, re-enables it and keeps its first key (row 26). */
 START_TEST(test_large_call_is_split)
 {
         uint32_t n = 70000;
@@ -173,17 +176,19 @@ START_TEST(test_large_call_is_split)
         tcp_pair(&cl, &sv);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
         ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
-        for (uint32_t i = 0; i < n; i++)
-                r[i] = (sn_registration_t){ .fd = sv, .op = SN_OP_NONE, .result = -1 };
-        /* The last item enables, so the dequeue of the last call sees it. */
-        r[n - 1] = (sn_registration_t){ .fd = sv, .key = 5, .op = SN_OP_ENABLE,
-                                         .filter = SN_REGISTER_EVENT_IN,
-                                         .trigger = SN_TRIGGER_LEVEL, .result = -1 };
+        r[0] = (sn_registration_t){ .fd = sv, .key = 5, .op = SN_OP_ENABLE,
+                                    .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL,
+                                    .result = -1 };
+        for (uint32_t i = 1; i < n - 1; i++)
+                r[i] = (sn_registration_t){ .fd = sv, .op = SN_OP_DISABLE, .result = -1 };
+        r[n - 1] = r[0];
+        r[n - 1].key = 6;
         ck_assert_int_eq(send(cl, "x", 1, 0), 1);
-        ck_assert_int_eq(sn_port_process(p, r, n, e, 4, 1000), 1);
+        ck_assert_int_eq(sn_port_process(p, r, n, e, 4, test_timeout_ms(5000)), 1);
         for (uint32_t i = 0; i < n; i++)
                 ck_assert_int_eq(r[i].result, 0);
         ck_assert_uint_eq(e[0].key, 5);
+        ck_assert_uint_eq(e[0].events & SN_EVENT_IN, SN_EVENT_IN);
         free(r);
         sn_socket_close(c, sv);
         close(cl);

@@ -120,7 +120,7 @@ check "systemctl start socknotifyd.socket socknotifyd.service" \
         inside timeout 60 systemctl start socknotifyd.socket $unit
 expect "max-waits is 77" "$(max_waits)" 77
 rm -f "$tmp/h.go"
-inside env SOCKNOTIFY_SOCKET=$sock timeout 150 "$client" wait "$tmp/h.go" > "$tmp/h.out" 2>&1 &
+inside env SOCKNOTIFY_SOCKET=$sock timeout 330 "$client" wait "$tmp/h.go" > "$tmp/h.out" 2>&1 &
 holder=$!
 check "a client holds a connection, a port, a registration and a parked dequeue" \
         sdh_wait 30 grep -qs '^ready' "$tmp/h.out"

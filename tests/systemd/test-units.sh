@@ -112,7 +112,7 @@ serve() {
 # Starts a client that holds its connection until $tmp/$1.go exists; output in $tmp/$1.out.
 hold() {
         rm -f "$tmp/$1.go"
-        inside env SOCKNOTIFY_SOCKET=$sock timeout 150 "$client" "${2:-hold}" "$tmp/$1.go" \
+        inside env SOCKNOTIFY_SOCKET=$sock timeout 330 "$client" "${2:-hold}" "$tmp/$1.go" \
                 > "$tmp/$1.out" 2>&1 &
         held[$1]=$!
         clients+=("$!")

@@ -928,7 +928,8 @@ class Connection:
         return port
 
     def open_port(self, name: str) -> "Port":
-        """Opens a named port of the same user.  Errors: ``ENOENT``, ``EACCES``, ``EEXIST``."""
+        """Opens a named port of the same user.  Errors: ``ENOENT`` (none of that name for this
+        user; another user's port is not visible), ``EEXIST`` (already open here)."""
         raw = name.encode()
         port = None
         while port is None:
