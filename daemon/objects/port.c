@@ -16,6 +16,9 @@
  *    user's names.  A port and its posted packets are charged to the user that created it.
  *  - Any answer may kill its session (session.h), which frees nothing: a wait being answered
  *    stays valid until its holder frees it, and a dead session's waits are off every port.
+ *  - A runner's scheduler state is read only while its port is stalled: no free slot, a thread
+ *    that waits and entries for it.  A runner read as blocked elsewhere does not count until
+ *    it is read as running again; each release that depends on it reads it once more first.
  */
 #include "config.h"
 
@@ -28,6 +31,7 @@
 #include "common/log.h"
 #include "common/macro.h"
 #include "daemon/base/epctl.h"
+#include "daemon/base/taskstate.h"
 #include "daemon/objects/persist.h"
 #include "daemon/objects/port.h"
 #include "daemon/objects/registration.h"
@@ -54,6 +58,8 @@ static void port_ready_cb(evutil_socket_t fd, short what, void *arg)
                 port->ev_added = false;
         }
 }
+
+static void port_stall_cb(evutil_socket_t fd, short what, void *arg);
 
 static void port_watch(struct port *port)
 {
@@ -287,12 +293,14 @@ int port_new(struct session *session, uint32_t concurrency, const char *name,
         p->user = session->user;
         sn_list_init(&p->handles);
         sn_list_init(&p->runners);
+        sn_list_init(&p->blocked);
         sn_list_init(&p->queue);
         sn_list_init(&p->waiters);
         sn_list_init(&p->regs);
         sn_list_init(&p->skips);
         sn_list_init(&p->orphans);
         evtimer_assign(&p->linger_timer, srv->base, port_linger_cb, p);
+        evtimer_assign(&p->stall_timer, srv->base, port_stall_cb, p);
         if (!concurrency) {
                 long n = sysconf(_SC_NPROCESSORS_ONLN);
                 concurrency = n > 0 ? (uint32_t)n : 1;
@@ -347,12 +355,14 @@ struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t
         p->epoch = epoch;
         sn_list_init(&p->handles);
         sn_list_init(&p->runners);
+        sn_list_init(&p->blocked);
         sn_list_init(&p->queue);
         sn_list_init(&p->waiters);
         sn_list_init(&p->regs);
         sn_list_init(&p->skips);
         sn_list_init(&p->orphans);
         evtimer_assign(&p->linger_timer, srv->base, port_linger_cb, p);
+        evtimer_assign(&p->stall_timer, srv->base, port_stall_cb, p);
         event_assign(&p->ev, srv->base, p->epfd, EV_READ | EV_PERSIST | EV_ET, port_ready_cb, p);
         sn_list_add_tail(&srv->ports, &p->srv_link);
         srv->nports++;
@@ -424,6 +434,8 @@ void port_free(struct port *p, uint32_t status)
         }
         event_del(&p->ev);
         evtimer_del(&p->linger_timer);
+        evtimer_del(&p->stall_timer);
+        p->stall_armed = false;
         p->lingering = false;
         /* Closing the epoll instance first drops every item at once (rule 9). */
         p->epfd = sn_close(p->epfd);
@@ -530,7 +542,211 @@ struct port *port_find(struct session *session, uint32_t id)
 
 bool port_may_run(const struct port *port)
 {
-        return port->nrunning < port->concurrency;
+        return port->nrunning - port->nblocked < port->concurrency;
+}
+
+/*
+ * Threads that block elsewhere (issue 27; semantics row 72).  Windows stops counting a thread
+ * against its port's concurrency the moment it enters a wait state, and counts it again when it
+ * runs; the kernel tells it at once.  The daemon only sees /proc, so it reads the runners'
+ * state when that can change a decision: the port has no free slot (nrunning >= concurrency),
+ * a thread waits on it and entries are there for it (stalled).  Then:
+ *  - a full pass reads up to RUNNERS_READS runners (about 15 us each), oldest read first (the
+ *    pass moves each runner it reads to the tail), at most once per stall_ms;
+ *  - while the stall lasts the port's timer makes a pass every stall_ms, 1 ms at first,
+ *    doubling after each pass that finds no blocked runner, up to STALL_MAX_MS: a thread that
+ *    blocks while waiters are parked frees its slot within that much, where Windows frees it at
+ *    once;
+ *  - a release that would rely on a runner last read as blocked reads that runner again
+ *    first, so a thread that runs again is never left uncounted by an old reading.
+ *  - a thread given entries counts until its client has read that answer (session.h,
+ *    answer_read): asleep in the library, it is only on its way to run.
+ * A runner whose thread cannot be read counts as running, as before: an identity that is no
+ * thread id (0, the event-loop identities), a client in another PID namespace whose thread is
+ * not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state is then never
+ * read again.  The thread ids are the client's numbers: they are only looked up among the
+ * threads of the session's own process (taskstate.h), and every pass has a bounded cost.
+ */
+#define RUNNERS_READS 32u /* /proc files read per pass, mapping included */
+#define RUNNERS_WALK 256u /* runners a pass visits, read or not */
+#define STALL_FIRST_MS 1u
+#define STALL_MAX_MS 16u
+#define MAP_MIN_BUDGET 16u /* threads of a nested namespace's process a mapping may read */
+
+static void runner_set_blocked(struct runner *r, bool blocked)
+{
+        if (r->blocked == blocked)
+                return;
+        r->blocked = blocked;
+        if (blocked) {
+                sn_list_add_tail(&r->port->blocked, &r->blocked_link);
+                r->port->nblocked++;
+        } else {
+                sn_list_del(&r->blocked_link);
+                r->port->nblocked--;
+        }
+}
+
+/* The runner's thread id in the daemon's namespace, looked up once (< 0: none).  A mapping
+ * reads the status of the process's threads from *budget; with too little of it left the
+ * lookup waits for a later pass (0). */
+static pid_t runner_task(struct runner *r, unsigned *budget)
+{
+        struct session *s = r->session;
+        pid_t t;
+
+        if (r->task)
+                return r->task;
+        if (!r->thread || r->thread >= TASKSTATE_TID_LIMIT || s->pid <= 0)
+                return r->task = -1;
+        if (!s->pidns) {
+                s->pidns = taskstate_ns(s->pid, s->uid);
+                (*budget)--;
+        }
+        if (s->pidns == TASKSTATE_NS_SAME)
+                return r->task = (pid_t)r->thread;
+        if (s->pidns != TASKSTATE_NS_NESTED)
+                return r->task = -1;
+        if (*budget < MAP_MIN_BUDGET)
+                return 0;
+        t = taskstate_map(s->pid, s->uid, r->thread, &(unsigned){ MAP_MIN_BUDGET });
+        *budget -= MAP_MIN_BUDGET;
+        return r->task = t > 0 ? t : -1;
+}
+
+/* Reads r's state (one /proc file) when it has a thread to read; false when it has none. */
+static bool runner_read(struct runner *r, unsigned *budget)
+{
+        pid_t t = runner_task(r, budget);
+        int w;
+
+        if (t <= 0 || !*budget) {
+                runner_set_blocked(r, false);
+                return t != -1 && *budget;
+        }
+        (*budget)--;
+        w = taskstate_waits(r->session->pid, t, r->session->uid);
+        if (w < 0)
+                r->task = -1; /* gone, or hidden: it counts, as it always did */
+        /* Windows counts a released thread as running from its release.  Until the client has
+         * read the answer with its entries, the thread is still on its way (asleep in the
+         * library, or waiting for the thread that reads for it to wake it), not blocked. */
+        if (w == 1 && !r->answered)
+                r->answered = session_answer_read(r->session, r->answer);
+        runner_set_blocked(r, w == 1 && r->answered);
+        return true;
+}
+
+static int64_t mono_ms_since(const struct timespec *t)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (int64_t)(now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* A full pass over the port's runners (bounded); adjusts the timer's period. */
+static void port_read_runners(struct port *port)
+{
+        unsigned budget = RUNNERS_READS;
+        uint32_t left = SN_MIN(port->nrunning, RUNNERS_WALK), before = port->nblocked;
+        bool readable = false;
+
+        clock_gettime(CLOCK_MONOTONIC, &port->checked);
+        while (left-- && budget) {
+                struct runner *r = sn_list_first(&port->runners, struct runner, port_link);
+
+                sn_list_del(&r->port_link);
+                sn_list_add_tail(&port->runners, &r->port_link);
+                readable |= runner_read(r, &budget);
+        }
+        if (!readable)
+                port->stall_ms = STALL_MAX_MS; /* nothing can change: poll slowly */
+        else if (port->nblocked > before || port->stall_ms < STALL_FIRST_MS)
+                port->stall_ms = STALL_FIRST_MS;
+        else
+                port->stall_ms = SN_MIN(port->stall_ms * 2, STALL_MAX_MS);
+}
+
+/* Reads again the runners last read as blocked, at most RUNNERS_READS of them; the others
+ * lose their mark and count again. */
+static void port_confirm_blocked(struct port *port)
+{
+        unsigned budget = RUNNERS_READS;
+        struct sn_list *pos, *tmp;
+
+        sn_list_foreach_safe(pos, tmp, &port->blocked) {
+                struct runner *r = sn_list_entry(pos, struct runner, blocked_link);
+
+                if (budget)
+                        runner_read(r, &budget);
+                else
+                        runner_set_blocked(r, false);
+        }
+}
+
+/* A thread that really waits is parked on the port (not a dequeue posted ahead). */
+static bool port_has_waiter(const struct port *port)
+{
+        const struct sn_list *pos;
+
+        for (pos = port->waiters.next; pos != &port->waiters; pos = pos->next)
+                if (!sn_list_entry(pos, struct wait, port_link)->ahead)
+                        return true;
+        return false;
+}
+
+/* Entries are there to hand out (readiness is harvested for one when none is queued). */
+static bool port_has_work(struct port *port)
+{
+        if (!port->nqueued)
+                port_harvest(port, 1);
+        return port->nqueued > 0;
+}
+
+bool port_check_runners(struct port *port)
+{
+        if (port->nrunning < port->concurrency)
+                return true;
+        if (!port_has_work(port))
+                return port_may_run(port);
+        if (mono_ms_since(&port->checked) >= (int64_t)SN_MAX(port->stall_ms, STALL_FIRST_MS))
+                port_read_runners(port);
+        else if (port->nblocked)
+                port_confirm_blocked(port);
+        return port_may_run(port);
+}
+
+/* Arms the stall timer while the port is stalled, stops it when not. */
+static void port_stall_update(struct port *port)
+{
+        bool stalled = port->nrunning - port->nblocked >= port->concurrency && port->nqueued &&
+                       port->nrunning && port_has_waiter(port);
+
+        if (!stalled) {
+                if (port->stall_armed)
+                        evtimer_del(&port->stall_timer);
+                port->stall_armed = false;
+                if (!port->nwaiters || !port->nqueued)
+                        port->stall_ms = STALL_FIRST_MS;
+                return;
+        }
+        if (!port->stall_armed) {
+                struct timeval tv = {
+                        0, (suseconds_t)SN_MAX(port->stall_ms, STALL_FIRST_MS) * 1000
+                };
+
+                port->stall_armed = evtimer_add(&port->stall_timer, &tv) == 0;
+        }
+}
+
+static void port_stall_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct port *port = arg;
+
+        port->stall_armed = false;
+        port->checked = (struct timespec){ 0 }; /* a pass is due */
+        port_dispatch(port);
 }
 
 void port_mark_running(struct port *port, struct session *session, uint32_t thread)
@@ -557,6 +773,7 @@ void port_mark_running(struct port *port, struct session *session, uint32_t thre
         r->session = session;
         r->port = port;
         r->thread = thread;
+        r->answer = session_answer_mark(session); /* its entries' answer is the next one */
         sn_list_add_tail(&port->runners, &r->port_link);
         sn_list_add_tail(&session->runners, &r->conn_link);
         session->nrunners++;
@@ -569,6 +786,7 @@ void runner_free(struct runner *r)
         sn_list_del(&r->port_link);
         sn_list_del(&r->conn_link);
         live_runner_gone(r);
+        runner_set_blocked(r, false);
         r->session->nrunners--;
         r->port->nrunning--;
         free(r);
@@ -863,6 +1081,9 @@ void port_dispatch(struct port *port)
         struct server *srv = port->srv;
         struct wait *w;
 
+        /* No free slot: the runners' state may free one for a thread that waits. */
+        if (port->nrunning >= port->concurrency && port->nwaiters && port_has_waiter(port))
+                port_check_runners(port);
         /* A waiter's session is alive here: its kill takes dead ones off the list.  If the
          * answer's send kills it, the entries go with it, as with any waiter that dies. */
         while ((w = dispatch_pick(port))) {
@@ -879,6 +1100,7 @@ void port_dispatch(struct port *port)
                 session_reply_process(w->session, w->id, 0, w->results, w->nresults, srv->ebuf, n);
                 wait_free(w);
         }
+        port_stall_update(port);
 }
 
 /*

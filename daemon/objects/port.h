@@ -61,7 +61,9 @@ struct handle {
         uint32_t jr;              /* journal record (persist.c), 0 for none */
 };
 
-/* A client thread that took entries from a port and has not come back to wait. */
+/* A client thread that took entries from a port and has not come back to wait.  While the
+ * port is stalled (port_check_runners()) its scheduler state is read: a thread read as waiting
+ * elsewhere (blocked) does not count against the concurrency until it is read as running. */
 struct runner {
         struct sn_list port_link; /* in port->runners */
         struct sn_list conn_link; /* in session->runners */
@@ -69,6 +71,12 @@ struct runner {
         struct port *port;
         uint32_t thread;
         uint32_t jr;              /* journal record (persist.c), 0 for none */
+        bool blocked;             /* last read as waiting; counted in port->nblocked */
+        struct sn_list blocked_link; /* in port->blocked while blocked */
+        pid_t task;               /* its id in the daemon's PID namespace; 0: not looked up
+                                   * yet; negative: none (it always counts, never read) */
+        uint32_t answer;          /* session_answer_mark() when it was given its entries */
+        bool answered;            /* the client has read them (session_answer_read()) */
 };
 
 struct port {
@@ -82,7 +90,15 @@ struct port {
         uint32_t id;
         uint32_t concurrency;
         struct sn_list runners;   /* struct runner */
-        uint32_t nrunning;
+        uint32_t nrunning;        /* runners, blocked ones included */
+        uint32_t nblocked;        /* runners last read as waiting elsewhere (not counted) */
+        struct sn_list blocked;   /* those runners (their blocked_link) */
+        /* Stalled (port_check_runners()): waiters, entries and no free slot.  The runners are
+         * read again on this timer, every stall_ms, until it ends. */
+        struct event stall_timer;
+        bool stall_armed;
+        uint32_t stall_ms;
+        struct timespec checked;  /* CLOCK_MONOTONIC of the last read of the runners */
         int epfd;
         struct event ev;
         bool ev_added;
@@ -172,8 +188,16 @@ int port_wait(struct port *port, struct session *session, uint32_t id, uint32_t 
               uint32_t n);
 /* The dequeue thread posted ahead on port, or NULL. */
 struct wait *port_wait_ahead(struct port *port, struct session *session, uint32_t thread);
-/* Whether a caller may take entries now (fewer than concurrency threads running). */
+/* Whether a caller may take entries now: fewer than concurrency threads running, not counting
+ * those last read as blocked. */
 bool port_may_run(const struct port *port);
+/*
+ * At the limit (nrunning >= concurrency) with entries to hand out, reads the scheduler state of
+ * the port's runners (at most a bounded number per call, at most one pass per millisecond) and
+ * updates which of them are blocked.  Returns whether a caller may take entries now.  Never
+ * reads anything while a slot is free.
+ */
+bool port_check_runners(struct port *port);
 /* Entries were handed to (session, thread): it now runs on port.  A session has at most
  * max_waits threads recorded as running; beyond that they are not counted. */
 void port_mark_running(struct port *port, struct session *session, uint32_t thread);

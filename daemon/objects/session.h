@@ -47,6 +47,11 @@ struct session_ops {
         void (*reply_error)(struct session *s, uint32_t id, uint32_t status);
         /* Ends the session (why: for the log), by the rules above. */
         void (*kill)(struct session *s, const char *why);
+        /* A mark of where the next answer goes in the client's stream, and whether the client
+         * has read past mark (false when it cannot be told: conservative).  Read from memory
+         * the client writes, so only ever used to decide about the client's own threads. */
+        uint32_t (*answer_mark)(struct session *s);
+        bool (*answer_read)(struct session *s, uint32_t mark);
 };
 
 /*
@@ -68,6 +73,7 @@ struct session_ops {
         struct sn_list regs;     /* struct reg it made (their conn_link) */                       \
         struct sn_list runners;  /* struct runner */                                               \
         uint32_t nrunners;       /* at most max_waits (port_mark_running) */                      \
+        int pidns;               /* 0 not read yet, else taskstate_ns() of pid (port.c) */        \
         struct sn_list waits;    /* struct wait */                                                 \
         uint32_t nwaits;
 
@@ -90,6 +96,16 @@ static inline void session_reply_error(struct session *s, uint32_t id, uint32_t 
 static inline void session_kill(struct session *s, const char *why)
 {
         s->ops->kill(s, why);
+}
+
+static inline uint32_t session_answer_mark(struct session *s)
+{
+        return s->ops->answer_mark(s);
+}
+
+static inline bool session_answer_read(struct session *s, uint32_t mark)
+{
+        return s->ops->answer_read(s, mark);
 }
 
 /* Starts s with ops and nothing held; the caller sets who it is (srv, user, serial, pid, uid,

@@ -116,10 +116,37 @@ static void session_kill_cb(struct session *s, const char *why)
         conn_kill(conn_of_session(s), why);
 }
 
+/* On the rings, the completion ring's tail: the client has read an answer once its head has
+ * passed the answer's start.  On the socket nothing tells one answer from another: 0. */
+static uint32_t session_answer_mark_cb(struct session *s)
+{
+        struct conn *c = conn_of_session(s);
+
+        return c->ring ? c->ring->cq.tail : 0;
+}
+
+/* Whether the client has read past mark.  Nothing of it may still wait in the daemon's own
+ * queue; on the rings the client's head (its word, any value) must be past mark; on the socket
+ * the kernel must hold nothing unread (SIOCOUTQ, which for a Unix socket counts what the peer
+ * has not yet taken), which also covers a ring's answers sent on the socket. */
+static bool session_answer_read_cb(struct session *s, uint32_t mark)
+{
+        struct conn *c = conn_of_session(s);
+        int unread = 0;
+
+        if (!sn_list_empty(&c->outq))
+                return false;
+        if (c->ring && (int32_t)(sn_ring_load(c->ring->cq.phead) - mark) <= 0)
+                return false;
+        return ioctl(c->fd, SIOCOUTQ, &unread) == 0 && unread == 0;
+}
+
 static const struct session_ops conn_session_ops = {
         .reply_process = session_reply_process_cb,
         .reply_error = session_reply_error_cb,
         .kill = session_kill_cb,
+        .answer_mark = session_answer_mark_cb,
+        .answer_read = session_answer_read_cb,
 };
 
 static struct conn *conn_make(struct server *srv, struct user *u, int fd, const struct ucred *cred,
@@ -1429,7 +1456,7 @@ static void process_answer(struct conn *c, uint32_t id, const struct snw_process
          * line for this port, before parked waiters. */
         runner_release(&c->session, in->thread, port);
         /* Row 11: this call's own registrations come first, then the dequeue. */
-        n = max && port_may_run(port) ? port_take(port, srv->ebuf, max) : 0;
+        n = max && port_check_runners(port) ? port_take(port, srv->ebuf, max) : 0;
         if (n)
                 port_mark_running(port, &c->session, in->thread);
         if (n || in->timeout_ms == 0) {

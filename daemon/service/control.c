@@ -204,12 +204,13 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
 
 static json_t *port_object(const struct port *p)
 {
-        return json_pack("{s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i}",
+        return json_pack("{s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i}",
                          "id", (json_int_t)p->id, "name",
                          p->name ? control_json_bytes(p->name, strlen(p->name)) : json_null(),
                          "uid", (json_int_t)p->uid,
                          "handles", (int)p->nhandles, "concurrency", (int)p->concurrency,
-                         "running", (int)p->nrunning, "registrations", (int)p->nregs,
+                         "running", (int)p->nrunning, "blocked", (int)p->nblocked,
+                         "registrations", (int)p->nregs,
                          "queued", (int)p->nqueued, "posted", (int)p->nposted,
                          "waiters", (int)p->nwaiters, "linger_ms", (json_int_t)p->linger_ms,
                          "linger_left_ms", (json_int_t)port_linger_left(p),

@@ -111,6 +111,8 @@
         X(row_70, 0, "GQCS returns TRUE, mask and key for a notification")                          \
         X(row_71, 0, "CreateIoCompletionPort: new port; ExistingCompletionPort must be NULL")      \
         X(row_72, 0, "concurrency: at the limit waiters stay parked; a running caller goes on")    \
+        X(case_blocked_thread_frees_slot, 0, "a running thread that blocks frees its slot")       \
+        X(case_blocked_thread_counts_again, 0, "a blocked thread that runs again counts again")    \
         X(row_73, 0, "waiters LIFO, packets FIFO, one caller takes up to its count")                \
         X(row_74, 0, "one thread may wait on one port and then another")                            \
         X(row_75, 0, "GQCS timeout: FALSE, NULL overlapped, WAIT_TIMEOUT; posted NULL: TRUE")       \

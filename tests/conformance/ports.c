@@ -193,13 +193,14 @@ void conf_row_71(int _i)
 
 struct runner_thread {
         HANDLE port;
-        int step;
+        _Atomic int step;
         pthread_mutex_t lock;
         pthread_cond_t cond;
         ULONG_PTR keys[2];
 };
 
-/* Takes one packet, then stays alive (running) until told to ask again. */
+/* Takes one packet, then stays running (it spins: a thread that waits frees its slot) until
+ * told to ask again. */
 static void *running_thread(void *arg)
 {
         struct runner_thread *r = arg;
@@ -207,12 +208,9 @@ static void *running_thread(void *arg)
         LPOVERLAPPED ov;
 
         GetQueuedCompletionStatus(r->port, &bytes, &r->keys[0], &ov, 3000);
-        pthread_mutex_lock(&r->lock);
         r->step = 1;
-        pthread_cond_broadcast(&r->cond);
         while (r->step != 2)
-                pthread_cond_wait(&r->cond, &r->lock);
-        pthread_mutex_unlock(&r->lock);
+                sched_yield();
         GetQueuedCompletionStatus(r->port, &bytes, &r->keys[1], &ov, 0);
         return NULL;
 }
@@ -220,18 +218,15 @@ static void *running_thread(void *arg)
 void conf_row_72(int _i)
 {
         HANDLE c1 = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 1);
-        struct runner_thread r = { .port = c1, .lock = PTHREAD_MUTEX_INITIALIZER,
-                                   .cond = PTHREAD_COND_INITIALIZER };
+        struct runner_thread r = { .port = c1 };
         struct gq late = { .port = c1, .ms = 300 };
         pthread_t t, t2;
 
         pthread_create(&t, NULL, running_thread, &r);
         wait_waiters(1);
         ck_assert(PostQueuedCompletionStatus(c1, 0, 1, NULL));
-        pthread_mutex_lock(&r.lock);
         while (r.step != 1)
-                pthread_cond_wait(&r.cond, &r.lock);
-        pthread_mutex_unlock(&r.lock);
+                sched_yield();
         /* One thread runs (concurrency 1): a second waiter is not released though a packet is
          * queued for it... */
         pthread_create(&t2, NULL, gq_thread, &late);
@@ -241,14 +236,154 @@ void conf_row_72(int _i)
         ck_assert(!late.ok);
         ck_assert_uint_eq(late.error, WAIT_TIMEOUT);
         /* ...and the running thread, asking again, takes it at once. */
-        pthread_mutex_lock(&r.lock);
         r.step = 2;
-        pthread_cond_broadcast(&r.cond);
-        pthread_mutex_unlock(&r.lock);
         pthread_join(t, NULL);
         ck_assert_uint_eq(r.keys[0], 1);
         ck_assert_uint_eq(r.keys[1], 2);
         CloseHandle(c1);
+}
+
+/*
+ * Row 72, its second half: a running thread that blocks elsewhere frees its slot.  Concurrency
+ * 1; A takes packet 1, then blocks in pthread_cond_wait() until B, waiting on the same port, has
+ * taken packet 2 (the worker that waits for work carried by another packet).  Then A runs again
+ * and both spin: they count again, so a third waiter C is not given packet 3, nor B when it
+ * asks again while A runs.
+ */
+struct slot_test {
+        HANDLE port;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool a_took, b_done, stop;
+        _Atomic int spinning;
+        _Atomic int b_again; /* 1: B asks again (into b2), 2: it has returned */
+        ULONG_PTR a_key;
+        struct gq b, b2;
+};
+
+static void *slot_a(void *arg)
+{
+        struct slot_test *s = arg;
+        DWORD bytes;
+        LPOVERLAPPED ov;
+
+        GetQueuedCompletionStatus(s->port, &bytes, &s->a_key, &ov, 3000);
+        pthread_mutex_lock(&s->lock);
+        s->a_took = true;
+        pthread_cond_broadcast(&s->cond);
+        while (!s->b_done) /* blocked: a waiting thread on Windows */
+                pthread_cond_wait(&s->cond, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        s->spinning++;
+        while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+                sched_yield(); /* running, or runnable */
+        return NULL;
+}
+
+static void *slot_b(void *arg)
+{
+        struct slot_test *s = arg;
+
+        gq_thread(&s->b);
+        pthread_mutex_lock(&s->lock);
+        s->b_done = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        if (!s->b.ok)
+                return NULL;
+        s->spinning++;
+        while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+                if (s->b_again == 1) {
+                        gq_thread(&s->b2);
+                        s->b_again = 2;
+                }
+                sched_yield();
+        }
+        return NULL;
+}
+
+/* A takes packet 1 and blocks; B waits, then packet 2 is posted; returns once A and B both run
+ * again (B released), or B has given up. */
+static void slot_start(struct slot_test *s, pthread_t *ta, pthread_t *tb)
+{
+        *s = (struct slot_test){ .port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 1),
+                                 .lock = PTHREAD_MUTEX_INITIALIZER,
+                                 .cond = PTHREAD_COND_INITIALIZER };
+        s->b = (struct gq){ .port = s->port, .ms = (DWORD)test_timeout_ms(3000) };
+        pthread_create(ta, NULL, slot_a, s);
+        wait_waiters(1);
+        ck_assert(PostQueuedCompletionStatus(s->port, 0, 1, NULL));
+        pthread_mutex_lock(&s->lock);
+        while (!s->a_took)
+                pthread_cond_wait(&s->cond, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        pthread_create(tb, NULL, slot_b, s);
+        wait_waiters(1);
+        ck_assert(PostQueuedCompletionStatus(s->port, 0, 2, NULL));
+        pthread_mutex_lock(&s->lock);
+        while (!s->b_done)
+                pthread_cond_wait(&s->cond, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        while (s->b.ok && s->spinning < 2)
+                sched_yield();
+}
+
+static void slot_stop(struct slot_test *s, pthread_t ta, pthread_t tb)
+{
+        __atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
+        pthread_join(tb, NULL);
+        pthread_join(ta, NULL);
+}
+
+void conf_case_blocked_thread_frees_slot(int _i)
+{
+        struct slot_test s;
+        pthread_t ta, tb;
+
+        slot_start(&s, &ta, &tb);
+        slot_stop(&s, ta, tb);
+        ck_assert_uint_eq(s.a_key, 1);
+        /* Before: B waited out its timeout (WAIT_TIMEOUT) while A, blocked, held the slot. */
+        ck_assert_msg(s.b.ok, "B was not released while A was blocked (error %u)",
+                      (unsigned)s.b.error);
+        ck_assert_uint_eq(s.b.key, 2);
+        CloseHandle(s.port);
+}
+
+void conf_case_blocked_thread_counts_again(int _i)
+{
+        struct slot_test s;
+        struct gq c;
+        pthread_t ta, tb, tc;
+        DWORD bytes;
+        ULONG_PTR key = 0;
+        LPOVERLAPPED ov;
+
+        slot_start(&s, &ta, &tb);
+        ck_assert_msg(s.b.ok, "B was not released while A was blocked");
+        /* A and B both run (over the concurrency of 1, as on Windows): a third waiter gets
+         * nothing, though a packet is queued for it. */
+        c = (struct gq){ .port = s.port, .ms = 300 };
+        pthread_create(&tc, NULL, gq_thread, &c);
+        wait_waiters(1);
+        ck_assert(PostQueuedCompletionStatus(s.port, 0, 3, NULL));
+        pthread_join(tc, NULL);
+        ck_assert_msg(!c.ok, "C was given packet %lu while A and B ran", (unsigned long)c.key);
+        ck_assert_uint_eq(c.error, WAIT_TIMEOUT);
+        /* B asks again: A alone runs now, and counts (its mark of blocked is gone), so B waits
+         * too and does not get the packet. */
+        s.b2 = (struct gq){ .port = s.port, .ms = 300 };
+        s.b_again = 1;
+        while (s.b_again != 2)
+                sched_yield();
+        ck_assert_msg(!s.b2.ok, "B was given packet %lu while A ran", (unsigned long)s.b2.key);
+        ck_assert_uint_eq(s.b2.error, WAIT_TIMEOUT);
+        /* A and B exit (they stop counting): the packet is still there. */
+        slot_stop(&s, ta, tb);
+        ck_assert(GetQueuedCompletionStatus(s.port, &bytes, &key, &ov,
+                                            (DWORD)test_timeout_ms(1000)));
+        ck_assert_uint_eq(key, 3);
+        CloseHandle(s.port);
 }
 
 void conf_row_73(int _i)

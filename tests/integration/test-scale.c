@@ -151,7 +151,10 @@ static void *worker(void *arg)
 
                 while (now > seen && !atomic_compare_exchange_weak(w->max_active, &seen, now))
                         ;
-                usleep(30000); /* "processing" the entry */
+                /* "Processing" the entry, running: a thread that sleeps instead frees its slot
+                 * (row 72), and more than two would hold entries, as on Windows. */
+                for (long long end = now_ms() + 30; now_ms() < end;)
+                        ;
                 atomic_fetch_sub(w->active, 1);
                 atomic_fetch_add(w->taken, 1);
         }

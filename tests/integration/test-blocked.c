@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/* Copyright (c) 2026 The socknotify authors */
+/*
+ * test-blocked.c - a running thread that blocks elsewhere frees its concurrency slot (issue 27,
+ * semantics row 72), read by the daemon from /proc, against a real daemon:
+ *  - a client in a child PID namespace (its gettid() numbers are its namespace's) is seen: the
+ *    daemon maps its thread ids through NSpid;
+ *  - a thread id the daemon cannot read counts as running, as it always did: no such thread,
+ *    another process's blocked thread (never read as the client's), 0, an event-loop identity,
+ *    the daemon's own pid; a blocked thread of the client's own is the control.
+ * Posted packets are the entries; each case ends with the daemon at its baseline descriptors.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/macro.h"
+#include "proto/codec.h"
+#include "socknotify.h"
+#include "tests/helpers/daemon.h"
+#include "tests/helpers/raw.h"
+
+static struct test_daemon D;
+static int baseline;
+
+static void start(void)
+{
+        test_daemon_start(&D, NULL);
+        baseline = test_daemon_fds(&D);
+}
+
+static void stop(void)
+{
+        test_daemon_stop_if_running(&D);
+}
+
+/* ---- through the library: A takes packet 1 and blocks until B, waiting, takes packet 2 ---- */
+
+struct scene {
+        sn_port_t *port;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool a_took, b_done;
+        int a_res, b_res;
+        uint64_t b_key;
+};
+
+static void *scene_a(void *arg)
+{
+        struct scene *s = arg;
+        sn_entry_t e;
+        int r = sn_port_dequeue(s->port, &e, 1, (uint32_t)test_timeout_ms(3000));
+
+        pthread_mutex_lock(&s->lock);
+        s->a_res = r;
+        s->a_took = true;
+        pthread_cond_broadcast(&s->cond);
+        while (!s->b_done)
+                pthread_cond_wait(&s->cond, &s->lock); /* blocked elsewhere */
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+static void *scene_b(void *arg)
+{
+        struct scene *s = arg;
+        sn_entry_t e = { 0 };
+        int r = sn_port_dequeue(s->port, &e, 1, (uint32_t)test_timeout_ms(3000));
+
+        pthread_mutex_lock(&s->lock);
+        s->b_res = r;
+        s->b_key = e.key;
+        s->b_done = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+/* Runs the scene on a port of concurrency 1 of the daemon at path, without Check (it also runs
+ * in a process of another PID namespace).  Returns 0 when B was released with packet 2, else a
+ * small number saying what went wrong. */
+static int scene_run(const char *path)
+{
+        struct scene s = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        sn_conn_t *c;
+        pthread_t ta, tb;
+        int ret;
+
+        if (sn_conn_open(path, &c) < 0)
+                return 10;
+        if (sn_port_create(c, 1, &s.port) < 0)
+                return 11;
+        if (sn_port_post(s.port, 1, 0, 0) < 0)
+                return 12;
+        pthread_create(&ta, NULL, scene_a, &s);
+        pthread_mutex_lock(&s.lock);
+        while (!s.a_took)
+                pthread_cond_wait(&s.cond, &s.lock);
+        pthread_mutex_unlock(&s.lock);
+        pthread_create(&tb, NULL, scene_b, &s);
+        if (sn_port_post(s.port, 2, 0, 0) < 0)
+                return 13;
+        pthread_join(tb, NULL);
+        pthread_join(ta, NULL);
+        ret = s.a_res != 1 ? 14 : s.b_res == -ETIMEDOUT ? 1 : s.b_res != 1 || s.b_key != 2 ? 15 : 0;
+        sn_port_close(s.port);
+        sn_conn_close(c);
+        return ret;
+}
+
+START_TEST(test_same_namespace)
+{
+        start();
+        ck_assert_int_eq(scene_run(D.path), 0);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
+/*
+ * The client in a new user and PID namespace (its first process is its pid 1, its threads 2
+ * and 3): the daemon finds the threads by their ids in the client's namespace (NSpid).  Without
+ * the mapping the thread ids would not be found, A would count as running and B would wait out
+ * its timeout (1).
+ */
+START_TEST(test_child_pid_namespace)
+{
+        pid_t child;
+        int st;
+
+        start();
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                pid_t inner;
+
+                if (unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0)
+                        _exit(77);
+                inner = fork();
+                if (inner < 0)
+                        _exit(20);
+                if (inner == 0)
+                        _exit(getpid() == 1 ? scene_run(D.path) : 21);
+                while (waitpid(inner, &st, 0) < 0 && errno == EINTR)
+                        ;
+                _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 22);
+        }
+        while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+                ;
+        ck_assert(WIFEXITED(st));
+        if (WEXITSTATUS(st) == 77) {
+                fprintf(stderr, "test_child_pid_namespace: SKIP: unshare(CLONE_NEWUSER | "
+                                "CLONE_NEWPID) refused here\n");
+        } else {
+                ck_assert_msg(WEXITSTATUS(st) == 0, "the client in a child PID namespace: %d%s",
+                              WEXITSTATUS(st),
+                              WEXITSTATUS(st) == 1 ? " (B was not released)" : "");
+        }
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
+/* ---- raw: thread ids a client chooses ------------------------------------------------------ */
+
+static void process(int fd, uint32_t id, uint32_t port, uint32_t timeout_ms, uint32_t thread)
+{
+        struct snw_process body = { .port = port, .timeout_ms = timeout_ms, .max_entries = 1,
+                                    .thread = thread };
+        uint8_t buf[256];
+        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, 0, 0, 0), &body);
+
+        raw_send(fd, buf, (size_t)(p - buf), NULL, 0);
+}
+
+static void post(int fd, uint32_t id, uint32_t port, uint64_t key)
+{
+        struct snw_post body = { .port = port };
+        struct snw_packet pk = { .key = key };
+        uint8_t buf[256];
+        uint8_t *p = snw_post_encode(sn_msg_begin(buf, SN_MSG_POST, id, 0, 0, 1, 0), &body);
+
+        p = snw_packet_encode(p, &pk);
+        raw_send(fd, buf, (size_t)(p - buf), NULL, 0);
+        expect_reply(fd, SN_MSG_POST_REPLY, id, 0);
+}
+
+/* The next message answers PROCESS call id with status and, when status is 0, one entry key. */
+static void expect_process(int fd, uint32_t id, uint32_t status, uint64_t key)
+{
+        uint8_t buf[1024];
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        struct snw_entry e;
+        ssize_t len = raw_recv(fd, buf, sizeof(buf));
+
+        ck_assert_int_gt(len, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)len, &h, &d), 0);
+        ck_assert_uint_eq(h.type, SN_MSG_PROCESS_REPLY);
+        ck_assert_uint_eq(h.id, id);
+        ck_assert_msg(h.status == status, "call %u: status %u, expected %u", id, h.status, status);
+        ck_assert_uint_eq(h.count2, status ? 0 : 1);
+        if (!status) {
+                snw_entry_decode(sn_msg_array(buf, d, 2), &e);
+                ck_assert_uint_eq(e.key, key);
+        }
+}
+
+static uint32_t port_create1(int fd, uint32_t id)
+{
+        struct snw_port_create body = { .concurrency = 1 };
+        struct snw_port_create_reply rep;
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        uint8_t buf[256];
+        ssize_t n;
+
+        snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, id, 0, 0, 0, 0), &body);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CREATE, 0, 0), NULL, 0);
+        n = raw_recv(fd, buf, sizeof(buf));
+        ck_assert_int_gt(n, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+        ck_assert_uint_eq(h.status, 0);
+        snw_port_create_reply_decode(sn_msg_body(buf), &rep);
+        return rep.port;
+}
+
+/* Thread `thread` takes packet 1 of a port of concurrency 1; a waiter (an id no thread has)
+ * parks for 300 ms; packet 2 is posted.  Returns whether the waiter was given it. */
+static bool released_beside(int fd, uint32_t *id, uint32_t thread)
+{
+        uint32_t port = port_create1(fd, (*id)++), w;
+        uint8_t buf[256];
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        ssize_t len;
+        bool released;
+
+        post(fd, (*id)++, port, 1);
+        process(fd, *id, port, 0, thread);
+        expect_process(fd, (*id)++, 0, 1);
+        w = (*id)++;
+        process(fd, w, port, 300, 0x7fffffffu);
+        post(fd, (*id)++, port, 2);
+        len = raw_recv(fd, buf, sizeof(buf));
+        ck_assert_int_gt(len, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)len, &h, &d), 0);
+        ck_assert_uint_eq(h.type, SN_MSG_PROCESS_REPLY);
+        ck_assert_uint_eq(h.id, w);
+        released = h.status == 0;
+        ck_assert_uint_eq(h.status, released ? 0 : ETIMEDOUT);
+        /* The port closes with its runner and what is left. */
+        {
+                struct snw_port body = { .port = port };
+
+                snw_port_encode(sn_msg_begin(buf, SN_MSG_PORT_CLOSE, *id, 0, 0, 0, 0), &body);
+                raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CLOSE, 0, 0), NULL, 0);
+                expect_reply(fd, SN_MSG_PORT_CLOSE_REPLY, (*id)++, 0);
+        }
+        return released;
+}
+
+struct sleeper {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        pid_t tid;
+        bool done;
+};
+
+static void *sleeper_thread(void *arg)
+{
+        struct sleeper *s = arg;
+
+        pthread_mutex_lock(&s->lock);
+        s->tid = gettid();
+        pthread_cond_broadcast(&s->cond);
+        while (!s->done)
+                pthread_cond_wait(&s->cond, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+START_TEST(test_unreadable_threads_count)
+{
+        struct sleeper s = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        pid_t other;
+        pthread_t t;
+        uint32_t id = 2;
+        int fd;
+
+        start();
+        fd = raw_hello(D.path);
+        pthread_create(&t, NULL, sleeper_thread, &s);
+        pthread_mutex_lock(&s.lock);
+        while (!s.tid)
+                pthread_cond_wait(&s.cond, &s.lock);
+        pthread_mutex_unlock(&s.lock);
+        other = fork(); /* another process, blocked: never read as one of ours */
+        ck_assert_int_ge(other, 0);
+        if (other == 0) {
+                pause();
+                _exit(0);
+        }
+        {
+                const uint32_t unreadable[] = {
+                        0x3fffff,           /* no such thread (above this machine's pid_max) */
+                        (uint32_t)other,    /* another process's thread, blocked */
+                        (uint32_t)D.pid,    /* the daemon itself, blocked in its loop */
+                        0,                  /* any number is an identity on the wire */
+                        0x00400000,         /* the library's event-loop identities */
+                        0xffffffffu,
+                };
+
+                for (size_t i = 0; i < SN_ARRAY_SIZE(unreadable); i++)
+                        ck_assert_msg(!released_beside(fd, &id, unreadable[i]),
+                                      "thread %#x was read as blocked", unreadable[i]);
+        }
+        /* The control: a blocked thread of the client's own process frees the slot. */
+        ck_assert_msg(released_beside(fd, &id, (uint32_t)s.tid),
+                      "the client's own blocked thread did not free its slot");
+        kill(other, SIGKILL);
+        waitpid(other, NULL, 0);
+        pthread_mutex_lock(&s.lock);
+        s.done = true;
+        pthread_cond_broadcast(&s.cond);
+        pthread_mutex_unlock(&s.lock);
+        pthread_join(t, NULL);
+        close(fd);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("blocked");
+        TCase *tc = tcase_create("core");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, NULL, stop);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_same_namespace);
+        tcase_add_test(tc, test_child_pid_namespace);
+        tcase_add_test(tc, test_unreadable_threads_count);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
