@@ -17,9 +17,15 @@
  *                          pair (LEVEL, IN) and parks a dequeue in a second thread; when FILE
  *                          exists it writes to the other end: the dequeue parked before must
  *                          return that socket's IN ("after: ok"), then the second round trip
+ *   sd-client blocked      a port of concurrency 1: thread A takes a posted packet and then
+ *                          blocks until thread B, waiting on the same port, has taken a second
+ *                          one, which it gets only if the daemon sees A blocked and frees its
+ *                          slot (/proc); prints "blocked: ok in N ms" and exits 0, or says what
+ *                          B got and exits 5
  *
  * Any failure of the first round trip prints the step and the error and exits 1.  Every wait
- * is bounded: the dequeue by 20 s, the FILE wait by 120 s (exit 4).
+ * is bounded: the dequeue by 20 s, the FILE wait by 300 s (exit 4); the parked dequeue of
+ * "wait" has no limit of its own (the script's timeout bounds the process).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +46,82 @@ struct parked {
         sn_entry_t e;
         int n;
 };
+
+static double now_ms(void);
+
+/* "blocked": A runs on the port's only slot and blocks (a condition variable) until B has
+ * its packet. */
+static struct {
+        sn_port_t *port;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool a_runs, b_got;
+        int a, b;
+} bl = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void *blocked_a(void *arg)
+{
+        sn_entry_t e;
+        struct timespec until;
+
+        (void)arg;
+        bl.a = sn_port_dequeue(bl.port, &e, 1, 20000);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 40;
+        pthread_mutex_lock(&bl.lock);
+        bl.a_runs = true;
+        pthread_cond_broadcast(&bl.cond);
+        while (bl.a == 1 && !bl.b_got)
+                if (pthread_cond_timedwait(&bl.cond, &bl.lock, &until) != 0)
+                        break;
+        pthread_mutex_unlock(&bl.lock);
+        return NULL;
+}
+
+static void *blocked_b(void *arg)
+{
+        sn_entry_t e;
+
+        (void)arg;
+        bl.b = sn_port_dequeue(bl.port, &e, 1, 20000);
+        pthread_mutex_lock(&bl.lock);
+        bl.b_got = bl.b == 1 && e.key == 2;
+        pthread_cond_broadcast(&bl.cond);
+        pthread_mutex_unlock(&bl.lock);
+        return NULL;
+}
+
+static int blocked(sn_conn_t *conn)
+{
+        pthread_t a, b;
+        double t;
+        int r = sn_port_create(conn, 1, &bl.port);
+
+        if (r < 0 || pthread_create(&a, NULL, blocked_a, NULL))
+                return 1;
+        r = sn_port_post(bl.port, 1, 0, 0);
+        pthread_mutex_lock(&bl.lock);
+        while (!bl.a_runs)
+                pthread_cond_wait(&bl.cond, &bl.lock);
+        pthread_mutex_unlock(&bl.lock);
+        if (r < 0 || bl.a != 1 || pthread_create(&b, NULL, blocked_b, NULL))
+                return 1;
+        usleep(100000); /* B parks its dequeue: A holds the slot, nothing is queued */
+        t = now_ms();
+        if (sn_port_post(bl.port, 2, 0, 0) < 0)
+                return 1;
+        pthread_join(b, NULL);
+        t = now_ms() - t;
+        pthread_join(a, NULL);
+        sn_port_close(bl.port);
+        if (!bl.b_got) {
+                printf("blocked: B got %d (%s) in %.0f ms\n", bl.b,
+                       bl.b < 0 ? strerror(-bl.b) : "a packet", t);
+                return 5;
+        }
+        printf("blocked: ok in %.1f ms\n", t);
+        return 0;
+}
 
 static void *park(void *arg)
 {
@@ -106,9 +188,10 @@ int main(int argc, char **argv)
         int sp[2] = { -1, -1 };
 
         if (argc < 2 ||
-            (strcmp(argv[1], "serve") && ((strcmp(argv[1], "hold") && !waiting) || argc != 3))) {
+            (strcmp(argv[1], "serve") && strcmp(argv[1], "blocked") &&
+             ((strcmp(argv[1], "hold") && !waiting) || argc != 3))) {
                 fprintf(stderr, "usage: sd-client serve | sd-client hold FILE | "
-                                "sd-client wait FILE\n");
+                                "sd-client wait FILE | sd-client blocked\n");
                 return 2;
         }
         r = sn_conn_open(NULL, &conn);
@@ -124,6 +207,12 @@ int main(int argc, char **argv)
         }
         printf("served in %.1f ms\n", now_ms() - t0);
         fflush(stdout);
+        if (!strcmp(argv[1], "blocked")) {
+                r = blocked(conn);
+                sn_port_close(port);
+                sn_conn_close(conn);
+                return r;
+        }
         if (waiting) {
                 sn_registration_t reg = { .key = 42, .op = SN_OP_ENABLE,
                                           .filter = SN_REGISTER_EVENT_IN,

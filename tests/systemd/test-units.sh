@@ -202,6 +202,19 @@ if grep -q '^#define HAVE_LIBURING 1' "$build/config.h"; then
                 "$(inside "$ctl" --socket=$sock status | sed -n 's/^epoll_ctl: //p')" \
                 "batched through io_uring"
 fi
+# Row 72: the unit lets the daemon read its clients' threads (ProtectProc=default, not
+# invisible), so a running thread of another user that blocks frees its port's only slot for a
+# waiting thread (sd-client blocked; with ProtectProc=invisible the waiter times out).
+blocked_as_sntest() {
+        inside setpriv --reuid="$uid" --regid="$gid" \
+                --groups="$(inside getent group socknotify | cut -d: -f3)" \
+                timeout 60 "$client" blocked > "$tmp/blocked.out" 2>&1
+}
+if blocked_as_sntest; then
+        ok "a blocked running thread of user sntest frees its slot ($(tail -1 "$tmp/blocked.out"))"
+else
+        ko "a blocked running thread of user sntest frees its slot: $(cat "$tmp/blocked.out")"
+fi
 
 # ---- 2. watchdog ----------------------------------------------------------------------------
 echo "# 2. watchdog (WatchdogSec=2s by a drop-in)"
