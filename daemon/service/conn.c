@@ -909,6 +909,17 @@ static void handle_post(struct conn *c, const struct snw_header *h, const uint8_
                 reply_simple(c, SN_MSG_POST_REPLY, h->id, EBADF);
                 return;
         }
+        /* A field that must be 0 is refused, never ignored (PROTOCOL.md, section 2). */
+        for (uint32_t i = 0; i < h->count; i++) {
+                struct snw_packet pk;
+
+                snw_packet_decode(sn_msg_array(buf, d, 1) + (size_t)i * SN_WIRE_SIZE_packet, &pk);
+                if (pk.reserved) {
+                        server_count_call_error(c->srv, EINVAL);
+                        reply_simple(c, SN_MSG_POST_REPLY, h->id, EINVAL);
+                        return;
+                }
+        }
         r = port_post(port, &c->session, sn_msg_array(buf, d, 1), h->count);
         if (r < 0) {
                 server_count_call_error(c->srv, (uint32_t)-r);
@@ -1124,7 +1135,8 @@ static void handle_socket_close(struct conn *c, const struct snw_header *h, cons
         int r;
 
         snw_socket_close_decode(sn_msg_body(buf), &in);
-        r = reg_close_socket(&c->session, in.dev, in.ino, in.client_fd);
+        /* A field that must be 0 is refused, never ignored (PROTOCOL.md, section 2). */
+        r = in.reserved ? -EINVAL : reg_close_socket(&c->session, in.dev, in.ino, in.client_fd);
         reply_simple(c, SN_MSG_SOCKET_CLOSE_REPLY, h->id, (uint32_t)-r);
 }
 

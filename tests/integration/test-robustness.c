@@ -139,6 +139,66 @@ START_TEST(test_malformed_messages)
 }
 END_TEST
 
+/* Fields that must be 0 are refused, never ignored (PROTOCOL.md, section 2): in the header as
+ * a malformed message, in a body or an item with EINVAL in the request's own reply, and
+ * nothing of such a request takes effect. */
+START_TEST(test_must_be_zero_fields)
+{
+        int fd = raw_hello(D.path);
+        uint8_t buf[256] = { 0 };
+        uint32_t port = raw_port_create(fd, 2, NULL);
+        struct snw_post post = { .port = port };
+        struct snw_packet pk[2] = { { .key = 1, .bytes = 2, .overlapped = 3 },
+                                    { .key = 4, .bytes = 5, .overlapped = 6, .reserved = 1 } };
+        struct snw_socket_close sc = { .dev = 1, .ino = 2, .client_fd = 3, .reserved = 7 };
+        struct snw_port_create pc = { .flags = 2 };
+        struct snw_port_take pt = { .port = port, .flags = 1 };
+        struct snw_process proc = { .port = port, .max_entries = 2 };
+        uint8_t *p;
+
+        /* The header's status in a request. */
+        sn_msg_begin(buf, SN_MSG_STATUS, 3, 5, 0, 0, 0);
+        raw_send(fd, buf, SN_HEADER_SIZE, NULL, 0);
+        expect_reply(fd, SN_MSG_ERROR, 3, EBADMSG);
+        /* A POST whose second packet has reserved set: refused whole, the first not queued. */
+        p = snw_post_encode(sn_msg_begin(buf, SN_MSG_POST, 4, 0, 0, 2, 0), &post);
+        p = snw_packet_encode(p, &pk[0]);
+        p = snw_packet_encode(p, &pk[1]);
+        raw_send(fd, buf, (size_t)(p - buf), NULL, 0);
+        expect_reply(fd, SN_MSG_POST_REPLY, 4, EINVAL);
+        snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 5, 0, 0, 0, 0), &proc);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_PROCESS, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_PROCESS_REPLY, 5, ETIMEDOUT);
+        /* SOCKET_CLOSE's reserved (EINVAL before ENOENT: the field is looked at first). */
+        snw_socket_close_encode(sn_msg_begin(buf, SN_MSG_SOCKET_CLOSE, 6, 0, 0, 0, 0), &sc);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_SOCKET_CLOSE, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_SOCKET_CLOSE_REPLY, 6, EINVAL);
+        sc.reserved = 0;
+        snw_socket_close_encode(sn_msg_begin(buf, SN_MSG_SOCKET_CLOSE, 7, 0, 0, 0, 0), &sc);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_SOCKET_CLOSE, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_SOCKET_CLOSE_REPLY, 7, ENOENT);
+        /* PORT_CREATE's and PORT_TAKE's flags. */
+        snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, 8, 0, 0, 0, 0), &pc);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CREATE, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_PORT_CREATE_REPLY, 8, EINVAL);
+        close(fd);
+        fd = raw_hello_version(D.path, 2);
+        port = raw_port_create(fd, 2, "mbz");
+        pt.port = port;
+        snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, 9, 0, 0, 0, 0), &pt);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_TAKE, 0, 0), NULL, 0);
+        expect_reply(fd, SN_MSG_PORT_TAKE_REPLY, 9, EINVAL);
+        /* A packet with reserved 0 is still queued and delivered. */
+        post.port = port;
+        p = snw_post_encode(sn_msg_begin(buf, SN_MSG_POST, 10, 0, 0, 1, 0), &post);
+        p = snw_packet_encode(p, &pk[0]);
+        raw_send(fd, buf, (size_t)(p - buf), NULL, 0);
+        expect_reply(fd, SN_MSG_POST_REPLY, 10, 0);
+        status_works(fd, 11);
+        close(fd);
+}
+END_TEST
+
 START_TEST(test_wrong_fds_are_closed)
 {
         int fd = raw_hello(D.path);
@@ -393,6 +453,7 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_handshake_required);
         tcase_add_test(tc, test_malformed_messages);
+        tcase_add_test(tc, test_must_be_zero_fields);
         tcase_add_test(tc, test_wrong_fds_are_closed);
         tcase_add_test(tc, test_oversized_message);
         tcase_add_test(tc, test_ports_are_private);
