@@ -89,6 +89,8 @@
         X(row_51, 0, "UDP never reports HANGUP")                                                    \
         X(case_shutdown_receive, 0, "a local shutdown(SD_RECEIVE) is no HANGUP; the peer's close then is") \
         X(case_shutdown_both, 0, "a local shutdown(SD_BOTH): no HANGUP until the peer's FIN")     \
+        X(case_shutdown_then_reset, 0, "after a local shutdown the peer's close or reset is a HANGUP") \
+        X(case_shutdown_reexec, 0, "a local shutdown stays no HANGUP across a re-exec and a new trigger") \
         X(case_unix_shutdown_receive, DIVERGES, "Unix stream: a local shutdown(SD_RECEIVE) reports HANGUP") \
         X(row_52, 0, "after ERR a non-blocking recv gives WSAECONNRESET")                           \
         X(row_53, 0, "SocketNotificationRetrieveEvents returns the byte count of any entry")        \

@@ -215,6 +215,165 @@ void conf_case_shutdown_both(int _i)
         local_shutdown(SD_BOTH, F_IN | F_OUT | F_HUP, LEVEL, 5);
 }
 
+/* OR of the events seen for key within ms, stopping once want is seen; a ONESHOT registration
+ * (trig) of s is enabled again after each of its entries, as a server does. */
+static UINT32 collect_rearm(SOCKET s, uintptr_t key, UINT16 filter, UINT8 trig, UINT32 want,
+                            int ms)
+{
+        long long end = now_ms() + test_timeout_ms(ms);
+        UINT32 seen = 0;
+
+        while ((seen & want) != want && now_ms() < end) {
+                OVERLAPPED_ENTRY e[8];
+                ULONG n = deq(P, e, 8, 20);
+                bool again = false;
+
+                for (ULONG i = 0; i < n; i++)
+                        if (e[i].lpCompletionKey == key) {
+                                seen |= SocketNotificationRetrieveEvents(&e[i]);
+                                again = true;
+                        }
+                if (again && trig & ONESHOT)
+                        ck_assert_uint_eq(reg(P, s, key, filter, OP_ENABLE, trig), ERROR_SUCCESS);
+        }
+        return seen;
+}
+
+/* Row 50, the other ends of a local shutdown(how): registered with filter under trig, no
+ * HANGUP, and after the peer's reset (rst) or close its HANGUP (and ERR for a reset) is
+ * reported; with cycle, the registration is disabled and enabled again in between. */
+static void shutdown_then(int how, bool rst, UINT16 filter, UINT8 trig, bool cycle, uintptr_t key)
+{
+        UINT32 seen, want = rst ? E_HUP | E_ERR : E_HUP;
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, key, filter, OP_ENABLE, trig), ERROR_SUCCESS);
+        ck_assert_int_eq(shutdown(sv, how), 0);
+        seen = collect_rearm(sv, key, filter, trig, E_HUP, 100);
+        ck_assert_msg(!(seen & E_HUP), "shutdown(%d), filter %#x, trigger %#x: %#x", how,
+                      (unsigned)filter, (unsigned)trig, seen);
+        if (cycle) {
+                ck_assert_uint_eq(reg(P, sv, key, filter, OP_DISABLE, trig), ERROR_SUCCESS);
+                ck_assert_uint_eq(reg(P, sv, key, filter, OP_ENABLE, trig), ERROR_SUCCESS);
+                seen = collect_rearm(sv, key, filter, trig, E_HUP, 50);
+                ck_assert_msg(!(seen & E_HUP), "shutdown(%d), filter %#x, trigger %#x, enabled "
+                              "again: %#x", how, (unsigned)filter, (unsigned)trig, seen);
+        }
+        if (rst)
+                reset_peer(cl);
+        else
+                close(cl);
+        seen = collect_rearm(sv, key, filter, trig, want, 2000);
+        ck_assert_msg((seen & want) == want,
+                      "shutdown(%d), filter %#x, trigger %#x, cycle %d, then the peer's %s: %#x",
+                      how, (unsigned)filter, (unsigned)trig, cycle, rst ? "reset" : "close", seen);
+        closesocket(sv);
+}
+
+void conf_case_shutdown_then_reset(int _i)
+{
+        static const UINT8 trigs[] = { LEVEL, LEVEL | ONESHOT, EDGE, EDGE | ONESHOT };
+        static const UINT16 filters[] = { F_HUP, F_OUT | F_HUP, F_IN | F_OUT | F_HUP };
+        uintptr_t key = 100;
+        int cl[5], sv[5];
+        long t0;
+
+        /* Whatever the trigger, the filter and the local shutdown, the peer's close or reset
+         * that follows is reported, also after DISABLE and ENABLE of the quiet registration. */
+        for (int how = SD_RECEIVE; how <= SD_BOTH; how += SD_BOTH - SD_RECEIVE)
+                for (int rst = 0; rst < 2; rst++)
+                        for (size_t t = 0; t < SN_ARRAY_SIZE(trigs); t++)
+                                for (size_t f = 0; f < SN_ARRAY_SIZE(filters); f++)
+                                        shutdown_then(how, rst, filters[f], trigs[t],
+                                                      (t + f + (size_t)rst) % 2, key++);
+
+        /* Quiet LEVEL items leave the daemon idle while a call waits: filter HANGUP after
+         * SD_RECEIVE and SD_BOTH, filter NONE after SD_BOTH (persistent and one-shot), and
+         * filter HANGUP after SD_RECEIVE while the peer keeps sending. */
+        for (int i = 0; i < 5; i++)
+                tcp_pair(&cl[i], &sv[i]);
+        ck_assert_uint_eq(reg(P, sv[0], 500, F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, sv[1], 501, F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, sv[2], 502, 0, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, sv[3], 503, 0, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, sv[4], 504, F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_int_eq(shutdown(sv[0], SD_RECEIVE), 0);
+        for (int i = 1; i < 4; i++)
+                ck_assert_int_eq(shutdown(sv[i], SD_BOTH), 0);
+        ck_assert_int_eq(shutdown(sv[4], SD_RECEIVE), 0);
+        none(P, 100);
+        t0 = test_daemon_cpu_ticks(&D);
+        for (int i = 0; i < 50; i++)
+                ck_assert_int_eq(send(cl[4], "x", 1, 0), 1);
+        none(P, 500);
+        ck_assert_int_le(test_daemon_cpu_ticks(&D) - t0, sysconf(_SC_CLK_TCK) / 10);
+        for (int i = 0; i < 5; i++)
+                close(cl[i]);
+        ck_assert_uint_eq(collect(P, 500, E_HUP, 2000) & E_HUP, E_HUP);
+        ck_assert_uint_eq(collect(P, 501, E_HUP, 2000) & E_HUP, E_HUP);
+        ck_assert_uint_eq(collect(P, 504, E_HUP, 2000) & E_HUP, E_HUP);
+        for (int i = 0; i < 5; i++)
+                closesocket(sv[i]);
+}
+
+void conf_case_shutdown_reexec(int _i)
+{
+        static const UINT8 trigs[] = { LEVEL, LEVEL | ONESHOT, EDGE, EDGE | ONESHOT, EDGE };
+        static const UINT16 filters[] = { F_HUP, F_HUP, F_HUP, F_HUP, F_IN | F_OUT | F_HUP };
+        int cl[5], sv[5], a, b, c, d;
+        long before = daemon_count("reexecs"), t0;
+        long long end = now_ms() + test_timeout_ms(5000);
+        UINT32 seen;
+
+        /* A quiet registration is not saved as such (docs/state.md): the new image reads the
+         * sockets again, reports no HANGUP for the local shutdowns, stays idle, and reports
+         * the peers' closes.  Not under a wrapper: the new image would run without it. */
+        if (getenv("SN_TEST_DAEMON_WRAPPER") && *getenv("SN_TEST_DAEMON_WRAPPER"))
+                return;
+        for (int i = 0; i < 5; i++) {
+                tcp_pair(&cl[i], &sv[i]);
+                ck_assert_uint_eq(reg(P, sv[i], 10 + (uintptr_t)i, filters[i], OP_ENABLE, trigs[i]),
+                                  ERROR_SUCCESS);
+                ck_assert_int_eq(shutdown(sv[i], i == 4 ? SD_RECEIVE : SD_BOTH), 0);
+        }
+        collect(P, 0, 1, 200); /* whatever the local shutdowns report (IN for the last) */
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        while (daemon_count("reexecs") == before)
+                ck_assert_msg(now_ms() < end, "the daemon did not re-exec");
+        for (int i = 0; i < 5; i++) {
+                seen = collect(P, 10 + (uintptr_t)i, E_HUP, 100);
+                ck_assert_msg(!(seen & E_HUP), "registration %d after the re-exec: %#x", i, seen);
+        }
+        t0 = test_daemon_cpu_ticks(&D);
+        collect(P, 0, 1, 500);
+        ck_assert_int_le(test_daemon_cpu_ticks(&D) - t0, sysconf(_SC_CLK_TCK) / 10);
+        for (int i = 0; i < 5; i++) {
+                close(cl[i]);
+                seen = collect(P, 10 + (uintptr_t)i, E_HUP, 2000);
+                ck_assert_msg(seen & E_HUP, "registration %d, the peer's close: %#x", i, seen);
+                closesocket(sv[i]);
+        }
+
+        /* A quiet LEVEL item enabled again as EDGE, a quiet LEVEL+ONESHOT one as LEVEL. */
+        tcp_pair(&a, &b);
+        tcp_pair(&c, &d);
+        ck_assert_uint_eq(reg(P, b, 30, F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, d, 31, F_HUP, OP_ENABLE, LEVEL | ONESHOT), ERROR_SUCCESS);
+        ck_assert_int_eq(shutdown(b, SD_RECEIVE), 0);
+        ck_assert_int_eq(shutdown(d, SD_BOTH), 0);
+        none(P, 200);
+        ck_assert_uint_eq(reg(P, b, 30, F_HUP, OP_ENABLE, EDGE), ERROR_SUCCESS);
+        ck_assert_uint_eq(reg(P, d, 31, F_HUP, OP_ENABLE, LEVEL), ERROR_SUCCESS);
+        none(P, 200);
+        close(a);
+        close(c);
+        ck_assert_uint_eq(collect(P, 30, E_HUP, 2000) & E_HUP, E_HUP);
+        ck_assert_uint_eq(collect(P, 31, E_HUP, 2000) & E_HUP, E_HUP);
+        closesocket(b);
+        closesocket(d);
+}
+
 void conf_case_unix_shutdown_receive(int _i)
 {
         int sv[2];
