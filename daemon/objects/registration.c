@@ -755,6 +755,24 @@ static uint32_t edge_bits(struct reg *g, uint32_t ev, uint32_t seen, uint32_t ma
         return mask;
 }
 
+/* Moves g into or out of the quiet wait (PARK_QUIET) and re-arms it to match.  A MOD that
+ * fails, now or when its batch is flushed, leaves g as it was, so the next report tries again
+ * instead of finding g marked for a mode the kernel does not have. */
+static void reg_set_quiet(struct reg *g, uint8_t parked)
+{
+        uint8_t was = g->parked;
+        int r;
+
+        g->parked = parked;
+        r = reg_epoll_update(g, EPQ_REARM, NULL);
+        if (r < 0) {
+                g->parked = was;
+                log_warning("epoll_ctl(MOD) re-arming a registration failed: %s", strerror(-r));
+        } else if (g->epq) {
+                g->epq_parked = was; /* queued: restored if the batch fails it */
+        }
+}
+
 uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
 {
         uint32_t mask, seen;
@@ -799,39 +817,26 @@ uint32_t reg_translate(struct reg *g, uint32_t ev, bool out_side)
                         /* A local shutdown holds for good: wait for the next wake-up.  The
                          * MOD re-polls the item once, so nothing that came in between is
                          * lost; that report finds it quiet already. */
-                        if (g->parked != PARK_QUIET) {
-                                g->parked = PARK_QUIET;
-                                r = reg_epoll_update(g, EPQ_REARM, NULL);
-                                if (r < 0)
-                                        log_warning("epoll_ctl(MOD) of a shut down registration "
-                                                    "failed: %s",
-                                                    strerror(-r));
-                        }
+                        if (g->parked != PARK_QUIET)
+                                reg_set_quiet(g, PARK_QUIET);
                 } else if (ev & EPOLLHUP) {
                         reg_epoll_remove(g);
                         g->parked = PARK_OUT;
                 } else if (g->trigger & SN_TRIGGER_ONESHOT || g->parked == PARK_QUIET) {
                         /* Nothing was delivered, so the kernel's ONESHOT disarm is undone; an
                          * item no longer shut down is level-triggered again. */
-                        g->parked = PARK_NONE;
-                        r = reg_epoll_update(g, EPQ_REARM, NULL);
-                        if (r < 0)
-                                log_warning("epoll_ctl(MOD) re-arming a registration failed: %s",
-                                            strerror(-r));
+                        reg_set_quiet(g, PARK_NONE);
                 }
                 return 0;
         }
         if (g->parked == PARK_QUIET) {
                 /* Something to report: LEVEL again, so that it repeats while it holds; a
                  * ONESHOT one is disarmed by leaving epoll, as the kernel does not. */
-                g->parked = PARK_NONE;
                 if (g->trigger & SN_TRIGGER_ONESHOT) {
+                        g->parked = PARK_NONE;
                         reg_epoll_remove(g);
                 } else {
-                        r = reg_epoll_update(g, EPQ_REARM, NULL);
-                        if (r < 0)
-                                log_warning("epoll_ctl(MOD) re-arming a registration failed: %s",
-                                            strerror(-r));
+                        reg_set_quiet(g, PARK_NONE);
                 }
         }
         if ((g->trigger & (SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT)) ==
