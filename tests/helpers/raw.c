@@ -85,9 +85,14 @@ void status_works(int fd, uint32_t id)
 
 uint32_t raw_port_create(int fd, uint32_t id, const char *name)
 {
+        return raw_port_create_ex(fd, id, name, 0);
+}
+
+uint32_t raw_port_create_ex(int fd, uint32_t id, const char *name, uint32_t concurrency)
+{
         uint8_t buf[512];
         size_t len = name ? strlen(name) : 0;
-        struct snw_port_create body = { 0 };
+        struct snw_port_create body = { .concurrency = concurrency };
         struct snw_port_create_reply rep;
         const struct sn_msg_desc *d;
         struct snw_header h;
@@ -101,8 +106,11 @@ uint32_t raw_port_create(int fd, uint32_t id, const char *name)
         ck_assert_int_gt(n, 0);
         ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
         ck_assert_uint_eq(h.type, SN_MSG_PORT_CREATE_REPLY);
+        ck_assert_uint_eq(h.id, id);
         ck_assert_uint_eq(h.status, 0);
         snw_port_create_reply_decode(sn_msg_body(buf), &rep);
+        if (concurrency)
+                ck_assert_uint_eq(rep.concurrency, concurrency);
         return rep.port;
 }
 

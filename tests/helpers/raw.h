@@ -24,6 +24,8 @@ void expect_reply(int fd, uint16_t type, uint32_t id, uint32_t status);
 void status_works(int fd, uint32_t id);
 /* Creates a port (optionally named); returns its id. */
 uint32_t raw_port_create(int fd, uint32_t id, const char *name);
+/* The same with a concurrency value (0: the number of processors). */
+uint32_t raw_port_create_ex(int fd, uint32_t id, const char *name, uint32_t concurrency);
 /* Opens a named port (PORT_OPEN must succeed); returns its id. */
 uint32_t raw_port_open(int fd, uint32_t id, const char *name);
 /* Connects and completes a handshake offering versions 1 to 2; version 2 must be chosen. */

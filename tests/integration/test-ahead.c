@@ -58,28 +58,6 @@ static int hello(unsigned version_max)
         return fd;
 }
 
-static uint32_t port_create(int fd, uint32_t id, uint32_t concurrency)
-{
-        struct snw_port_create body = { .concurrency = concurrency };
-        struct snw_port_create_reply rep;
-        const struct sn_msg_desc *d;
-        struct snw_header h;
-        uint8_t buf[256];
-        ssize_t n;
-
-        snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, id, 0, 0, 0, 0), &body);
-        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CREATE, 0, 0), NULL, 0);
-        n = raw_recv(fd, buf, sizeof(buf));
-        ck_assert_int_gt(n, 0);
-        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
-        ck_assert_uint_eq(h.type, SN_MSG_PORT_CREATE_REPLY);
-        ck_assert_uint_eq(h.id, id);
-        ck_assert_uint_eq(h.status, 0);
-        snw_port_create_reply_decode(sn_msg_body(buf), &rep);
-        ck_assert_uint_eq(rep.concurrency, concurrency);
-        return rep.port;
-}
-
 /* A PROCESS with nitems NONE items (items make an AHEAD call malformed). */
 static void process_items(int fd, uint32_t id, uint32_t port, uint32_t timeout_ms,
                           uint32_t max_entries, uint32_t flags, uint32_t thread, uint32_t nitems)
@@ -246,7 +224,7 @@ START_TEST(test_ahead_one_thread)
 
         start();
         fd = hello(3);
-        port = port_create(fd, 2, 1);
+        port = raw_port_create_ex(fd, 2, NULL, 1);
         run_thread(fd, &id, port, T1, 1);
         process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
         expect_quiet(fd, 21); /* parked, not answered: timeout_ms 0 means nothing to it */
@@ -267,7 +245,7 @@ START_TEST(test_ahead_concurrency_reached)
 
         start();
         fd = hello(3);
-        port = port_create(fd, 2, 1);
+        port = raw_port_create_ex(fd, 2, NULL, 1);
         run_thread(fd, &id, port, T1, 10);
         process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
         process(fd, 21, port, 300, 4, 0, T2);
@@ -290,7 +268,7 @@ START_TEST(test_ahead_waiter_first)
 
         start();
         fd = hello(3);
-        port = port_create(fd, 2, 2);
+        port = raw_port_create_ex(fd, 2, NULL, 2);
         run_thread(fd, &id, port, T1, 20);
         /* Thread 2 waits first, so the call posted ahead is the most recent waiter: it still
          * comes after every thread that really waits. */
@@ -331,7 +309,7 @@ START_TEST(test_ahead_refused)
 
         start();
         fd = hello(3);
-        port = port_create(fd, 2, 1);
+        port = raw_port_create_ex(fd, 2, NULL, 1);
         run_thread(fd, &id, port, T1, 30);
         process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
         process(fd, 21, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
@@ -357,7 +335,7 @@ START_TEST(test_ahead_refused)
 
         /* On a connection that chose version 2. */
         fd2 = hello(2);
-        port2 = port_create(fd2, 2, 1);
+        port2 = raw_port_create_ex(fd2, 2, NULL, 1);
         run_thread(fd2, &id, port2, T1, 33);
         process(fd2, 40, port2, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
         expect_process(fd2, 40, EINVAL, NULL, 0);
@@ -375,7 +353,7 @@ START_TEST(test_ahead_thread_exit)
 
         start();
         fd = hello(3);
-        port = port_create(fd, 2, 1);
+        port = raw_port_create_ex(fd, 2, NULL, 1);
         run_thread(fd, &id, port, T1, 50);
         process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
         expect_quiet(fd, 21);
@@ -395,7 +373,7 @@ START_TEST(test_ahead_port_close)
 
         start();
         fd = hello(3);
-        port = port_create(fd, 2, 1);
+        port = raw_port_create_ex(fd, 2, NULL, 1);
         run_thread(fd, &id, port, T1, 60);
         process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
         expect_quiet(fd, 21);
@@ -417,7 +395,7 @@ START_TEST(test_ahead_share)
 
         start();
         fd = hello(3);
-        port = port_create(fd, 2, 2);
+        port = raw_port_create_ex(fd, 2, NULL, 2);
         run_thread(fd, &id, port, T1, 70);
         run_thread(fd, &id, port, T2, 71);
         process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
@@ -459,7 +437,7 @@ START_TEST(test_ahead_reexec)
 
         start();
         fd = hello(3);
-        port = port_create(fd, 2, 1);
+        port = raw_port_create_ex(fd, 2, NULL, 1);
         run_thread(fd, &id, port, T1, 39);
         process(fd, 20, port, 0, 4, SN_PROTO_PROCESS_AHEAD, T1);
         expect_quiet(fd, 21);

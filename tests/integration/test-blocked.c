@@ -214,30 +214,11 @@ static void expect_process(int fd, uint32_t id, uint32_t status, uint64_t key)
         }
 }
 
-static uint32_t port_create1(int fd, uint32_t id)
-{
-        struct snw_port_create body = { .concurrency = 1 };
-        struct snw_port_create_reply rep;
-        const struct sn_msg_desc *d;
-        struct snw_header h;
-        uint8_t buf[256];
-        ssize_t n;
-
-        snw_port_create_encode(sn_msg_begin(buf, SN_MSG_PORT_CREATE, id, 0, 0, 0, 0), &body);
-        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_CREATE, 0, 0), NULL, 0);
-        n = raw_recv(fd, buf, sizeof(buf));
-        ck_assert_int_gt(n, 0);
-        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
-        ck_assert_uint_eq(h.status, 0);
-        snw_port_create_reply_decode(sn_msg_body(buf), &rep);
-        return rep.port;
-}
-
 /* Thread `thread` takes packet 1 of a port of concurrency 1; a waiter (an id no thread has)
  * parks for 300 ms; packet 2 is posted.  Returns whether the waiter was given it. */
 static bool released_beside(int fd, uint32_t *id, uint32_t thread)
 {
-        uint32_t port = port_create1(fd, (*id)++), w;
+        uint32_t port = raw_port_create_ex(fd, (*id)++, NULL, 1), w;
         uint8_t buf[256];
         const struct sn_msg_desc *d;
         struct snw_header h;
