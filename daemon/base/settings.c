@@ -13,8 +13,8 @@
  * device such as /dev/zero is refused, never read without end).
  *
  * "no-io-uring" (true or false, as the option) is read at start: the daemon's io_uring is made
- * once.  Limits whose value sizes buffers already shared with clients (max-message, max-fds through
- * HELLO_REPLY) take effect only at the next start; every other limit applies to the next
+ * once.  Limits whose value clients were told in HELLO_REPLY and sized their messages by
+ * (max-message, max-fds) take effect only at the next start; every other limit applies to the next
  * request that allocates, and nothing held above a lowered limit is taken away.
  */
 #include "config.h"
@@ -67,6 +67,9 @@ const struct limits settings_default_limits = {
         { n, offsetof(struct limits, field), lo, hi, h, from }
 const struct limit_option settings_limit_options[] = {
         LIMIT("max-message", max_message, 4096, 1u << 20, "largest message in bytes"),
+        /* Below the kernel's SCM_MAX_FD only to test clients: a binding's split calls and its
+         * ETOOMANYREFS path are reached with a few sockets (socknotifyd(8)). */
+        LIMIT("max-fds", max_fds, 1, SN_PROTO_MAX_FDS, "descriptors in one message"),
         LIMIT("max-ports", max_ports, 1, 1u << 20, "port handles per connection"),
         LIMIT("max-registrations", max_registrations, 1, 1u << 24, "registrations per port"),
         LIMIT("max-posted", max_posted, 1, 1u << 24, "queued posted packets per port"),

@@ -172,8 +172,10 @@ int server_reload(struct server *srv, char *err, size_t errsz)
         }
         settings_resolve(&srv->cmdline, &file, srv->fd_capacity, &l, &level);
         /* Clients sized their buffers from these (HELLO_REPLY): they hold until restart. */
-        if (l.max_message != srv->limits.max_message || l.max_fds != srv->limits.max_fds)
+        if (l.max_message != srv->limits.max_message)
                 log_notice("reload: max-message takes effect at the next start");
+        if (l.max_fds != srv->limits.max_fds)
+                log_notice("reload: max-fds takes effect at the next start");
         if (file.no_io_uring != srv->file_settings.no_io_uring)
                 log_notice("reload: no-io-uring takes effect at the next start or re-exec");
         l.max_message = srv->limits.max_message;

@@ -381,6 +381,33 @@ START_TEST(test_ctl_reload_reports_failure)
 }
 END_TEST
 
+/* A reload that changes max-fds: clients were told the running value in HELLO_REPLY and
+ * split their calls by it, so it stays (said in the log) while the rest of the file applies;
+ * the next start takes the file's value. */
+START_TEST(test_reload_keeps_max_fds)
+{
+        struct test_daemon d;
+        char conf[128], arg[160], out[4096];
+        const char *args[] = { arg, NULL };
+
+        snprintf(conf, sizeof(conf), "%s/fds.json", dir);
+        snprintf(arg, sizeof(arg), "--config=%s", conf);
+        write_file(conf, "{ \"max-fds\": 2, \"max-waits\": 7 }\n");
+        start(&d, args, NULL, 0, NULL);
+        ck_assert_uint_eq(limits_of(&d).max_fds, 2);
+        write_file(conf, "{ \"max-fds\": 1, \"max-waits\": 9 }\n");
+        ck_assert_int_eq(ctl(out, sizeof(out), &d, "reload"), 0);
+        ck_assert_uint_eq(limits_of(&d).max_waits, 9);
+        ck_assert_uint_eq(limits_of(&d).max_fds, 2);
+        ck_assert_msg(log_wait("reload: max-fds takes effect at the next start", 5000), "%s",
+                      daemon_log());
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        start(&d, args, NULL, 0, NULL);
+        ck_assert_uint_eq(limits_of(&d).max_fds, 1);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Receives notify datagrams until one holds want; the last such line goes to out. */
 static bool notify_wait(int sock, const char *want, int ms, char *out, size_t outsz)
 {
@@ -619,6 +646,7 @@ int main(void)
         tcase_add_test(tc, test_fifo_reload);
         tcase_add_test(tc, test_start_with_bad_file);
         tcase_add_test(tc, test_ctl_reload_reports_failure);
+        tcase_add_test(tc, test_reload_keeps_max_fds);
         tcase_add_test(tc, test_status_never_cut_mid_word);
         tcase_add_test(tc, test_reexec_keeps_last_good);
         tcase_add_test(tc, test_restart_and_crash_keep_last_good);

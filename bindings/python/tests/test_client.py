@@ -460,3 +460,41 @@ def test_default_paths(daemon, monkeypatch, tmp_path):
         assert paths[0] == str(tmp_path / "socknotify.sock")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "relative")
     assert sn.default_paths() == ["/run/socknotify/socknotify.sock"]  # not an absolute path
+
+
+@pytest.mark.parametrize("max_fds", [1, 2])
+def test_small_max_fds_splits_calls(make_daemon, max_fds):
+    """socknotifyd --max-fds=N: the binding sends 5 new registrations as PROCESS parts of at
+    most N descriptors, applied whole, and takes 5 over in PORT_TAKE batches of at most N."""
+    d = make_daemon(f"--max-fds={max_fds}")
+    pairs = [socket.socketpair() for _ in range(5)]
+    try:
+        with d.connect() as a:
+            assert a.limits.max_fds == max_fds == a.status()["limits"]["max_fds"]
+            port = a.create_port(name=f"split-{max_fds}")
+            port.set_linger(30)
+            for _, b in pairs:
+                b.send(b"x")
+            regs = [R.enable(s, 100 + i, Filter.IN, Trigger.LEVEL | Trigger.ONESHOT)
+                    for i, (s, _) in enumerate(pairs)]
+            assert port.register(regs) == [0] * 5
+            keys = set()
+            while len(keys) < 5:
+                got = port.dequeue(8, timeout=5)
+                assert got, f"only {sorted(keys)} fired"
+                keys |= {e.key for e in got}
+            assert keys == {100 + i for i in range(5)}
+        # The port lingers with its five registrations, now without an owner.
+        with d.connect() as b:
+            port = b.open_port(f"split-{max_fds}")
+            got = port.take_sockets()
+            assert sorted(t.key for t in got.sockets) == [100 + i for i in range(5)]
+            assert got.remaining == 0
+            for t in got.sockets:
+                b.close_socket(t.sock)
+                t.sock.close()
+            port.close()
+    finally:
+        for s, t in pairs:
+            s.close()
+            t.close()
