@@ -232,10 +232,16 @@ static json_t *reg_object(const struct reg *g)
         static const char *const fnames[] = { "in", "out", "hangup" };
         static const uint32_t fvalues[] = { SN_REGISTER_EVENT_IN, SN_REGISTER_EVENT_OUT,
                                             SN_REGISTER_EVENT_HANGUP };
-        const char *state = g->state == REG_REMOVING ? "removing"
-                            : g->state == REG_DISABLED ? "disabled"
-                            : g->parked == PARK_OUT    ? "hung-up"
-                                                       : "enabled";
+        /* A one-shot is "armed" until its entry is dequeued and "disarmed" from then until
+         * its next ENABLE, as PORT_TAKE tells its op (port.c); a queued entry still counts
+         * as armed: the owner has not seen it yet. */
+        bool oneshot = g->trigger & SN_TRIGGER_ONESHOT;
+        const char *state = g->state == REG_REMOVING          ? "removing"
+                            : g->state == REG_DISABLED        ? "disabled"
+                            : oneshot && g->fired && !g->queued ? "disarmed"
+                            : g->parked == PARK_OUT           ? "hung-up"
+                            : oneshot                         ? "armed"
+                                                              : "enabled";
         char trigger[32];
 
         snprintf(trigger, sizeof(trigger), "%s,%s",

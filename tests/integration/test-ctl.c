@@ -591,6 +591,63 @@ START_TEST(test_bidi_names)
 }
 END_TEST
 
+/* The state of one registration (by key) in the registrations listing. */
+static const char *reg_state(json_int_t key)
+{
+        static char state[32];
+        json_t *doc = ctl_json("registrations"), *it;
+
+        it = find(json_object_get(doc, "items"), "key", key);
+        ck_assert_ptr_nonnull(it);
+        snprintf(state, sizeof(state), "%s", json_string_value(json_object_get(it, "state")));
+        json_decref(doc);
+        return state;
+}
+
+/* A one-shot is "armed" until its entry is dequeued, then "disarmed" until its next ENABLE;
+ * a persistent registration is "enabled", a disabled one "disabled" (issue 28: a fired
+ * one-shot showed as "enabled"). */
+START_TEST(test_oneshot_states)
+{
+        int a[2], b[2];
+        sn_entry_t e;
+        sn_port_t *p;
+        sn_conn_t *c;
+
+        test_daemon_start(&D, NULL);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 1, &p), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
+        sn_registration_t r[2] = {
+                { .fd = a[0], .filter = SN_REGISTER_EVENT_IN, .op = SN_OP_ENABLE,
+                  .trigger = SN_TRIGGER_LEVEL | SN_TRIGGER_ONESHOT, .key = 1 },
+                { .fd = b[0], .filter = SN_REGISTER_EVENT_IN, .op = SN_OP_ENABLE,
+                  .trigger = SN_TRIGGER_LEVEL, .key = 2 },
+        };
+        ck_assert_int_eq(sn_port_process(p, r, 2, NULL, 0, 0), 0);
+        ck_assert_str_eq(reg_state(1), "armed");
+        ck_assert_str_eq(reg_state(2), "enabled");
+        ck_assert_int_eq(write(a[1], "x", 1), 1);
+        ck_assert_int_eq(sn_port_dequeue(p, &e, 1, (uint32_t)test_timeout_ms(5000)), 1);
+        ck_assert_uint_eq(e.key, 1);
+        ck_assert_str_eq(reg_state(1), "disarmed");
+        /* Its next ENABLE arms it again (the data still there: it fires again at once). */
+        ck_assert_int_eq(sn_port_process(p, r, 1, NULL, 0, 0), 0);
+        ck_assert_str_eq(reg_state(1), "armed");
+        r[0].op = SN_OP_DISABLE;
+        ck_assert_int_eq(sn_port_process(p, r, 1, NULL, 0, 0), 0);
+        ck_assert_str_eq(reg_state(1), "disabled");
+        sn_port_close(p);
+        sn_conn_close(c);
+        close(a[0]);
+        close(a[1]);
+        close(b[0]);
+        close(b[1]);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("socknotifyctl");
@@ -601,6 +658,7 @@ int main(void)
         tcase_add_test(tc, test_other_user);
         tcase_add_test(tc, test_hostile_names);
         tcase_add_test(tc, test_bidi_names);
+        tcase_add_test(tc, test_oneshot_states);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
