@@ -519,6 +519,7 @@ int main(int argc, char **argv)
         for (unsigned i = 0; i < nstore; i++)
                 close(store[i].fd);
         free(store);
+        close(sfd);
         close(sock);
         unlink(notify_path);
         rmdir(notify_dir);

@@ -8,14 +8,16 @@ from __future__ import annotations
 import errno
 import os
 import select
+import signal
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
 import socknotify as sn
-from conftest import wait_waiters
+from conftest import daemon_binary, scaled, wait_waiters
 from socknotify import Event, Filter, Op, Registration as R, Trigger
 
 
@@ -498,3 +500,52 @@ def test_small_max_fds_splits_calls(make_daemon, max_fds):
         for s, t in pairs:
             s.close()
             t.close()
+
+
+def test_supervised_kill9_keeps_session(monkeypatch, tmp_path):
+    """socknotify-supervise keeps the daemon's descriptor store: after a kill -9 the same
+    connection (no resume: SOCKNOTIFY_RECONNECT_MS=0) and port go on, a registration of a TCP
+    socket and a posted packet queued before the kill are delivered once."""
+    sup = os.path.join(os.path.dirname(os.path.dirname(daemon_binary())), "ctl",
+                       "socknotify-supervise")
+    if not os.access(sup, os.X_OK):
+        pytest.skip("socknotify-supervise is not built")
+    monkeypatch.setenv("SOCKNOTIFY_RECONNECT_MS", "0")
+    path = str(tmp_path / "socknotify.sock")
+    proc = subprocess.Popen([sup, "--restart-delay=10", "--", daemon_binary(), "--socket", path],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lst = socket.create_server(("127.0.0.1", 0))
+    cli = socket.create_connection(lst.getsockname())
+    srv, _ = lst.accept()
+    try:
+        deadline = time.monotonic() + scaled(20)
+        while True:
+            try:
+                conn = sn.Connection(path)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the supervised daemon did not start"
+                time.sleep(0.01)
+        with conn:
+            port = conn.create_port()
+            assert port.register([R.enable(srv, 7, Filter.IN,
+                                           Trigger.LEVEL | Trigger.ONESHOT)]) == [0]
+            cli.send(b"x")
+            port.post(9, 33, 0xab)
+            old = conn.status()["pid"]
+            os.kill(old, signal.SIGKILL)
+            deadline = time.monotonic() + scaled(30)
+            while conn.status()["pid"] == old:
+                assert time.monotonic() < deadline, "no new daemon"
+                time.sleep(0.01)
+            got = []
+            while len(got) < 2:
+                got += port.dequeue(4, timeout=scaled(10))
+            assert sorted((e.key, e.kind) for e in got) == [(7, 0), (9, 1)]
+            assert port.dequeue(4, timeout=0.1) == []
+            conn.close_socket(srv)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        for s in (cli, srv, lst):
+            s.close()
