@@ -368,6 +368,15 @@ int main(int argc, char **argv)
         int c, sock, sfd, rc = 0;
         pid_t child;
 
+        /* Blocked from the start, read from the signalfd: a SIGTERM sent as soon as this
+         * process exists still stops the child it is about to start. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGUSR1);
+        sigprocmask(SIG_BLOCK, &mask, &oldmask);
         while ((c = getopt_long(argc, argv, "+vhV", options, NULL)) >= 0) {
                 switch (c) {
                 case 'm':
@@ -411,13 +420,6 @@ int main(int argc, char **argv)
                 say("out of memory");
                 return 1;
         }
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGCHLD);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        sigaddset(&mask, SIGUSR1);
-        sigprocmask(SIG_BLOCK, &mask, &oldmask);
         sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         sock = notify_open();
         if (sfd < 0 || sock < 0) {
