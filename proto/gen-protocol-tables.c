@@ -114,18 +114,31 @@ static const char *reply_words(const struct status_row *r)
         return buf;
 }
 
+/* Markdown: one table.  Man: a table per request under its own heading, with the reply type in a
+ * word, so that it fits 80 columns. */
 static void print_statuses(int as_man)
 {
-        if (as_man)
-                printf(".TS\nallbox;\nl l l l lx.\nrequest\tstatus\treply\tclosed\tmeaning\n");
-        else
+        const char *last = "";
+
+        if (!as_man)
                 printf("| request | status | reply | closed | meaning |\n|---|---|---|---|---|\n");
         for (size_t i = 0; i < NSTATUS; i++) {
                 const struct status_row *r = &status_rows[i];
 
-                printf(as_man ? "%s\t%s\t%s\t%s\tT{\n%s\nT}\n" : "| %s | `%s` | %s | %s | %s |\n",
-                       r->request, r->status, reply_words(r), r->closed ? "yes" : "no",
-                       r->meaning);
+                if (!as_man) {
+                        printf("| %s | `%s` | %s | %s | %s |\n", r->request, r->status,
+                               reply_words(r), r->closed ? "yes" : "no", r->meaning);
+                        continue;
+                }
+                if (strcmp(last, r->request)) {
+                        printf("%s.SS %s\n.TS\nallbox;\nl l l lx.\nstatus\treply\tclosed\tmeaning\n",
+                               *last ? ".TE\n" : "", r->request);
+                        last = r->request;
+                }
+                printf("%s\t%s\t%s\tT{\n%s\nT}\n", r->status,
+                       !strcmp(r->reply, "ERROR") ? "ERROR" : !strcmp(r->reply, "RESULTS") ? "results"
+                       : !strcmp(r->reply, "ITEM") ? "item" : "own",
+                       r->closed ? "yes" : "no", r->meaning);
         }
         printf(as_man ? ".TE\n" : "\n");
 }
@@ -288,13 +301,17 @@ int main(int argc, char **argv)
 
         heading(3, "Messages");
         if (man)
-                printf(".TS\nallbox;\nl l l l l lx.\ntype\tname\tbody\tfirst array\tsecond array\tpurpose\n");
+                printf(".TS\nallbox;\nl l l lx.\ntype\tname\tbody; arrays\tpurpose\n");
         else
                 printf("| type | name | body | first array | second array | purpose |\n"
                        "|---|---|---|---|---|---|\n");
 #define MSG_ROW(NAME, code, body, i1, i2, doc)                                                     \
-        printf(man ? "0x%02x\t%s\t%s\t%s\t%s\tT{\n%s\nT}\n" : "| 0x%02x | %s | %s | %s | %s | %s |\n", \
-               code, #NAME, #body, #i1, #i2, doc);
+        if (man)                                                                                   \
+                printf("0x%02x\t%s\tT{\n%s%s%s%s%s\nT}\tT{\n%s\nT}\n", code, #NAME, #body,            \
+                       strcmp(#i1, "none") ? "; " : "", strcmp(#i1, "none") ? #i1 : "",            \
+                       strcmp(#i2, "none") ? ", " : "", strcmp(#i2, "none") ? #i2 : "", doc);     \
+        else                                                                                       \
+                printf("| 0x%02x | %s | %s | %s | %s | %s |\n", code, #NAME, #body, #i1, #i2, doc);
         SN_MESSAGES(MSG_ROW)
         printf(man ? ".TE\n" : "\n");
 
