@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "proto/messages.def"
+#include "proto/statuses.def"
 
 #define SN_PROTO_MAGIC 0x46544e53u
 #define SN_PROTO_VERSION 3     /* the newest version spoken */

@@ -28,6 +28,24 @@ else
         echo "SKIP: mandoc not installed"
 fi
 
+# groff with every warning, at 80 columns as man(1) lays pages out in a terminal of that width:
+# nothing on stderr (tables too wide, lines that cannot be adjusted, unknown requests).
+if command -v groff >/dev/null 2>&1; then
+        gfail=0
+        for p in $pages; do
+                groff -ww -t -man -Tutf8 -rLL=80n "$p" >/dev/null 2>"$build/man-groff.err" || true
+                if [ -s "$build/man-groff.err" ]; then
+                        echo "FAIL: groff -ww at 80 columns warns about $p:"
+                        head -n 20 "$build/man-groff.err"
+                        gfail=1
+                fi
+        done
+        rm -f "$build/man-groff.err"
+        [ $gfail -eq 0 ] && echo "PASS: groff -ww is clean at 80 columns" || fail=1
+else
+        echo "SKIP: groff not installed"
+fi
+
 documented=$(sed 's/\\-/-/g' "$src/man/socknotifyd.8" | grep -o -- '--[a-z][a-z-]*' | sort -u)
 for opt in $("$build/daemon/socknotifyd" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
         if ! printf '%s\n' "$documented" | grep -qx -- "$opt"; then
