@@ -435,7 +435,7 @@ static void run(char *line, char *out, size_t outsz) {
                 }
         }
         if (argc == 0) {
-                snprintf(out, outsz, "err EINVAL");
+                snprintf(out, outsz, "err ENOSYS");
                 return;
         }
         const char *c = argv[0];
@@ -642,7 +642,8 @@ static void run(char *line, char *out, size_t outsz) {
                 else
                         snprintf(out, outsz, "ok");
         } else {
-                snprintf(out, outsz, "err EINVAL");
+                /* Not a command of the kit, or arguments this driver cannot read. */
+                snprintf(out, outsz, "err ENOSYS");
         }
 }
 

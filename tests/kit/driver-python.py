@@ -35,7 +35,7 @@ EVENTS = [(sn.Event.IN, "in"), (sn.Event.OUT, "out"), (sn.Event.HANGUP, "hup"),
 
 
 class Usage(Exception):
-    """A command this driver does not understand: answered "err EINVAL"."""
+    """A command this driver does not know or cannot read: answered "err ENOSYS"."""
 
 
 def ename(err: int) -> str:
@@ -129,8 +129,8 @@ class Driver:
     def run(self, line: str) -> str:
         try:
             return self.dispatch(line)
-        except Usage:
-            return "err EINVAL"
+        except (Usage, ValueError, KeyError, IndexError):
+            return "err ENOSYS"
         except OSError as e:
             return f"err {ename(e.errno) if e.errno else 'EIO'}"
 
