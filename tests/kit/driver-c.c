@@ -8,7 +8,8 @@
  * p1, p2, ...), never by descriptor numbers.
  *
  * "spawn T CMD" runs CMD on the OS thread named T (made on first use, kept until the end, so
- * that a name is one waiter for the daemon); "join T" gives that command's answer.  Tables are
+ * that a name is one waiter for the daemon) and answers once T has taken it; "join T" gives
+ * that command's answer.  Tables are
  * under one mutex; library calls run outside it so that a wait in one thread does not hold up
  * a post in another.
  */
@@ -345,6 +346,10 @@ static void cmd_spawn(char *name, char *rest, char *out, size_t outsz) {
         w->cmd = strdup(rest);
         w->busy = true;
         pthread_cond_broadcast(&w->cv);
+        /* Answered once the thread has taken the command: it is awake and running then, so
+         * a "busy" it was given holds the port's slot before the runner's next command. */
+        while (w->cmd)
+                pthread_cond_wait(&w->cv, &w->mu);
         pthread_mutex_unlock(&w->mu);
         snprintf(out, outsz, "ok");
 }
@@ -378,6 +383,7 @@ static void *worker_main(void *arg) {
                         pthread_cond_wait(&w->cv, &w->mu);
                 char *cmd = w->cmd;
                 w->cmd = NULL;
+                pthread_cond_broadcast(&w->cv);
                 pthread_mutex_unlock(&w->mu);
                 run(cmd, out, ANSWER_SIZE);
                 free(cmd);

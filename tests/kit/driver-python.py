@@ -8,7 +8,8 @@ line on its stdin and reads one answer a line on its stdout (docs/bindings.md, "
 commands").  Every command goes through the public API of the socknotify package; the sockets
 and ports it makes are named by handles (s1, s2, ... and p1, p2, ...), never by descriptor
 numbers.  "spawn T CMD" runs CMD on the OS thread named T (one thread per name, kept to the
-end, so that each name is one waiter for the daemon); "join T" answers with its result.
+end, so that each name is one waiter for the daemon) and answers once T has taken it; "join T"
+answers with its result.
 
     PYTHONPATH=bindings/python python3 tests/kit/driver-python.py
 """
@@ -16,6 +17,7 @@ end, so that each name is one waiter for the daemon); "join T" answers with its 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import queue
 import socket
@@ -32,6 +34,16 @@ TRIGGERS = {"level": sn.Trigger.LEVEL, "edge": sn.Trigger.EDGE,
             "none": sn.Trigger.NONE}
 EVENTS = [(sn.Event.IN, "in"), (sn.Event.OUT, "out"), (sn.Event.HANGUP, "hup"),
           (sn.Event.ERR, "err"), (sn.Event.REMOVE, "remove")]
+
+
+def pbkdf2_rate() -> float:
+    """pbkdf2_hmac iterations a second on this machine (for "busy")."""
+    t0 = time.monotonic()
+    hashlib.pbkdf2_hmac("sha256", b"kit", b"busy", 20000)
+    return 20000 / max(time.monotonic() - t0, 1e-6)
+
+
+PBKDF2_RATE = pbkdf2_rate()
 
 
 class Usage(Exception):
@@ -67,12 +79,20 @@ class Worker:
     def __init__(self, driver: "Driver"):
         self.driver = driver
         self.todo: queue.Queue = queue.Queue()
+        self.taken = threading.Semaphore(0)
         self.done: queue.Queue = queue.Queue()
         threading.Thread(target=self.main, daemon=True).start()
 
+    def give(self, line: str) -> None:
+        """Returns once the thread has taken the command: it is awake and running then."""
+        self.todo.put(line)
+        self.taken.acquire()
+
     def main(self) -> None:
         while True:
-            self.done.put(self.driver.run(self.todo.get()))
+            line = self.todo.get()
+            self.taken.release()
+            self.done.put(self.driver.run(line))
 
 
 class Driver:
@@ -142,7 +162,7 @@ class Driver:
         if c == "spawn" and n >= 3:
             if w[1] not in self.workers:
                 self.workers[w[1]] = Worker(self)
-            self.workers[w[1]].todo.put(line.split(None, 2)[2])
+            self.workers[w[1]].give(line.split(None, 2)[2])
             return "ok"
         if c == "join" and n == 2:
             if w[1] not in self.workers:
@@ -152,9 +172,15 @@ class Driver:
             self.conn = sn.Connection()
             return f"ok max_fds={self.conn.limits.max_fds}"
         if c == "busy" and n == 2:
+            # The daemon must read this thread as running all along.  A loop of Python code
+            # would wait for the GIL (asleep, for /proc) whenever another thread of this
+            # driver runs or is preempted while holding it: pbkdf2_hmac computes without the
+            # GIL, in rounds of up to 3 s (at the rate measured at start), so that the GIL is
+            # taken at the start and rarely after.
             end = time.monotonic() + int(w[1]) / 1000
-            while time.monotonic() < end:
-                pass
+            while (left := end - time.monotonic()) > 0:
+                hashlib.pbkdf2_hmac("sha256", b"kit", b"busy",
+                                    max(1, int(min(left, 3.0) * PBKDF2_RATE)))
             return "ok"
         if c in ("tcp_pair", "udp_pair", "unix_pair") and n <= 2:
             return self.pair(c, w[1] if n == 2 else None)
