@@ -11,10 +11,11 @@
  * that a name is one waiter for the daemon) and answers once T has taken it; "join T" gives
  * that command's answer.  Tables are
  * under one mutex; library calls run outside it so that a wait in one thread does not hold up
- * a post in another.
+ * a post in another.  Outside the source tree (it is installed as an example under
+ * $(pkgdatadir)/protocol/kit/drivers):
+ *     cc -o driver-c driver-c.c $(pkg-config --cflags --libs socknotify) -pthread
  */
-#include "config.h"
-
+#define _GNU_SOURCE /* strerrorname_np, accept4, pipe2 */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
