@@ -4,9 +4,10 @@
  * socknotifyctl - look into a running socknotifyd and steer it.
  *
  * Every verb is one or more requests on an ordinary client connection (STATUS, CONTROL; see
- * PROTOCOL.md): the daemon decides what this user may see and do.  Output is an aligned table
- * for people (sizes and rates humanised, colour only on a terminal) or, with --json, the
- * documented JSON for programs.  Exit status: 0 done, 1 the daemon refused or failed the
+ * PROTOCOL.md): the daemon decides what this user may see and do.  Output is a table for
+ * people (sizes and rates humanised, colour only on a terminal), printed by libsmartcols as
+ * lsblk's are (-o, --raw, --noheadings), or, with --json, the daemon's documented JSON for
+ * programs, passed on as it is.  Exit status: 0 done, 1 the daemon refused or failed the
  * request, 2 bad usage, 3 no daemon reachable.
  *
  * What clients choose (command names, port names, socket paths: any bytes) reaches the
@@ -265,6 +266,10 @@ static int columns_chosen(const struct column *cols, int ncols, int pick[MAXCOLS
                 }
                 pick[n++] = i;
                 s += len + (s[len] == ',');
+        }
+        if (n == 0) {
+                fprintf(stderr, "socknotifyctl: -o names no column\n");
+                return -1;
         }
         return n;
 }

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,20 +350,24 @@ START_TEST(test_verbs)
 }
 END_TEST
 
-/* Another user sees only its own, and may not steer; root sees both. */
+/* Another user sees only its own, and may not steer; root sees both.  The other user has no
+ * entry in the user database: the tables show its number where a name would be. */
 START_TEST(test_other_user)
 {
         sn_conn_t *c;
         sn_port_t *p;
         int go[2], back[2], st;
         pid_t pid;
-        char out[65536], b;
+        char out[65536], b, expect[64];
         json_t *doc;
+        uid_t other = 40000;
 
         if (geteuid() != 0) {
                 printf("SKIP: test_other_user needs root to run a client as another user\n");
                 return;
         }
+        while (getpwuid(other))
+                other++;
         test_daemon_start(&D, (const char *const[]){ "--socket-mode=0666", NULL });
         ck_assert_int_eq(chmod(D.dir, 0711), 0);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
@@ -379,7 +384,7 @@ START_TEST(test_other_user)
                 size_t n;
                 int ok = 1;
 
-                if (setgid(65534) < 0 || setuid(65534) < 0 || sn_conn_open(D.path, &cc) < 0 ||
+                if (setgid(65534) < 0 || setuid(other) < 0 || sn_conn_open(D.path, &cc) < 0 ||
                     sn_port_create_named(cc, "theirs", 0, &pp)) {
                         (void)!write(back[1], "x", 1);
                         _exit(3);
@@ -407,6 +412,11 @@ START_TEST(test_other_user)
         doc = ctl_json("ports");
         ck_assert_int_eq(json_array_size(json_object_get(doc, "items")), 2);
         json_decref(doc);
+        /* User names beside uids; a uid without a name as its number. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "ports -r -n -o NAME,UID,USER"), 0);
+        ck_assert_msg(strstr(out, "roots 0 root\n"), "ports: %s", out);
+        snprintf(expect, sizeof(expect), "theirs %u %u\n", (unsigned)other, (unsigned)other);
+        ck_assert_msg(strstr(out, expect), "ports: %s", out);
         ck_assert_int_eq(write(go[1], "g", 1), 1);
         waitpid(pid, &st, 0);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
