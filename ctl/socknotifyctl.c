@@ -202,7 +202,9 @@ static char *shown(json_t *v, const char *missing)
 
 /* A column of a table: its name (the heading, and the word -o takes), whether only -o shows it,
  * and how libsmartcols lays it out (SCOLS_FL_RIGHT for numbers, SCOLS_FL_TRUNC for the text
- * that may be cut when the terminal is too narrow; whint, the share of the width it asks). */
+ * that may be cut when the terminal is too narrow; whint, the share of the width it asks).
+ * Every text column may be cut on a narrow terminal, the long ones (COL_CUT) first: a column
+ * that may not be cut makes libsmartcols continue the row on the next line instead. */
 struct column {
         const char *name;
         bool extra;
@@ -211,7 +213,7 @@ struct column {
 };
 
 #define COL_NUM(n) { n, false, 1, SCOLS_FL_RIGHT }
-#define COL_TEXT(n) { n, false, 0.1, 0 }
+#define COL_TEXT(n) { n, false, 0.1, SCOLS_FL_TRUNC }
 #define COL_CUT(n) { n, false, 0.2, SCOLS_FL_TRUNC }
 #define MAXCOLS 16
 
