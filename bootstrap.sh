@@ -14,7 +14,7 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev libjansson-dev
-          liburing-dev check libsystemd-dev mandoc man-db systemd python3 python3-pytest"
+          libsmartcols-dev liburing-dev check libsystemd-dev mandoc man-db systemd python3 python3-pytest"
 
 demo=yes
 deps_only=no

@@ -4,9 +4,10 @@
  * socknotifyctl - look into a running socknotifyd and steer it.
  *
  * Every verb is one or more requests on an ordinary client connection (STATUS, CONTROL; see
- * PROTOCOL.md): the daemon decides what this user may see and do.  Output is an aligned table
- * for people (sizes and rates humanised, colour only on a terminal) or, with --json, the
- * documented JSON for programs.  Exit status: 0 done, 1 the daemon refused or failed the
+ * PROTOCOL.md): the daemon decides what this user may see and do.  Output is a table for
+ * people (sizes and rates humanised, colour only on a terminal), printed by libsmartcols as
+ * lsblk's are (-o, --raw, --noheadings), or, with --json, the daemon's documented JSON for
+ * programs, passed on as it is.  Exit status: 0 done, 1 the daemon refused or failed the
  * request, 2 bad usage, 3 no daemon reachable.
  *
  * What clients choose (command names, port names, socket paths: any bytes) reaches the
@@ -18,6 +19,9 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <locale.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,13 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
+#include <libsmartcols.h>
 
 #include "common/macro.h"
-#include "common/path.h"
 #include "common/utf8.h"
 #include "socknotify.h"
 
@@ -61,7 +66,12 @@ static void usage(FILE *f)
                 "Options:\n"
                 "  -s, --socket=PATH            the daemon's socket (default: $SOCKNOTIFY_SOCKET,\n"
                 "                               else the per-user or the system socket)\n"
-                "  -j, --json                   JSON output for programs\n"
+                "  -j, --json                   JSON output for programs (the daemon's documents)\n"
+                "  -o, --output=LIST            the columns to print, comma-separated (+LIST:\n"
+                "                               added to the default ones); see the manual page\n"
+                "  -r, --raw                    raw table: one space between columns, no padding\n"
+                "  -n, --noheadings             no column headings\n"
+                "      --no-legend              no headings, nor watch's summary line\n"
                 "      --color=WHEN             auto (default), always or never\n"
                 "  -h, --help                   show this help and exit\n"
                 "  -V, --version                show the version and exit\n"
@@ -108,6 +118,17 @@ static void human_age(double s, char *out, size_t size)
                 snprintf(out, size, "%ldm%02lds", t / 60, t % 60);
         else
                 snprintf(out, size, "%lds", t);
+}
+
+static char *xstrdup(const char *s)
+{
+        char *d = strdup(s);
+
+        if (!d) {
+                perror("socknotifyctl");
+                exit(EXIT_REFUSED);
+        }
+        return d;
 }
 
 /* Bytes as printable text, like systemd's cescape(): C0 controls and DEL as \a \b \t \n \v \f
@@ -177,25 +198,83 @@ static char *shown(json_t *v, const char *missing)
         return out;
 }
 
-/* The columns a printable UTF-8 string takes, counted as one per character. */
-static size_t text_width(const char *s)
-{
-        size_t w = 0;
+/* ---- tables ------------------------------------------------------------------------------ */
 
-        for (; *s; s++)
-                w += ((uint8_t)*s & 0xc0) != 0x80;
-        return w;
-}
+/* A column of a table: its name (the heading, and the word -o takes), whether only -o shows it,
+ * and how libsmartcols lays it out (SCOLS_FL_RIGHT for numbers, SCOLS_FL_TRUNC for the text
+ * that may be cut when the terminal is too narrow; whint, the share of the width it asks).
+ * Every text column may be cut on a narrow terminal, the long ones (COL_CUT) first: a column
+ * that may not be cut makes libsmartcols continue the row on the next line instead. */
+struct column {
+        const char *name;
+        bool extra;
+        double whint;
+        int flags;
+};
 
-/* A table: rows of cells, printed with columns as wide as their widest cell. */
-#define MAXCOLS 12
+#define COL_NUM(n) { n, false, 1, SCOLS_FL_RIGHT }
+#define COL_TEXT(n) { n, false, 0.1, SCOLS_FL_TRUNC }
+#define COL_CUT(n) { n, false, 0.2, SCOLS_FL_TRUNC }
+#define MAXCOLS 16
+
+/* A table: rows of cells, one per column, printed by libsmartcols with the columns chosen. */
 struct table {
+        const struct column *cols;
         int ncols;
-        const char *head[MAXCOLS];
-        bool right[MAXCOLS];
         char **cells; /* nrows * ncols */
         size_t nrows, cap;
 };
+
+/* The columns -o chose (NULL: the defaults), and the table options. */
+static const char *opt_output;
+static bool opt_raw, opt_noheadings, opt_nolegend;
+
+/* The index of the column called name (n bytes, case ignored) in cols, or -1. */
+static int column_index(const struct column *cols, int ncols, const char *name, size_t n)
+{
+        for (int i = 0; i < ncols; i++)
+                if (strlen(cols[i].name) == n && !strncasecmp(cols[i].name, name, n))
+                        return i;
+        return -1;
+}
+
+/* Which columns to print, in order, into pick: the defaults, or -o's list ("+LIST" adds to
+ * the defaults, as in lsblk).  Returns their number, or -1 (with a message) when the list
+ * names a column the table does not have or names too many. */
+static int columns_chosen(const struct column *cols, int ncols, int pick[MAXCOLS])
+{
+        const char *s = opt_output;
+        int n = 0;
+
+        if (!s || *s == '+') {
+                for (int i = 0; i < ncols; i++)
+                        if (!cols[i].extra)
+                                pick[n++] = i;
+                if (!s)
+                        return n;
+                s++;
+        }
+        while (*s) {
+                size_t len = strcspn(s, ",");
+                int i = column_index(cols, ncols, s, len);
+
+                if (i < 0 || n == MAXCOLS) {
+                        fprintf(stderr, "socknotifyctl: %s '%.*s'; the columns are:",
+                                i < 0 ? "unknown column" : "too many columns at", (int)len, s);
+                        for (int k = 0; k < ncols; k++)
+                                fprintf(stderr, "%s%s", k ? "," : " ", cols[k].name);
+                        fputc('\n', stderr);
+                        return -1;
+                }
+                pick[n++] = i;
+                s += len + (s[len] == ',');
+        }
+        if (n == 0) {
+                fprintf(stderr, "socknotifyctl: -o names no column\n");
+                return -1;
+        }
+        return n;
+}
 
 static void table_add(struct table *t, ...)
 {
@@ -211,80 +290,135 @@ static void table_add(struct table *t, ...)
         }
         va_start(ap, t);
         for (int i = 0; i < t->ncols; i++)
-                t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = strdup(va_arg(ap, const char *));
+                t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = xstrdup(va_arg(ap, const char *));
         va_end(ap);
         t->nrows++;
 }
 
-/* Prints s in a column w characters wide: right-aligned or padded on the right (not when
- * last, so that lines carry no trailing blanks). */
-static void cell_print(const char *s, size_t w, bool right, bool last)
-{
-        size_t pad = w - SN_MIN(text_width(s), w);
-
-        if (right)
-                printf("%*s", (int)pad, "");
-        fputs(s, stdout);
-        if (!right && !last)
-                printf("%*s", (int)pad, "");
-        if (!last)
-                fputs("  ", stdout);
-}
-
+/* Prints the table through libsmartcols and empties it.  Every cell is already escaped
+ * (shown(), escape_bytes()): the backslash is marked safe, so that libsmartcols, which would
+ * write the backslash of "\x" as \x5c, leaves the escapes as they are; it still encodes what
+ * the locale cannot print.  Width: on a terminal the table fits its width, text columns cut
+ * first; into a pipe nothing is cut. */
 static void table_print(struct table *t)
 {
-        size_t w[MAXCOLS];
+        struct libscols_table *tb = scols_new_table();
+        int pick[MAXCOLS], n = columns_chosen(t->cols, t->ncols, pick);
 
-        for (int i = 0; i < t->ncols; i++) {
-                w[i] = text_width(t->head[i]);
-                for (size_t r = 0; r < t->nrows; r++)
-                        w[i] = SN_MAX(w[i], text_width(t->cells[r * (size_t)t->ncols + (size_t)i]));
+        if (!tb || n < 0) {
+                if (tb)
+                        perror("socknotifyctl");
+                exit(n < 0 ? EXIT_USAGE : EXIT_REFUSED);
         }
-        if (opt_color)
-                fputs("\033[1m", stdout);
-        for (int i = 0; i < t->ncols; i++)
-                cell_print(t->head[i], w[i], t->right[i], i + 1 == t->ncols);
-        if (opt_color)
-                fputs("\033[0m", stdout);
-        putchar('\n');
-        for (size_t r = 0; r < t->nrows; r++) {
-                for (int i = 0; i < t->ncols; i++) {
-                        char *c = t->cells[r * (size_t)t->ncols + (size_t)i];
+        scols_table_enable_raw(tb, opt_raw);
+        scols_table_enable_noheadings(tb, opt_noheadings || opt_nolegend);
+        scols_table_enable_colors(tb, opt_color);
+        for (int i = 0; i < n; i++) {
+                const struct column *col = &t->cols[pick[i]];
+                struct libscols_column *cl =
+                        scols_table_new_column(tb, col->name, col->whint, col->flags);
 
-                        cell_print(c, w[i], t->right[i], i + 1 == t->ncols);
-                        free(c);
+                if (!cl) {
+                        perror("socknotifyctl");
+                        exit(EXIT_REFUSED);
                 }
-                putchar('\n');
+                scols_column_set_safechars(cl, "\\");
+                if (opt_color)
+                        scols_cell_set_color(scols_column_get_header(cl), "bold");
         }
+        for (size_t r = 0; r < t->nrows; r++) {
+                struct libscols_line *ln = scols_table_new_line(tb, NULL);
+                char **row = t->cells + r * (size_t)t->ncols;
+
+                for (int i = 0; ln && i < n; i++)
+                        if (scols_line_set_data(ln, (size_t)i, row[pick[i]]) < 0)
+                                ln = NULL;
+                if (!ln) {
+                        perror("socknotifyctl");
+                        exit(EXIT_REFUSED);
+                }
+        }
+        scols_print_table(tb);
+        scols_unref_table(tb);
+        for (size_t k = 0; k < t->nrows * (size_t)t->ncols; k++)
+                free(t->cells[k]);
         free(t->cells);
         t->cells = NULL;
         t->nrows = t->cap = 0;
 }
 
+/* An integer of the daemon's JSON as text; "-" when it is null or absent. */
 static const char *num(json_t *o, const char *key, char *buf, size_t size)
 {
-        snprintf(buf, size, "%lld", (long long)json_integer_value(json_object_get(o, key)));
+        json_t *v = json_object_get(o, key);
+
+        if (!json_is_integer(v))
+                return "-";
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
         return buf;
+}
+
+/* A completion key as the table shows it (malloc'd): unsigned hex, 0x and its digits.  The
+ * daemon sends the string "0x..." (PROTOCOL.md, CONTROL), shown escaped as any text it sends;
+ * a number (older daemons, which sent keys above 2^63 negative) is read back as its 64 bits. */
+static char *key_text(json_t *v)
+{
+        char buf[24];
+
+        if (!json_is_integer(v))
+                return shown(v, "-");
+        snprintf(buf, sizeof(buf), "0x%" PRIx64, (uint64_t)json_integer_value(v));
+        return xstrdup(buf);
+}
+
+/* The user name of uid (malloc'd, escaped: a name service may hold any bytes), or its number
+ * when the user database has none. */
+static char *user_name(json_t *uid)
+{
+        struct passwd pw, *found = NULL;
+        char buf[4096], num_buf[24];
+
+        if (!json_is_integer(uid))
+                return xstrdup("-");
+        if (json_integer_value(uid) >= 0 && json_integer_value(uid) < UINT32_MAX &&
+            getpwuid_r((uid_t)json_integer_value(uid), &pw, buf, sizeof(buf), &found) == 0 &&
+            found)
+                return escape_bytes((const uint8_t *)found->pw_name, strlen(found->pw_name));
+        snprintf(num_buf, sizeof(num_buf), "%lld", (long long)json_integer_value(uid));
+        return xstrdup(num_buf);
 }
 
 /* ---- talking to the daemon -------------------------------------------------------------- */
 
 static sn_conn_t *connect_daemon(void)
 {
-        char path[108];
+        const char *why;
         sn_conn_t *c;
         int r;
 
         r = sn_conn_open(opt_socket, &c);
         if (r == 0)
                 return c;
-        if (sn__socket_path(opt_socket, path, sizeof(path)) < 0)
-                snprintf(path, sizeof(path), "(path too long)");
-        fprintf(stderr, "socknotifyctl: cannot talk to socknotifyd at %s: %s\n", path,
-                sn_strerror(r));
-        fprintf(stderr, "  Is the daemon running (systemctl status socknotifyd.socket)? Choose "
-                        "another socket with -s PATH or SOCKNOTIFY_SOCKET=PATH.\n");
+        /* The library's account names every path tried with its error, and the socknotify
+         * group when one refused us; a daemon that is not running is the wrong guess then. */
+        why = sn_conn_open_error();
+        if (*why)
+                fprintf(stderr, "socknotifyctl: %s.\n", why);
+        else
+                fprintf(stderr, "socknotifyctl: cannot connect to socknotifyd: %s.\n",
+                        strerrordesc_np(-r) ? strerrordesc_np(-r) : "unknown error");
+        if (r != -EACCES && r != -EPERM)
+                fprintf(stderr, "  -s PATH chooses another socket.\n");
         exit(EXIT_NODAEMON);
+}
+
+/* What a failed request's errno says: sn_strerror()'s words, but for the two codes whose words
+ * there are about other calls (a registration, the library's open) the system's own. */
+static const char *error_text(int r)
+{
+        if (r == -ENOENT || r == -EACCES)
+                return strerrordesc_np(-r);
+        return sn_strerror(r);
 }
 
 static json_t *parse(const char *text)
@@ -306,7 +440,7 @@ static json_t *status_doc(sn_conn_t *c)
         json_t *doc;
 
         if (r < 0) {
-                fprintf(stderr, "socknotifyctl: status: %s\n", sn_strerror(r));
+                fprintf(stderr, "socknotifyctl: status: %s\n", error_text(r));
                 exit(EXIT_REFUSED);
         }
         doc = parse(text);
@@ -327,7 +461,7 @@ static json_t *control(sn_conn_t *c, json_t *req)
                 char *s = shown(json_object_get(why, "error"), "");
 
                 fprintf(stderr, "socknotifyctl: %s: %s%s%s\n",
-                        json_string_value(json_object_get(req, "verb")), sn_strerror(r),
+                        json_string_value(json_object_get(req, "verb")), error_text(r),
                         *s ? ": " : "", s);
                 free(s);
                 if (r == -EPERM)
@@ -383,20 +517,22 @@ static const char *const usage_keys[][2] = {
         { "posted", "max_posted_per_user" },           { "staged", "max_staged_per_user" },
 };
 
+static const struct column usage_cols[] = {
+        COL_NUM("UID"),   COL_TEXT("USER"),   COL_NUM("CONNECTIONS"), COL_NUM("PORTS"),
+        COL_NUM("SOCKETS"), COL_NUM("WAITS"), COL_NUM("POSTED"),      COL_NUM("STAGED"),
+        COL_NUM("OUTPUT"), COL_NUM("REFUSED"),
+};
+
 static void print_usage_table(json_t *limits, json_t *users)
 {
-        struct table t = { .ncols = 9,
-                           .head = { "UID", "CONNECTIONS", "PORTS", "SOCKETS", "WAITS", "POSTED",
-                                     "STAGED", "OUTPUT", "REFUSED" },
-                           .right = { true, true, true, true, true, true, true, true, true } };
+        struct table t = { .cols = usage_cols, .ncols = (int)SN_ARRAY_SIZE(usage_cols) };
         size_t i;
         json_t *u;
 
         json_array_foreach(users, i, u) {
-                char cell[8][48], uid[24], out[24], lim[24];
+                char cell[6][48], out[24], lim[24], total[48], uid[24], refused[24];
+                char *user = user_name(json_object_get(u, "uid"));
 
-                snprintf(uid, sizeof(uid), "%lld",
-                         (long long)json_integer_value(json_object_get(u, "uid")));
                 for (size_t k = 0; k < 6; k++)
                         snprintf(cell[k], sizeof(cell[k]), "%lld/%lld",
                                  (long long)json_integer_value(json_object_get(u, usage_keys[k][0])),
@@ -407,10 +543,11 @@ static void print_usage_table(json_t *limits, json_t *users)
                 human_size((double)json_integer_value(json_object_get(limits,
                                                                       "max_output_per_user")),
                            lim, sizeof(lim));
-                snprintf(cell[6], sizeof(cell[6]), "%s/%s", out, lim);
-                num(u, "refused", cell[7], sizeof(cell[7]));
-                table_add(&t, uid, cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6],
-                          cell[7]);
+                snprintf(total, sizeof(total), "%s/%s", out, lim);
+                table_add(&t, num(u, "uid", uid, sizeof(uid)), user, cell[0], cell[1], cell[2],
+                          cell[3], cell[4], cell[5], total, num(u, "refused", refused,
+                                                                sizeof(refused)));
+                free(user);
         }
         table_print(&t);
 }
@@ -521,8 +658,9 @@ static int verb_status(sn_conn_t *c)
                (long long)json_integer_value(json_object_get(doc, "waiters")));
         print_epoll_ctl(epctl);
         if (counters) {
-                struct table t = { .ncols = 3, .head = { "TOTAL", "COUNT", "RATE" },
-                                   .right = { false, true, true } };
+                static const struct column cols[] = { COL_TEXT("TOTAL"), COL_NUM("COUNT"),
+                                                      COL_NUM("RATE") };
+                struct table t = { .cols = cols, .ncols = (int)SN_ARRAY_SIZE(cols) };
                 /* The epoll_ctl counts (an older daemon has none) go with the others. */
                 static const char *const epctl_rows[][2] = {
                         { "batches", "epoll_ctl_batches" },
@@ -533,13 +671,14 @@ static int verb_status(sn_conn_t *c)
 
                 putchar('\n');
                 json_object_foreach(counters, key, v) {
-                        char rate[40];
+                        char rate[40], *name = escape_bytes((const uint8_t *)key, strlen(key));
 
                         human_count((double)json_integer_value(v), a, sizeof(a));
                         human_count(up > 0 ? (double)json_integer_value(v) / up : 0, b,
                                     sizeof(b));
                         snprintf(rate, sizeof(rate), "%s/s", b);
-                        table_add(&t, key, a, rate);
+                        table_add(&t, name, a, rate);
+                        free(name);
                 }
                 for (size_t i = 0; i < sizeof(epctl_rows) / sizeof(epctl_rows[0]); i++) {
                         char rate[40];
@@ -558,20 +697,30 @@ static int verb_status(sn_conn_t *c)
                 const char *kind;
                 json_t *byname;
 
+                /* The names are the daemon's words: escaped like all it sends. */
                 json_object_foreach(errs, kind, byname) {
-                        json_object_foreach(byname, key, v)
-                                printf("errors (%s): %s %lld\n", kind, key,
+                        char *k = escape_bytes((const uint8_t *)kind, strlen(kind));
+
+                        json_object_foreach(byname, key, v) {
+                                char *e = escape_bytes((const uint8_t *)key, strlen(key));
+
+                                printf("errors (%s): %s %lld\n", k, e,
                                        (long long)json_integer_value(v));
+                                free(e);
+                        }
+                        free(k);
                 }
         }
         putchar('\n');
         {
-                struct table t = { .ncols = 2, .head = { "LIMIT", "VALUE" },
-                                   .right = { false, true } };
+                static const struct column cols[] = { COL_TEXT("LIMIT"), COL_NUM("VALUE") };
+                struct table t = { .cols = cols, .ncols = (int)SN_ARRAY_SIZE(cols) };
 
                 json_object_foreach(limits, key, v) {
-                        num(limits, key, a, sizeof(a));
-                        table_add(&t, key, a);
+                        char *name = escape_bytes((const uint8_t *)key, strlen(key));
+
+                        table_add(&t, name, num(limits, key, a, sizeof(a)));
+                        free(name);
                 }
                 table_print(&t);
         }
@@ -590,13 +739,31 @@ static int verb_status(sn_conn_t *c)
         return 0;
 }
 
+/* The columns of each listing, in their default order; extra ones only when -o names them. */
+static const struct column clients_cols[] = {
+        COL_NUM("PID"),   COL_NUM("UID"),    COL_TEXT("USER"),  COL_CUT("COMMAND"),
+        COL_NUM("PORTS"), COL_NUM("REGISTRATIONS"), COL_NUM("WAITS"), COL_NUM("QUEUED"),
+        COL_NUM("AGE"),   COL_NUM("ID"),
+        { "GID", true, 1, SCOLS_FL_RIGHT }, { "TRANSPORT", true, 0.1, 0 },
+};
+
+static const struct column ports_cols[] = {
+        COL_NUM("ID"),      COL_CUT("NAME"),     COL_NUM("UID"),   COL_TEXT("USER"),
+        COL_NUM("HANDLES"), COL_NUM("CONCURRENCY"), COL_NUM("RUNNING"), COL_NUM("REGISTRATIONS"),
+        COL_NUM("QUEUED"),  COL_NUM("POSTED"),   COL_NUM("WAITERS"), COL_CUT("LINGER"),
+        { "BLOCKED", true, 1, SCOLS_FL_RIGHT },
+};
+
+static const struct column registrations_cols[] = {
+        COL_NUM("PORT"),   COL_NUM("KEY"),     COL_NUM("PID"),     COL_TEXT("KIND"),
+        COL_CUT("LOCAL"),  COL_CUT("PEER"),    COL_TEXT("FILTER"), COL_TEXT("TRIGGER"),
+        COL_TEXT("STATE"), COL_TEXT("QUEUED"),
+};
+
 static int verb_clients(sn_conn_t *c)
 {
         json_t *items = list_all(c, "clients", 0, 0), *it;
-        struct table t = { .ncols = 9,
-                           .head = { "PID", "UID", "COMMAND", "PORTS", "REGISTRATIONS", "WAITS",
-                                     "QUEUED", "AGE", "ID" },
-                           .right = { true, true, false, true, true, true, true, true, true } };
+        struct table t = { .cols = clients_cols, .ncols = (int)SN_ARRAY_SIZE(clients_cols) };
         size_t i;
 
         if (opt_json) {
@@ -604,18 +771,24 @@ static int verb_clients(sn_conn_t *c)
                 return 0;
         }
         json_array_foreach(items, i, it) {
-                char pid[16], uid[16], ports[16], regs[16], waits[16], q[24], age[24], id[24];
-                char *command = shown(json_object_get(it, "command"), "?");
+                char pid[24], uid[24], gid[24], ports[24], regs[24], waits[24], q[24], age[24];
+                char id[24];
+                char *command = shown(json_object_get(it, "command"), "-");
+                char *user = user_name(json_object_get(it, "uid"));
+                char *transport = shown(json_object_get(it, "transport"), "-");
 
                 human_size((double)json_integer_value(json_object_get(it, "queued_bytes")), q,
                            sizeof(q));
                 human_age(json_real_value(json_object_get(it, "age_seconds")), age, sizeof(age));
                 table_add(&t, num(it, "pid", pid, sizeof(pid)), num(it, "uid", uid, sizeof(uid)),
-                          command, num(it, "ports", ports, sizeof(ports)),
+                          user, command, num(it, "ports", ports, sizeof(ports)),
                           num(it, "registrations", regs, sizeof(regs)),
                           num(it, "waits", waits, sizeof(waits)), q, age,
-                          num(it, "id", id, sizeof(id)));
+                          num(it, "id", id, sizeof(id)), num(it, "gid", gid, sizeof(gid)),
+                          transport);
                 free(command);
+                free(user);
+                free(transport);
         }
         table_print(&t);
         json_decref(items);
@@ -624,17 +797,14 @@ static int verb_clients(sn_conn_t *c)
 
 static void ports_table(json_t *items)
 {
-        struct table t = { .ncols = 11,
-                           .head = { "ID", "NAME", "UID", "HANDLES", "CONCURRENCY", "RUNNING",
-                                     "REGISTRATIONS", "QUEUED", "POSTED", "WAITERS", "LINGER" },
-                           .right = { true, false, true, true, true, true, true, true, true, true,
-                                      false } };
+        struct table t = { .cols = ports_cols, .ncols = (int)SN_ARRAY_SIZE(ports_cols) };
         size_t i;
         json_t *it;
 
         json_array_foreach(items, i, it) {
-                char f[9][24], linger[64] = "-";
+                char f[10][24], linger[80] = "-";
                 char *name = shown(json_object_get(it, "name"), "-");
+                char *user = user_name(json_object_get(it, "uid"));
                 json_int_t ms = json_integer_value(json_object_get(it, "linger_ms"));
                 json_int_t left = json_integer_value(json_object_get(it, "linger_left_ms"));
                 json_int_t own = json_integer_value(json_object_get(it, "ownerless"));
@@ -646,12 +816,13 @@ static void ports_table(json_t *items)
                 else if (ms)
                         snprintf(linger, sizeof(linger), own ? "%lldms, %lld ownerless" : "%lldms",
                                  (long long)ms, (long long)own);
-                table_add(&t, num(it, "id", f[0], 24), name,
-                          num(it, "uid", f[1], 24), num(it, "handles", f[2], 24),
-                          num(it, "concurrency", f[3], 24), num(it, "running", f[4], 24),
-                          num(it, "registrations", f[5], 24), num(it, "queued", f[6], 24),
-                          num(it, "posted", f[7], 24), num(it, "waiters", f[8], 24), linger);
+                table_add(&t, num(it, "id", f[0], 24), name, num(it, "uid", f[1], 24), user,
+                          num(it, "handles", f[2], 24), num(it, "concurrency", f[3], 24),
+                          num(it, "running", f[4], 24), num(it, "registrations", f[5], 24),
+                          num(it, "queued", f[6], 24), num(it, "posted", f[7], 24),
+                          num(it, "waiters", f[8], 24), linger, num(it, "blocked", f[9], 24));
                 free(name);
+                free(user);
         }
         table_print(&t);
 }
@@ -669,14 +840,41 @@ static int verb_ports(sn_conn_t *c)
         return 0;
 }
 
+/* The names of an array of names (the daemon's filter and trigger), comma-separated and
+ * escaped (malloc'd); "-" for none. */
+static char *names_text(json_t *names)
+{
+        char *out = NULL;
+        size_t i, len;
+        json_t *v;
+        FILE *f;
+
+        if (!json_array_size(names))
+                return xstrdup("-");
+        f = open_memstream(&out, &len);
+        if (!f) {
+                perror("socknotifyctl");
+                exit(EXIT_REFUSED);
+        }
+        json_array_foreach(names, i, v) {
+                char *name = shown(v, "?");
+
+                fprintf(f, "%s%s", i ? "," : "", name);
+                free(name);
+        }
+        if (fclose(f) != 0) {
+                perror("socknotifyctl");
+                exit(EXIT_REFUSED);
+        }
+        return out;
+}
+
 static int verb_registrations(sn_conn_t *c, json_int_t port, json_int_t pid)
 {
-        json_t *items = list_all(c, "registrations", port, pid), *it, *f;
-        struct table t = { .ncols = 10,
-                           .head = { "PORT", "KEY", "PID", "KIND", "LOCAL", "PEER", "FILTER",
-                                     "TRIGGER", "STATE", "QUEUED" },
-                           .right = { true, true, true } };
-        size_t i, k;
+        json_t *items = list_all(c, "registrations", port, pid), *it;
+        struct table t = { .cols = registrations_cols,
+                           .ncols = (int)SN_ARRAY_SIZE(registrations_cols) };
+        size_t i;
 
         if (opt_json) {
                 print_json(json_pack("{s:o}", "items", items));
@@ -684,26 +882,27 @@ static int verb_registrations(sn_conn_t *c, json_int_t port, json_int_t pid)
         }
         json_array_foreach(items, i, it) {
                 json_t *sock = json_object_get(it, "socket");
-                char p[16], key[24], pidb[16], kind[48], filter[32] = "";
-                char *local = shown(json_object_get(sock, "local"), "");
-                char *peer = shown(json_object_get(sock, "peer"), "");
+                char p[24], pidb[24], kind[96];
+                char *local = shown(json_object_get(sock, "local"), "-");
+                char *peer = shown(json_object_get(sock, "peer"), "-");
+                char *kind_s = shown(json_object_get(sock, "kind"), "-");
+                char *key = key_text(json_object_get(it, "key"));
+                char *filter = names_text(json_object_get(it, "filter"));
+                char *trigger = names_text(json_object_get(it, "trigger"));
+                char *state = shown(json_object_get(it, "state"), "-");
 
-                snprintf(kind, sizeof(kind), "%s%s",
-                         json_string_value(json_object_get(sock, "kind")),
+                snprintf(kind, sizeof(kind), "%s%s", kind_s,
                          json_is_true(json_object_get(sock, "listening")) ? " (listening)" : "");
-                json_array_foreach(json_object_get(it, "filter"), k, f) {
-                        if (k)
-                                strcat(filter, ",");
-                        strcat(filter, json_string_value(f));
-                }
-                table_add(&t, num(it, "port", p, sizeof(p)), num(it, "key", key, sizeof(key)),
-                          num(it, "pid", pidb, sizeof(pidb)), kind, local, peer,
-                          *filter ? filter : "-",
-                          json_string_value(json_object_get(it, "trigger")),
-                          json_string_value(json_object_get(it, "state")),
-                          json_is_true(json_object_get(it, "queued")) ? "yes" : "no");
+                table_add(&t, num(it, "port", p, sizeof(p)), key,
+                          num(it, "pid", pidb, sizeof(pidb)), kind, local, peer, filter, trigger,
+                          state, json_is_true(json_object_get(it, "queued")) ? "yes" : "no");
                 free(local);
                 free(peer);
+                free(kind_s);
+                free(key);
+                free(filter);
+                free(trigger);
+                free(state);
         }
         table_print(&t);
         json_decref(items);
@@ -732,6 +931,26 @@ static int verb_simple(sn_conn_t *c, json_t *req)
         return 0;
 }
 
+/* The table options, taken before or after the verb; whether o was one of them. */
+static bool table_option(int o)
+{
+        switch (o) {
+        case 'o':
+                opt_output = optarg;
+                return true;
+        case 'r':
+                opt_raw = true;
+                return true;
+        case 'n':
+                opt_noheadings = true;
+                return true;
+        case 'L':
+                opt_nolegend = true;
+                return true;
+        }
+        return false;
+}
+
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
@@ -743,6 +962,10 @@ static void on_signal(int sig)
 static int verb_watch(sn_conn_t *c, long interval_ms, long count)
 {
         double last_up = 0, last_n = 0;
+        /* On a terminal the view is redrawn in place; into a pipe or a file, as systemd-cgtop
+         * does, the frames follow each other as plain text, a blank line between them, so that
+         * a log or a program reads them without screen codes. */
+        bool redraw = isatty(STDOUT_FILENO);
 
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
@@ -759,15 +982,21 @@ static int verb_watch(sn_conn_t *c, long interval_ms, long count)
                 last_up = up;
                 last_n = n;
                 strftime(clock_s, sizeof(clock_s), "%H:%M:%S", localtime(&now));
-                /* Home and clear: the view is redrawn in place. */
-                fputs("\033[H\033[2J", stdout);
-                printf("socknotifyd pid %lld  %s  connections %lld  ports %lld  registrations "
-                       "%lld  waiters %lld  notifications %s/s\n\n",
-                       (long long)json_integer_value(json_object_get(doc, "pid")), clock_s,
-                       (long long)json_integer_value(json_object_get(doc, "connections")),
-                       (long long)json_integer_value(json_object_get(doc, "ports")),
-                       (long long)json_integer_value(json_object_get(doc, "registrations")),
-                       (long long)json_integer_value(json_object_get(doc, "waiters")), rate);
+                if (redraw)
+                        fputs("\033[H\033[2J", stdout); /* home and clear */
+                else if (frame)
+                        putchar('\n');
+                if (!opt_nolegend)
+                        printf("socknotifyd pid %lld  %s  connections %lld  ports %lld  "
+                               "registrations %lld  waiters %lld  notifications %s/s\n\n",
+                               (long long)json_integer_value(json_object_get(doc, "pid")),
+                               clock_s,
+                               (long long)json_integer_value(json_object_get(doc, "connections")),
+                               (long long)json_integer_value(json_object_get(doc, "ports")),
+                               (long long)json_integer_value(json_object_get(doc,
+                                                                             "registrations")),
+                               (long long)json_integer_value(json_object_get(doc, "waiters")),
+                               rate);
                 ports_table(items);
                 fflush(stdout);
                 json_decref(items);
@@ -787,17 +1016,27 @@ int main(int argc, char **argv)
                 { "port", required_argument, NULL, 'p' },
                 { "client", required_argument, NULL, 'c' },
                 { "interval", required_argument, NULL, 'i' },
-                { "count", required_argument, NULL, 'n' },
+                { "count", required_argument, NULL, 'N' },
+                { "output", required_argument, NULL, 'o' },
+                { "raw", no_argument, NULL, 'r' },
+                { "noheadings", no_argument, NULL, 'n' },
+                { "no-legend", no_argument, NULL, 'L' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 {},
         };
         const char *color = "auto", *verb;
         long port = 0, pid = 0, interval = 1000, count = 0;
+        const struct column *cols = NULL;
+        int o, r, ncols = 0, pick[MAXCOLS];
         sn_conn_t *c;
-        int o, r;
 
-        while ((o = getopt_long(argc, argv, "+s:jhV", options, NULL)) >= 0) {
+        /* The character classes, for libsmartcols to measure and encode text by: the rest of
+         * the locale (numbers, dates) stays C, so that the output reads the same everywhere. */
+        setlocale(LC_CTYPE, "");
+        while ((o = getopt_long(argc, argv, "+s:jo:rnhV", options, NULL)) >= 0) {
+                if (table_option(o))
+                        continue;
                 switch (o) {
                 case 's':
                         opt_socket = optarg;
@@ -826,10 +1065,13 @@ int main(int argc, char **argv)
         verb = argv[optind];
         /* Options of the verb follow it. */
         optind++;
-        while ((o = getopt_long(argc, argv, "+s:j", options, NULL)) >= 0) {
+        while ((o = getopt_long(argc, argv, "+s:jo:rn", options, NULL)) >= 0) {
                 char *end = NULL;
                 long *dst = o == 'p' ? &port : o == 'c' ? &pid : o == 'i' ? &interval
-                                                                : o == 'n' ? &count : NULL;
+                                                                : o == 'N' ? &count : NULL;
+
+                if (table_option(o))
+                        continue;
 
                 if (o == 's') {
                         opt_socket = optarg;
@@ -865,6 +1107,24 @@ int main(int argc, char **argv)
                 fprintf(stderr, "socknotifyctl: unknown verb '%s' (see --help)\n", verb);
                 return EXIT_USAGE;
         }
+        /* The columns -o names must be the verb's, before the daemon is asked anything. */
+        if (!strcmp(verb, "clients")) {
+                cols = clients_cols;
+                ncols = (int)SN_ARRAY_SIZE(clients_cols);
+        } else if (!strcmp(verb, "ports") || !strcmp(verb, "watch")) {
+                cols = ports_cols;
+                ncols = (int)SN_ARRAY_SIZE(ports_cols);
+        } else if (!strcmp(verb, "registrations")) {
+                cols = registrations_cols;
+                ncols = (int)SN_ARRAY_SIZE(registrations_cols);
+        }
+        if (opt_output && !cols) {
+                fprintf(stderr, "socknotifyctl: -o applies to clients, ports, registrations and "
+                                "watch\n");
+                return EXIT_USAGE;
+        }
+        if (cols && columns_chosen(cols, ncols, pick) < 0)
+                return EXIT_USAGE;
         c = connect_daemon();
         if (!strcmp(verb, "status"))
                 r = verb_status(c);

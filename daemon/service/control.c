@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,8 @@ json_t *control_json_bytes(const void *bytes, size_t len)
 }
 
 /* The command name of pid, as the kernel keeps it (any bytes but NUL, up to 15 of them): the
- * text of /proc/PID/comm without the newline the kernel adds.  Returns its length. */
+ * text of /proc/PID/comm without the newline the kernel adds.  Returns its length; 0 when it
+ * cannot be read (the process is gone), which the listing shows as null. */
 static size_t comm_of(pid_t pid, char *out, size_t size)
 {
         char path[64];
@@ -90,18 +92,17 @@ static size_t comm_of(pid_t pid, char *out, size_t size)
         n = fd < 0 ? -1 : read(fd, out, size);
         if (fd >= 0)
                 close(fd);
-        if (n <= 0) {
-                out[0] = '?';
-                return 1;
-        }
+        if (n <= 0)
+                return 0;
         if (out[n - 1] == '\n')
                 n--;
         return (size_t)n;
 }
 
 /* An address as text: "host:port", "[host6]:port", a Unix path, "@" and an abstract name (its
- * bytes as they are, NULs included), "(unnamed)"; "" for other families.  Unix names are the
- * binder's choice: any bytes.  Returns the length of out (which is not NUL-terminated). */
+ * bytes as they are, NULs included).  Unix names are the binder's choice: any bytes.  Returns
+ * the length of out (which is not NUL-terminated); 0 when there is no name to show (an unnamed
+ * Unix socket, another family), which the listing shows as null. */
 static size_t format_addr(const struct sockaddr_storage *ss, socklen_t len, char *out,
                           size_t size)
 {
@@ -126,7 +127,7 @@ static size_t format_addr(const struct sockaddr_storage *ss, socklen_t len, char
                                    : 0;
 
                 if (k == 0)
-                        return (size_t)snprintf(out, size, "(unnamed)");
+                        return 0;
                 if (un->sun_path[0] == 0) {
                         k = SN_MIN(k - 1, size - 1);
                         out[0] = '@';
@@ -176,8 +177,8 @@ static json_t *socket_object(int fd)
         if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
                 npeer = format_addr(&ss, len, peer, sizeof(peer));
         return json_pack("{s:s, s:b, s:o, s:o}", "kind", kind, "listening", listening != 0,
-                         "local", control_json_bytes(local, nlocal), "peer",
-                         control_json_bytes(peer, npeer));
+                         "local", nlocal ? control_json_bytes(local, nlocal) : json_null(),
+                         "peer", npeer ? control_json_bytes(peer, npeer) : json_null());
 }
 
 static json_t *client_object(const struct conn *c, const struct timespec *now)
@@ -192,7 +193,7 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
         return json_pack("{s:I, s:i, s:I, s:I, s:o, s:b, s:s, s:I, s:i, s:i, s:i, s:I, s:f}",
                          "id", (json_int_t)c->serial, "pid", (int)c->pid,
                          "uid", (json_int_t)c->uid, "gid", (json_int_t)c->gid, "command",
-                         control_json_bytes(comm, ncomm),
+                         ncomm ? control_json_bytes(comm, ncomm) : json_null(),
                          "handshake", c->hello, "transport", c->ring ? "rings" : "socket",
                          "doorbell_mutes", (json_int_t)(c->ring ? c->ring->mutes : 0),
                          "ports", (int)c->nports,
@@ -227,6 +228,19 @@ static json_t *bits(uint32_t v, const char *const *names, const uint32_t *values
         return a;
 }
 
+/* A completion key: an opaque 64-bit value, as the string "0x" and its lowercase hex digits.
+ * Not a JSON number: jansson's are signed (a key above 2^63 would come out negative), and most
+ * readers (jq, JavaScript) keep only 53 bits of a number, so a string is the one form that
+ * every reader gets exactly.  Hex, as the tables show keys and as Windows programmers see the
+ * pointers they often are. */
+static json_t *key_json(uint64_t key)
+{
+        char text[24];
+
+        snprintf(text, sizeof(text), "0x%" PRIx64, key);
+        return json_string(text);
+}
+
 static json_t *reg_object(const struct reg *g)
 {
         static const char *const fnames[] = { "in", "out", "hangup" };
@@ -242,16 +256,17 @@ static json_t *reg_object(const struct reg *g)
                             : g->parked == PARK_OUT           ? "hung-up"
                             : oneshot                         ? "armed"
                                                               : "enabled";
-        char trigger[32];
 
-        snprintf(trigger, sizeof(trigger), "%s,%s",
-                 g->trigger & SN_TRIGGER_EDGE ? "edge" : "level",
-                 g->trigger & SN_TRIGGER_ONESHOT ? "oneshot" : "persistent");
-        return json_pack("{s:I, s:I, s:i, s:o, s:o, s:s, s:s, s:b}", "port", (json_int_t)g->port->id,
-                         "key", (json_int_t)g->key, "pid",
-                         g->creator ? (int)g->creator->pid : 0, "socket", socket_object(g->fd),
-                         "filter", bits(g->filter, fnames, fvalues, 3), "trigger", trigger,
-                         "state", state, "queued", g->queued);
+        /* Both sets of flags are arrays of names, as the filter always was: the trigger names
+         * its two choices, level or edge and oneshot or persistent.  An ownerless
+         * registration (on a lingering port) has no pid: null, as every absent value. */
+        return json_pack("{s:I, s:o, s:o, s:o, s:o, s:[s,s], s:s, s:b}", "port",
+                         (json_int_t)g->port->id, "key", key_json(g->key), "pid",
+                         g->creator ? json_integer(g->creator->pid) : json_null(), "socket", socket_object(g->fd),
+                         "filter", bits(g->filter, fnames, fvalues, 3), "trigger",
+                         g->trigger & SN_TRIGGER_EDGE ? "edge" : "level",
+                         g->trigger & SN_TRIGGER_ONESHOT ? "oneshot" : "persistent", "state",
+                         state, "queued", g->queued);
 }
 
 /* Appends items to the answer while it fits one message; sets "next" when some remain. */

@@ -108,8 +108,10 @@ static json_t *reserve_object(const struct server *srv, bool used)
 static json_t *epctl_object(const struct epctl *e, bool counts)
 {
         const struct epctl_stats *st = epctl_stats(e);
-        json_t *o = json_pack("{s:s, s:s}", "path", epctl_path_name(e), "plain_reason",
-                              epctl_plain_name(epctl_plain_reason(e)));
+        const char *why = epctl_plain_name(epctl_plain_reason(e));
+        /* No reason on the io_uring path: null, as every absent value in these documents. */
+        json_t *o = json_pack("{s:s, s:o}", "path", epctl_path_name(e), "plain_reason",
+                              *why ? json_string(why) : json_null());
 
         if (o && counts) {
                 json_object_set_new(o, "batches", json_integer((json_int_t)st->batches));

@@ -11,9 +11,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,10 @@
 #include "tests/helpers/daemon.h"
 
 static struct test_daemon D;
+
+/* A completion key above 2^63 and beyond the 53 bits a double keeps: printed signed it was
+ * negative, and jq rounded it. */
+#define BIG_KEY UINT64_C(0xfeedfacecafebeef)
 static size_t ctl_len; /* bytes of the last ctl() output */
 
 /* Runs socknotifyctl with args (a shell word list); returns its exit status, output in out. */
@@ -46,8 +52,10 @@ static int ctl(char *out, size_t size, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(args, sizeof(args), fmt, ap);
         va_end(ap);
-        snprintf(cmd, sizeof(cmd), "SOCKNOTIFY_SOCKET=%s %s/ctl/socknotifyctl %s 2>&1", D.path,
-                 SN_BUILDDIR, args);
+        /* A UTF-8 locale, whatever the caller's: libsmartcols encodes what the locale cannot
+         * print, and the tests check the names as a UTF-8 terminal shows them. */
+        snprintf(cmd, sizeof(cmd), "LC_ALL=C.UTF-8 SOCKNOTIFY_SOCKET=%s %s/ctl/socknotifyctl %s 2>&1",
+                 D.path, SN_BUILDDIR, args);
         f = popen(cmd, "r");
         ck_assert_ptr_nonnull(f);
         while (n + 1 < size && !feof(f))
@@ -77,6 +85,21 @@ static json_t *find(json_t *items, const char *key, json_int_t value)
 
         json_array_foreach(items, i, it)
                 if (json_integer_value(json_object_get(it, key)) == value)
+                        return it;
+        return NULL;
+}
+
+/* The registration whose key (a string, "0x" and hex digits) is key, or NULL. */
+static json_t *find_key(json_t *items, uint64_t key)
+{
+        char want[24];
+        size_t i;
+        json_t *it;
+
+        snprintf(want, sizeof(want), "0x%" PRIx64, key);
+        json_array_foreach(items, i, it)
+                if (json_is_string(json_object_get(it, "key")) &&
+                    !strcmp(json_string_value(json_object_get(it, "key")), want))
                         return it;
         return NULL;
 }
@@ -128,7 +151,7 @@ START_TEST(test_verbs)
         unsigned short lport;
         struct sockaddr_in sa;
         socklen_t len = sizeof(sa);
-        char out[65536], comm[32] = "", expect[64];
+        char out[65536], comm[32] = "", expect[96], *first;
         pthread_t th;
         json_t *doc, *it;
         FILE *f;
@@ -143,7 +166,7 @@ START_TEST(test_verbs)
         sn_registration_t r[4] = {
                 { .fd = lst, .key = 1, .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
                   .trigger = SN_TRIGGER_LEVEL },
-                { .fd = sv, .key = 2, .op = SN_OP_ENABLE,
+                { .fd = sv, .key = BIG_KEY, .op = SN_OP_ENABLE,
                   .filter = SN_REGISTER_EVENT_IN | SN_REGISTER_EVENT_HANGUP,
                   .trigger = SN_TRIGGER_EDGE | SN_TRIGGER_ONESHOT },
                 { .fd = u1, .key = 3, .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
@@ -189,24 +212,30 @@ START_TEST(test_verbs)
         doc = ctl_json(args);
         json_t *items = json_object_get(doc, "items");
         ck_assert_int_eq(json_array_size(items), 4);
-        it = find(items, "key", 1);
+        it = find_key(items, 1);
         ck_assert_str_eq(json_string_value(json_object_get(json_object_get(it, "socket"),
                                                            "kind")), "tcp");
         ck_assert(json_is_true(json_object_get(json_object_get(it, "socket"), "listening")));
         snprintf(expect, sizeof(expect), "127.0.0.1:%u", ntohs(lport));
         ck_assert_str_eq(json_string_value(json_object_get(json_object_get(it, "socket"),
                                                            "local")), expect);
-        it = find(items, "key", 2);
+        it = find_key(items, BIG_KEY);
+        ck_assert_msg(it != NULL, "key 0xfeedfacecafebeef not listed exactly");
         ck_assert_int_eq(getsockname(cl, (struct sockaddr *)&sa, &len), 0);
         snprintf(expect, sizeof(expect), "127.0.0.1:%u", ntohs(sa.sin_port));
         ck_assert_str_eq(json_string_value(json_object_get(json_object_get(it, "socket"),
                                                            "peer")), expect);
-        ck_assert_str_eq(json_string_value(json_object_get(it, "trigger")), "edge,oneshot");
+        /* Filter and trigger alike: arrays of names. */
+        ck_assert_int_eq(json_array_size(json_object_get(it, "trigger")), 2);
+        ck_assert_str_eq(json_string_value(json_array_get(json_object_get(it, "trigger"), 0)),
+                         "edge");
+        ck_assert_str_eq(json_string_value(json_array_get(json_object_get(it, "trigger"), 1)),
+                         "oneshot");
         ck_assert_int_eq(json_array_size(json_object_get(it, "filter")), 2);
-        it = find(items, "key", 3);
+        it = find_key(items, 3);
         ck_assert_str_eq(json_string_value(json_object_get(json_object_get(it, "socket"),
                                                            "kind")), "udp");
-        it = find(items, "key", 4);
+        it = find_key(items, 4);
         ck_assert_str_eq(json_string_value(json_object_get(json_object_get(it, "socket"),
                                                            "kind")), "unix-stream");
         ck_assert_str_eq(json_string_value(json_object_get(it, "state")), "disabled");
@@ -230,6 +259,32 @@ START_TEST(test_verbs)
         ck_assert_ptr_nonnull(strstr(out, "tcp (listening)"));
         ck_assert_ptr_nonnull(strstr(out, "edge,oneshot"));
         ck_assert_ptr_null(strstr(out, "\033[")); /* no colour when not a terminal */
+        /* Keys unsigned, in hex. */
+        ck_assert_msg(strstr(out, " 0xfeedfacecafebeef "), "registrations: %s", out);
+        ck_assert_ptr_null(strstr(out, "-77129852519530769"));
+
+        /* -o chooses the columns and their order; --raw one space apart, --noheadings. */
+        snprintf(args, sizeof(args), "--raw -o key,PID registrations --port=%lld",
+                 (long long)port_id);
+        ck_assert_int_eq(ctl(out, sizeof(out), "%s", args), 0);
+        ck_assert_msg(!strncmp(out, "KEY PID\n", 8), "raw: %s", out);
+        snprintf(expect, sizeof(expect), "\n0xfeedfacecafebeef %d\n", (int)getpid());
+        ck_assert_msg(strstr(out, expect), "raw: %s", out);
+        snprintf(args, sizeof(args), "registrations --port=%lld -o KEY --noheadings",
+                 (long long)port_id);
+        ck_assert_int_eq(ctl(out, sizeof(out), "%s", args), 0);
+        ck_assert_msg(!strstr(out, "KEY") && strstr(out, "0xfeedfacecafebeef\n") &&
+                              strstr(out, "0x1\n"),
+                      "noheadings: %s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--no-legend -r ports -o ID,+USER"), 2);
+        ck_assert_msg(strstr(out, "unknown column '+USER'") && strstr(out, "LINGER"), "%s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--no-legend -r ports -o +BLOCKED"), 0);
+        snprintf(expect, sizeof(expect), "%lld web 0 root 1 3 0 4 0 0 1 - 0\n",
+                 (long long)port_id);
+        if (getuid() == 0) /* user names beside uids: root is root everywhere */
+                ck_assert_str_eq(out, expect);
+        ck_assert_int_eq(ctl(out, sizeof(out), "status -o ID"), 2);
+        ck_assert_ptr_nonnull(strstr(out, "-o applies to"));
         ck_assert_int_eq(ctl(out, sizeof(out), "status"), 0);
         ck_assert_ptr_nonnull(strstr(out, "max_sockets_per_user"));
         ck_assert_ptr_nonnull(strstr(out, "1 port(s), 4 registration(s), 1 waiting call(s)"));
@@ -257,6 +312,13 @@ START_TEST(test_verbs)
         ck_assert_ptr_nonnull(strstr(out, "/nonexistent/x.sock"));
         ck_assert_ptr_nonnull(strstr(out, "SOCKNOTIFY_SOCKET"));
 
+        /* The live view into a pipe: plain frames one after the other, no screen codes. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "watch --interval=100 --count=2"), 0);
+        ck_assert_msg(!memchr(out, '\033', ctl_len), "watch wrote ESC into a pipe: %s", out);
+        first = strstr(out, "socknotifyd pid");
+        ck_assert_msg(first && strstr(first + 1, "\n\nsocknotifyd pid"), "two frames: %s", out);
+        ck_assert_ptr_nonnull(strstr(out, "web"));
+
         /* The live view, on a pseudo-terminal: redrawn in place, one line per port. */
         char cmd[512];
         snprintf(cmd, sizeof(cmd),
@@ -268,7 +330,7 @@ START_TEST(test_verbs)
         size_t n = fread(out, 1, sizeof(out) - 1, f);
         out[n] = 0;
         ck_assert_int_eq(pclose(f), 0);
-        char *first = strstr(out, "\033[H\033[2J");
+        first = strstr(out, "\033[H\033[2J");
         ck_assert_ptr_nonnull(first);
         ck_assert_ptr_nonnull(strstr(first + 1, "\033[H\033[2J")); /* two frames */
         ck_assert_ptr_nonnull(strstr(out, "socknotifyd pid"));
@@ -288,20 +350,24 @@ START_TEST(test_verbs)
 }
 END_TEST
 
-/* Another user sees only its own, and may not steer; root sees both. */
+/* Another user sees only its own, and may not steer; root sees both.  The other user has no
+ * entry in the user database: the tables show its number where a name would be. */
 START_TEST(test_other_user)
 {
         sn_conn_t *c;
         sn_port_t *p;
         int go[2], back[2], st;
         pid_t pid;
-        char out[65536], b;
+        char out[65536], b, expect[64];
         json_t *doc;
+        uid_t other = 40000;
 
         if (geteuid() != 0) {
                 printf("SKIP: test_other_user needs root to run a client as another user\n");
                 return;
         }
+        while (getpwuid(other))
+                other++;
         test_daemon_start(&D, (const char *const[]){ "--socket-mode=0666", NULL });
         ck_assert_int_eq(chmod(D.dir, 0711), 0);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
@@ -318,7 +384,7 @@ START_TEST(test_other_user)
                 size_t n;
                 int ok = 1;
 
-                if (setgid(65534) < 0 || setuid(65534) < 0 || sn_conn_open(D.path, &cc) < 0 ||
+                if (setgid(65534) < 0 || setuid(other) < 0 || sn_conn_open(D.path, &cc) < 0 ||
                     sn_port_create_named(cc, "theirs", 0, &pp)) {
                         (void)!write(back[1], "x", 1);
                         _exit(3);
@@ -346,6 +412,11 @@ START_TEST(test_other_user)
         doc = ctl_json("ports");
         ck_assert_int_eq(json_array_size(json_object_get(doc, "items")), 2);
         json_decref(doc);
+        /* User names beside uids; a uid without a name as its number. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "ports -r -n -o NAME,UID,USER"), 0);
+        ck_assert_msg(strstr(out, "roots 0 root\n"), "ports: %s", out);
+        snprintf(expect, sizeof(expect), "theirs %u %u\n", (unsigned)other, (unsigned)other);
+        ck_assert_msg(strstr(out, expect), "ports: %s", out);
         ck_assert_int_eq(write(go[1], "g", 1), 1);
         waitpid(pid, &st, 0);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
@@ -518,13 +589,13 @@ START_TEST(test_hostile_names)
         ck_assert_int_eq(json_array_size(items), 3);
         ck_assert_int_eq(json_array_size(items),
                          json_integer_value(json_object_get(status, "registrations")));
-        assert_json_bytes(json_object_get(json_object_get(find(items, "key", 1), "socket"),
+        assert_json_bytes(json_object_get(json_object_get(find_key(items, 1), "socket"),
                                           "local"),
                           path_bad, strlen(path_bad), false);
-        assert_json_bytes(json_object_get(json_object_get(find(items, "key", 2), "socket"),
+        assert_json_bytes(json_object_get(json_object_get(find_key(items, 2), "socket"),
                                           "local"),
                           path_utf8, strlen(path_utf8), true);
-        n = json_bytes(json_object_get(json_object_get(find(items, "key", 3), "socket"), "local"),
+        n = json_bytes(json_object_get(json_object_get(find_key(items, 3), "socket"), "local"),
                        got, sizeof(got));
         ck_assert_uint_eq(n, sizeof(abstract) - 1);
         ck_assert_int_eq(got[0], '@');
@@ -549,11 +620,9 @@ START_TEST(test_hostile_names)
         ck_assert_msg(strstr(out, "/s\\e[2J\\a\\xc2\\x9b\\xff"), "registrations: %s", out);
         ck_assert_msg(strstr(out, "/v\\e[31m\xc3\xa9"), "registrations: %s", out);
         ck_assert_msg(strstr(out, "@ab\\e\\x00c\\xff"), "registrations: %s", out);
-        /* The live view draws its own screen control, and only that. */
+        /* The live view, into a pipe: no screen control of its own, and none of the names'. */
         ck_assert_int_eq(ctl(out, sizeof(out), "watch --count=1"), 0);
-        ck_assert_ptr_nonnull(strstr(out, "\033[H\033[2J"));
-        ck_assert_msg(!terminal_unsafe(out + 7, ctl_len - 7), "watch: raw control bytes: %s",
-                      out);
+        ck_assert_msg(!terminal_unsafe(out, ctl_len), "watch: raw control bytes: %s", out);
         ck_assert_msg(strstr(out, "\\xc2\\x9b" "31m\\xff\\x80web"), "watch: %s", out);
 
         sn_socket_close(c, lb);
@@ -592,12 +661,12 @@ START_TEST(test_bidi_names)
 END_TEST
 
 /* The state of one registration (by key) in the registrations listing. */
-static const char *reg_state(json_int_t key)
+static const char *reg_state(uint64_t key)
 {
         static char state[32];
         json_t *doc = ctl_json("registrations"), *it;
 
-        it = find(json_object_get(doc, "items"), "key", key);
+        it = find_key(json_object_get(doc, "items"), key);
         ck_assert_ptr_nonnull(it);
         snprintf(state, sizeof(state), "%s", json_string_value(json_object_get(it, "state")));
         json_decref(doc);
@@ -644,6 +713,219 @@ START_TEST(test_oneshot_states)
         close(a[1]);
         close(b[0]);
         close(b[1]);
+}
+END_TEST
+
+/* Without a daemon the message is the library's account: the path tried and its error, no C
+ * function names, no registration error.  On a socket the user may not open, the socknotify
+ * group is named, not a daemon that might not be running. */
+START_TEST(test_open_errors)
+{
+        char out[8192], path[96];
+        int fds[2], st;
+        ssize_t n;
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "/nonexistent-%d/x.sock", (int)getpid());
+        ck_assert_int_eq(ctl(out, sizeof(out), "-s %s status", path), 3);
+        ck_assert_msg(strstr(out, path) && strstr(out, "No such file or directory"), "%s", out);
+        ck_assert_msg(!strstr(out, "sn_") && !strstr(out, "()") && !strstr(out, "registration"),
+                      "no daemon: %s", out);
+        ck_assert_msg(strstr(out, "-s PATH"), "no daemon: %s", out);
+
+        test_daemon_start(&D, NULL);
+        ck_assert_int_eq(pipe(fds), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int rc;
+
+                /* Root passes any mode: as another user, the daemon's directory (0700, root's)
+                 * is closed; as that user, the socket itself. */
+                if (geteuid() == 0 ? setgid(65534) < 0 || setuid(65534) < 0
+                                   : chmod(D.path, 0) < 0)
+                        _exit(3);
+                rc = ctl(out, sizeof(out), "ports");
+                (void)!write(fds[1], &rc, sizeof(rc));
+                (void)!write(fds[1], out, ctl_len);
+                _exit(0);
+        }
+        close(fds[1]);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+        int rc = -1;
+        ck_assert_int_eq(read(fds[0], &rc, sizeof(rc)), sizeof(rc));
+        n = read(fds[0], out, sizeof(out) - 1);
+        ck_assert_int_ge(n, 0);
+        out[n] = 0;
+        close(fds[0]);
+        ck_assert_int_eq(rc, 3);
+        ck_assert_msg(strstr(out, D.path) && strstr(out, "Permission denied"), "%s", out);
+        ck_assert_msg(strstr(out, "group socknotify"), "no group hint: %s", out);
+        ck_assert_msg(!strstr(out, "Is the daemon running") && !strstr(out, "-s PATH") &&
+                              !strstr(out, "sn_") && !strstr(out, "registration"),
+                      "permission denied: %s", out);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+END_TEST
+
+/* What the schema in socknotifyctl(1) says of one key: its JSON type, or null for an absent
+ * value ('i' integer, 'I' integer or null, 'r' real, 'b' boolean, 's' string, 'S' string or
+ * null, 'B' bytes (a string or an array of byte values) or null, 'k' a completion key (the
+ * string "0x" and lowercase hex digits), 'n' an array of names, 'o' an object). */
+struct field {
+        const char *key;
+        char type;
+};
+
+#define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
+
+static void check_fields(json_t *o, const struct field *f, size_t n, const char *what)
+{
+        const char *key;
+        json_t *v;
+
+        ck_assert_msg(json_is_object(o), "%s: not an object", what);
+        ck_assert_msg(json_object_size(o) == n, "%s: %zu keys, the schema has %zu", what,
+                      json_object_size(o), n);
+        for (size_t i = 0; i < n; i++) {
+                bool ok;
+
+                v = json_object_get(o, f[i].key);
+                ck_assert_msg(v != NULL, "%s: no %s", what, f[i].key);
+                switch (f[i].type) {
+                case 'i': ok = json_is_integer(v); break;
+                case 'I': ok = json_is_integer(v) || json_is_null(v); break;
+                case 'r': ok = json_is_real(v); break;
+                case 'b': ok = json_is_boolean(v); break;
+                case 's': ok = json_is_string(v) && json_string_length(v) > 0; break;
+                case 'S': ok = json_is_null(v) || (json_is_string(v) && json_string_length(v));
+                          break;
+                case 'B': ok = json_is_null(v) || json_is_array(v) ||
+                               (json_is_string(v) && json_string_length(v) > 0);
+                          break;
+                case 'k': {
+                        const char *t = json_string_value(v);
+
+                        ok = t && !strncmp(t, "0x", 2) && t[2] &&
+                             strspn(t + 2, "0123456789abcdef") == strlen(t + 2) &&
+                             strlen(t + 2) <= 16;
+                        break;
+                }
+                case 'n': {
+                        size_t k;
+                        json_t *x;
+
+                        ok = json_is_array(v);
+                        json_array_foreach(v, k, x)
+                                ok &= json_is_string(x) && json_string_length(x) > 0;
+                        break;
+                }
+                default: ok = json_is_object(v); break;
+                }
+                ck_assert_msg(ok, "%s: %s is not of type '%c'", what, f[i].key, f[i].type);
+        }
+        json_object_foreach(o, key, v) {
+                size_t i = 0;
+
+                while (i < n && strcmp(f[i].key, key))
+                        i++;
+                ck_assert_msg(i < n, "%s: %s is not in the schema", what, key);
+        }
+}
+
+/* The JSON of clients, ports and registrations, key by key, as socknotifyctl(1) documents it:
+ * absent values null (a private port's name, a listening socket's peer, an unnamed Unix
+ * socket's address), never "" or "(unnamed)"; filter and trigger both arrays of names; keys
+ * as exact strings. */
+START_TEST(test_json_schema)
+{
+        static const struct field client[] = {
+                { "id", 'i' },    { "pid", 'i' },        { "uid", 'i' },
+                { "gid", 'i' },   { "command", 'B' },    { "handshake", 'b' },
+                { "transport", 's' }, { "doorbell_mutes", 'i' }, { "ports", 'i' },
+                { "registrations", 'i' }, { "waits", 'i' }, { "queued_bytes", 'i' },
+                { "age_seconds", 'r' },
+        };
+        static const struct field port[] = {
+                { "id", 'i' },          { "name", 'B' },     { "uid", 'i' },
+                { "handles", 'i' },     { "concurrency", 'i' }, { "running", 'i' },
+                { "blocked", 'i' },     { "registrations", 'i' }, { "queued", 'i' },
+                { "posted", 'i' },      { "waiters", 'i' },  { "linger_ms", 'i' },
+                { "linger_left_ms", 'i' }, { "ownerless", 'i' },
+        };
+        static const struct field reg[] = {
+                { "port", 'i' },   { "key", 'k' },     { "pid", 'I' },   { "socket", 'o' },
+                { "filter", 'n' }, { "trigger", 'n' }, { "state", 's' }, { "queued", 'b' },
+        };
+        static const struct field sock[] = {
+                { "kind", 's' }, { "listening", 'b' }, { "local", 'B' }, { "peer", 'B' },
+        };
+        sn_port_t *named, *private;
+        sn_conn_t *c;
+        int lst, us[2];
+        unsigned short lport;
+        json_t *doc, *it;
+        size_t i;
+
+        test_daemon_start(&D, NULL);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, "schema", 1, &named), 0);
+        ck_assert_int_eq(sn_port_create(c, 1, &private), 0);
+        lst = tcp_listener(&lport);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, us), 0);
+        sn_registration_t r[2] = {
+                { .fd = lst, .key = BIG_KEY, .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                  .trigger = SN_TRIGGER_LEVEL },
+                { .fd = us[0], .key = 0, .op = SN_OP_ENABLE, .filter = 0,
+                  .trigger = SN_TRIGGER_EDGE },
+        };
+        ck_assert_int_eq(sn_port_process(named, r, 2, NULL, 0, 0), 0);
+        ck_assert_int_eq(r[0].result, 0);
+        ck_assert_int_eq(r[1].result, 0);
+
+        doc = ctl_json("clients");
+        json_array_foreach(json_object_get(doc, "items"), i, it)
+                check_fields(it, client, ELEMENTS(client), "clients");
+        json_decref(doc);
+        doc = ctl_json("ports");
+        ck_assert_int_eq(json_array_size(json_object_get(doc, "items")), 2);
+        json_array_foreach(json_object_get(doc, "items"), i, it)
+                check_fields(it, port, ELEMENTS(port), "ports");
+        /* The private port has no name: null. */
+        ck_assert(json_is_null(json_object_get(json_array_get(json_object_get(doc, "items"), 0),
+                                               "name")) !=
+                  json_is_null(json_object_get(json_array_get(json_object_get(doc, "items"), 1),
+                                               "name")));
+        json_decref(doc);
+        doc = ctl_json("registrations");
+        ck_assert_int_eq(json_array_size(json_object_get(doc, "items")), 2);
+        json_array_foreach(json_object_get(doc, "items"), i, it) {
+                check_fields(it, reg, ELEMENTS(reg), "registrations");
+                check_fields(json_object_get(it, "socket"), sock, ELEMENTS(sock),
+                             "registrations.socket");
+                ck_assert_int_eq(json_array_size(json_object_get(it, "trigger")), 2);
+        }
+        it = find_key(json_object_get(doc, "items"), BIG_KEY);
+        ck_assert_ptr_nonnull(it);
+        ck_assert(json_is_null(json_object_get(json_object_get(it, "socket"), "peer")));
+        ck_assert_str_eq(json_string_value(json_array_get(json_object_get(it, "trigger"), 0)),
+                         "level");
+        ck_assert_str_eq(json_string_value(json_array_get(json_object_get(it, "trigger"), 1)),
+                         "persistent");
+        it = find_key(json_object_get(doc, "items"), 0);
+        ck_assert_ptr_nonnull(it);
+        ck_assert(json_is_null(json_object_get(json_object_get(it, "socket"), "local")));
+        ck_assert(json_is_null(json_object_get(json_object_get(it, "socket"), "peer")));
+        ck_assert_int_eq(json_array_size(json_object_get(it, "filter")), 0);
+        json_decref(doc);
+
+        sn_socket_close(c, lst);
+        sn_socket_close(c, us[0]);
+        close(us[1]);
+        sn_port_close(named);
+        sn_port_close(private);
+        sn_conn_close(c);
         ck_assert_int_eq(test_daemon_stop(&D), 0);
 }
 END_TEST
@@ -659,6 +941,8 @@ int main(void)
         tcase_add_test(tc, test_hostile_names);
         tcase_add_test(tc, test_bidi_names);
         tcase_add_test(tc, test_oneshot_states);
+        tcase_add_test(tc, test_open_errors);
+        tcase_add_test(tc, test_json_schema);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
