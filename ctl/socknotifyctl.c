@@ -33,6 +33,7 @@
 #include "common/macro.h"
 #include "common/path.h"
 #include "common/utf8.h"
+#include "ctl/monitor.h"
 #include "socknotify.h"
 
 enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_NODAEMON = 3 };
@@ -824,6 +825,8 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         verb = argv[optind];
+        if (!strcmp(verb, "monitor"))
+                return ctl_monitor(argc - optind, argv + optind, opt_socket, opt_json);
         /* Options of the verb follow it. */
         optind++;
         while ((o = getopt_long(argc, argv, "+s:j", options, NULL)) >= 0) {

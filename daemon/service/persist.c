@@ -262,8 +262,8 @@ static void journal_conn(struct conn *c)
         struct conn_stage *st = &c->stage;
         struct sn_list *pos;
 
-        if (c->dead)
-                return;
+        if (c->dead || c->mon)
+                return; /* monitors are not carried (monitor.c) */
         live_conn(c);
         live_ring(c);
         for (pos = c->outq.next; pos != &c->outq; pos = pos->next)
