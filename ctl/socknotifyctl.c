@@ -58,6 +58,8 @@ static void usage(FILE *f)
                 "  reexec                       re-execute the daemon in place (upgrade)\n"
                 "  watch [--interval=MS] [--count=N]\n"
                 "                               a live view, one line per port\n"
+                "  monitor [--client=PID] [--port=ID]\n"
+                "                               requests and replies as they pass, decoded\n"
                 "\n"
                 "Options:\n"
                 "  -s, --socket=PATH            the daemon's socket (default: $SOCKNOTIFY_SOCKET,\n"
