@@ -7,7 +7,7 @@ _socknotifyctl()
         COMPREPLY=()
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
-        verbs="status clients ports registrations log-level reload reexec watch"
+        verbs="status clients ports registrations log-level reload reexec watch monitor"
         opts="--socket --json --color --help --version"
         case $prev in
         -s|--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -22,6 +22,7 @@ _socknotifyctl()
         "") COMPREPLY=($(compgen -W "$verbs $opts" -- "$cur")) ;;
         registrations) COMPREPLY=($(compgen -W "--port= --client= --json" -- "$cur")) ;;
         watch) COMPREPLY=($(compgen -W "--interval= --count=" -- "$cur")) ;;
+        monitor) COMPREPLY=($(compgen -W "--client= --port= --json" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -W "--json" -- "$cur")) ;;
         esac
 }

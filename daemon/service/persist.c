@@ -420,7 +420,8 @@ void live_set_cloexec(struct server *srv, bool on)
         for (pos = srv->conns.next; pos != &srv->conns; pos = pos->next) {
                 struct conn *c = sn_list_entry(pos, struct conn, link);
 
-                if (c->dead)
+                /* A monitor is not carried: a re-exec closes it (monitor.c). */
+                if (c->dead || c->mon)
                         continue;
                 set_cloexec(c->fd, on);
                 for (int i = 0; c->ring && i < RING_NFDS; i++)
