@@ -7,7 +7,7 @@ _socknotifyctl()
         COMPREPLY=()
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
-        verbs="status clients ports registrations log-level reload reexec watch"
+        verbs="status clients ports registrations log-level reload reexec watch monitor"
         opts="--socket --json --color --output --raw --noheadings --no-legend --help --version"
         case $prev in
         -s|--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -36,6 +36,7 @@ _socknotifyctl()
         registrations) COMPREPLY=($(compgen -W "--port= --client= $table" -- "$cur")) ;;
         watch) COMPREPLY=($(compgen -W "--interval= --count= --output --raw --noheadings --no-legend" -- "$cur")) ;;
         clients|ports) COMPREPLY=($(compgen -W "$table" -- "$cur")) ;;
+        monitor) COMPREPLY=($(compgen -W "--client= --port= --json" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -W "--json" -- "$cur")) ;;
         esac
 }

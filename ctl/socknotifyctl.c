@@ -38,6 +38,7 @@
 
 #include "common/macro.h"
 #include "common/utf8.h"
+#include "ctl/monitor.h"
 #include "socknotify.h"
 
 enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_NODAEMON = 3 };
@@ -62,6 +63,8 @@ static void usage(FILE *f)
                 "  reexec                       re-execute the daemon in place (upgrade)\n"
                 "  watch [--interval=MS] [--count=N]\n"
                 "                               a live view, one line per port\n"
+                "  monitor [--client=PID] [--port=ID]\n"
+                "                               requests and replies as they pass, decoded\n"
                 "\n"
                 "Options:\n"
                 "  -s, --socket=PATH            the daemon's socket (default: $SOCKNOTIFY_SOCKET,\n"
@@ -1063,6 +1066,8 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         verb = argv[optind];
+        if (!strcmp(verb, "monitor"))
+                return ctl_monitor(argc - optind, argv + optind, opt_socket, opt_json);
         /* Options of the verb follow it. */
         optind++;
         while ((o = getopt_long(argc, argv, "+s:jo:rn", options, NULL)) >= 0) {

@@ -204,3 +204,52 @@ void sn_msg_trace(char *out, size_t outsz, const uint8_t *buf, size_t len, unsig
         if (o.full && outsz > 4)
                 memcpy(out + outsz - 4, "...", 4);
 }
+
+/* ---- field walk ------------------------------------------------------------------------ */
+
+#define SN__WALK_FIELD(t, n, d) fn(ctx, section, index, #n, SN_WSIZE_##t * 8, (uint64_t)s.n);
+#define SN__WALK_FN(name)                                                                          \
+        static void walk_##name(const uint8_t *p, int section, uint32_t index, sn_msg_field_fn fn, \
+                                void *ctx)                                                         \
+        {                                                                                          \
+                struct snw_##name s;                                                                \
+                (void)section, (void)index, (void)fn, (void)ctx;                                   \
+                snw_##name##_decode(p, &s);                                                         \
+                SN_FIELDS_##name(SN__WALK_FIELD)                                                   \
+        }
+#define SN__WALK_ITEM_FN(name, doc) SN__WALK_FN(name)
+SN_ITEMS(SN__WALK_ITEM_FN)
+SN_BODIES(SN__WALK_FN)
+
+typedef void (*walk_fn)(const uint8_t *, int, uint32_t, sn_msg_field_fn, void *);
+
+static walk_fn walk_for(const char *name)
+{
+#define SN__WALK_LOOKUP(n)                                                                         \
+        if (!strcmp(name, #n))                                                                     \
+                return walk_##n;
+#define SN__WALK_LOOKUP_ITEM(n, doc) SN__WALK_LOOKUP(n)
+        SN_ITEMS(SN__WALK_LOOKUP_ITEM)
+        SN_BODIES(SN__WALK_LOOKUP)
+#undef SN__WALK_LOOKUP
+        return NULL;
+}
+
+void sn_msg_fields(const uint8_t *buf, const struct sn_msg_desc *d, const struct snw_header *h,
+                   sn_msg_field_fn fn, void *ctx)
+{
+        const char *items[2] = { d->item1, d->item2 };
+        uint32_t counts[2] = { h->count, h->count2 };
+        uint32_t sizes[2] = { d->item1_size, d->item2_size };
+
+        walk_for(d->body)(sn_msg_body(buf), 0, 0, fn, ctx);
+        for (int a = 0; a < 2; a++) {
+                walk_fn w = walk_for(items[a]);
+                const uint8_t *p = sn_msg_array(buf, d, a + 1);
+
+                if (!w || !strcmp(items[a], "byte"))
+                        continue;
+                for (uint32_t i = 0; i < counts[a]; i++)
+                        w(p + (size_t)i * sizes[a], a + 1, i, fn, ctx);
+        }
+}

@@ -34,6 +34,10 @@
 #define SN_PROTO_INFINITE 0xffffffffu
 /* HELLO flags (version 3): the client asks for the shared-memory rings (common/ring.h). */
 #define SN_PROTO_HELLO_RING 0x1u
+/* MONITOR_FRAME flags: a reply (daemon to client), carried by the rings, only lost frames. */
+#define SN_PROTO_MONITOR_REPLY 0x1u
+#define SN_PROTO_MONITOR_RING 0x2u
+#define SN_PROTO_MONITOR_LOST 0x4u
 /* HELLO_REPLY transport: what the connection uses from then on. */
 #define SN_PROTO_TRANSPORT_SOCKET 0u
 #define SN_PROTO_TRANSPORT_RING 1u
@@ -180,6 +184,18 @@ uint8_t *sn_msg_begin(uint8_t *buf, uint16_t type, uint32_t id, uint32_t status,
 /* Formats a one-line human-readable rendering of a checked message into out (always
  * terminated, truncated with "..." when too long).  Shows at most max_items array items. */
 void sn_msg_trace(char *out, size_t outsz, const uint8_t *buf, size_t len, unsigned max_items);
+
+/*
+ * Calls fn once for every field of a checked message (sn_msg_check() accepted it), in wire
+ * order: the body's fields with section 0 and index 0, then each item of the first array with
+ * section 1 and its index, then the second array's with section 2.  bits is the field's width
+ * (8, 16, 32 or 64).  Byte arrays are not walked (their text is sn_msg_array()'s).  The tracer
+ * and this walk follow messages.def alike; socknotifyctl monitor decodes with it.
+ */
+typedef void (*sn_msg_field_fn)(void *ctx, int section, uint32_t index, const char *name,
+                                unsigned bits, uint64_t value);
+void sn_msg_fields(const uint8_t *buf, const struct sn_msg_desc *d, const struct snw_header *h,
+                   sn_msg_field_fn fn, void *ctx);
 
 /* Byte offset of fd_index inside a registration item (the daemon renumbers it when it joins
  * the parts of a multi-part call). */

@@ -78,6 +78,9 @@ struct server {
         uint32_t port_id_key[4];
         uint64_t next_conn_serial;
         uint32_t nports, nwaits;
+        /* Connections that monitor the others (service/monitor.c): tested on every message. */
+        struct sn_list monitors;
+        uint32_t nmonitors;
         uint64_t nregs, nqueued;
         bool trace;
         bool no_shm; /* offer no shared-memory rings (--no-shm) */

@@ -51,6 +51,7 @@
 #include "daemon/objects/world.h"
 #include "daemon/service/conn.h"
 #include "daemon/service/control.h"
+#include "daemon/service/monitor.h"
 #include "daemon/service/persist.h"
 #include "daemon/service/ring.h"
 #include "daemon/service/server.h"
@@ -341,6 +342,7 @@ void conn_free(struct conn *c, uint32_t status)
         server_note_freed(c->srv, c->outq_bytes);
         take_charge(c, -(int64_t)c->take_unread);
         sn_list_del(&c->take_link);
+        monitor_detach(c);
         if (event_initialized(&c->ev))
                 event_del(&c->ev);
         live_ring_gone(c);
@@ -390,6 +392,16 @@ static void conn_set_writing(struct conn *c, bool on)
                      conn_io_cb, c);
         event_add(&c->ev, NULL);
         c->writing = on;
+}
+
+bool conn_output_pending(const struct conn *c)
+{
+        return !sn_list_empty(&c->outq);
+}
+
+void conn_want_write(struct conn *c)
+{
+        conn_set_writing(c, true);
 }
 
 static void trace(struct conn *c, const char *dir, const uint8_t *buf, size_t len)
@@ -501,6 +513,7 @@ void conn_send(struct conn *c, const uint8_t *buf, size_t len)
         srv->counters.messages_out++;
         if (srv->trace)
                 trace(c, "->", buf, len);
+        monitor_see(c, true, buf, len);
         /* The request counts as answered only once its reply is in the kernel (or the ring) or
          * queued (and journaled): a crash before that fails it with EIO, never leaves its
          * caller waiting. */
@@ -578,6 +591,8 @@ static void conn_flush(struct conn *c)
                 user_charge_output(c->user, -(int64_t)m->cost);
                 free(m);
         }
+        if (!monitor_flush(c))
+                return;
         conn_set_writing(c, false);
 }
 
@@ -697,6 +712,7 @@ static void hello_ring(struct conn *c, uint32_t id, struct snw_hello_reply *out)
         srv->counters.messages_out++;
         if (srv->trace)
                 trace(c, "->", srv->wbuf, len);
+        monitor_see(c, true, srv->wbuf, len);
         /* The first reply of a connection: its socket buffer is empty, so it always fits. */
         err = sn__fdmsg_send(c->fd, srv->wbuf, len, fds, SN_PROTO_RING_NFDS, MSG_DONTWAIT);
         if (err < 0) {
@@ -1119,6 +1135,7 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         srv->counters.messages_out++;
         if (srv->trace)
                 trace(c, "->", srv->wbuf, len);
+        monitor_see(c, true, srv->wbuf, len);
         port_take_commit(port, &c->session, n);
         if (n) {
                 c->take_unread = n;
@@ -1696,6 +1713,13 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
         c->srv->counters.messages_in++;
         if (c->srv->trace)
                 trace(c, "<-", buf, len);
+        if (c->mon) {
+                /* A monitor only reads: anything it sends ends it. */
+                closer_close_all(fds, nfds);
+                conn_kill(c, "a monitor sent a message");
+                return;
+        }
+        monitor_see(c, false, buf, len);
         if (!conn_admit(c, buf, len, fds, nfds, fds_cut, &h, &d))
                 return;
         live_conn_request(c, h.id, true);

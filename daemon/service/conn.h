@@ -23,6 +23,7 @@
 #include "daemon/state/journal.h"
 
 struct conn_ring;
+struct monitor;
 struct server;
 struct ucred;
 struct user;
@@ -85,6 +86,7 @@ struct conn {
          * the daemon's RLIMIT_NOFILE by the kernel); on server->take_unread while not 0. */
         uint32_t take_unread;
         struct sn_list take_link;
+        struct monitor *mon; /* when it monitors the others (monitor.c), else NULL */
 };
 
 /* The connection whose session s is (every session is a connection's today). */
@@ -119,6 +121,10 @@ void conn_free(struct conn *conn, uint32_t status);
  * them; they stay on conn->waits until conn_free() or their holder's wait_free().
  */
 void conn_kill(struct conn *conn, const char *why);
+/* Replies are queued for it (sent before anything else goes out on its socket). */
+bool conn_output_pending(const struct conn *conn);
+/* Wakes the loop when its socket has room again (conn_flush(), then monitor_flush()). */
+void conn_want_write(struct conn *conn);
 /* Sends one encoded message (queued when the socket is full). */
 void conn_send(struct conn *conn, const uint8_t *buf, size_t len);
 /* Encodes and sends a PROCESS_REPLY. */

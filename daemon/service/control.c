@@ -38,6 +38,7 @@
 #include "daemon/objects/world.h"
 #include "daemon/service/conn.h"
 #include "daemon/service/control.h"
+#include "daemon/service/monitor.h"
 #include "daemon/service/ring.h"
 #include "daemon/service/server.h"
 #include "socknotify.h"
@@ -368,6 +369,61 @@ done:
         return ans;
 }
 
+/* A filter of "monitor": absent or null is 0 (any), else an integer from 1 to 2^32 - 1. */
+static bool filter_value(json_t *req, const char *name, uint32_t *ret)
+{
+        json_t *v = json_object_get(req, name);
+        json_int_t n;
+
+        *ret = 0;
+        if (!v || json_is_null(v))
+                return true;
+        n = json_is_integer(v) ? json_integer_value(v) : -1;
+        if (n < 0 || n > UINT32_MAX)
+                return false;
+        *ret = (uint32_t)n;
+        return true;
+}
+
+/* The verb "monitor": the answer, then the connection carries MONITOR_FRAMEs (monitor.c). */
+static void control_monitor(struct conn *c, uint32_t id, json_t *req)
+{
+        uint32_t pid, port, status = 0;
+        json_t *ans;
+        char *out;
+        int r;
+
+        if (!filter_value(req, "client", &pid) || !filter_value(req, "port", &port)) {
+                status = EINVAL;
+                ans = json_pack("{s:s}", "error", "client and port: a pid or a port id");
+        } else if ((r = monitor_check(c)) < 0) {
+                status = (uint32_t)-r;
+                char why[128];
+
+                if (r == -EBUSY)
+                        snprintf(why, sizeof(why), "a monitor's connection holds no port, waits "
+                                                   "for nothing and has no rings");
+                else
+                        snprintf(why, sizeof(why), "too many monitors: at most %d in all, %d "
+                                 "for a user other than root and the daemon's",
+                                 MONITOR_MAX, MONITOR_MAX_PER_USER);
+                ans = json_pack("{s:s}", "error", why);
+        } else {
+                ans = json_pack("{s:s, s:b, s:i, s:i, s:I}", "result", "monitoring", "all",
+                                c->uid == 0 || c->uid == geteuid(), "client", (int)pid, "port",
+                                (int)port, "buffer_bytes", (json_int_t)MONITOR_BUFFER);
+        }
+        out = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
+        conn_reply_text(c, SN_MSG_CONTROL_REPLY, id, status, out, out ? strlen(out) : 0);
+        free(out);
+        json_decref(ans);
+        if (status || c->dead)
+                return;
+        r = monitor_attach(c, pid, port);
+        if (r < 0)
+                conn_kill(c, "could not start monitoring");
+}
+
 void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t len)
 {
         struct server *srv = c->srv;
@@ -383,6 +439,10 @@ void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t l
         } else if (!strcmp(verb, "clients") || !strcmp(verb, "ports") ||
                    !strcmp(verb, "registrations")) {
                 ans = list(c, verb, req);
+        } else if (!strcmp(verb, "monitor")) {
+                control_monitor(c, id, req);
+                json_decref(req);
+                return;
         } else if (strcmp(verb, "log-level") && strcmp(verb, "reload") && strcmp(verb, "reexec")) {
                 ans = json_pack("{s:s}", "error", "unknown verb");
                 status = EINVAL;

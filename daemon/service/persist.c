@@ -262,8 +262,8 @@ static void journal_conn(struct conn *c)
         struct conn_stage *st = &c->stage;
         struct sn_list *pos;
 
-        if (c->dead)
-                return;
+        if (c->dead || c->mon)
+                return; /* monitors are not carried (monitor.c) */
         live_conn(c);
         live_ring(c);
         for (pos = c->outq.next; pos != &c->outq; pos = pos->next)
@@ -420,7 +420,8 @@ void live_set_cloexec(struct server *srv, bool on)
         for (pos = srv->conns.next; pos != &srv->conns; pos = pos->next) {
                 struct conn *c = sn_list_entry(pos, struct conn, link);
 
-                if (c->dead)
+                /* A monitor is not carried: a re-exec closes it (monitor.c). */
+                if (c->dead || c->mon)
                         continue;
                 set_cloexec(c->fd, on);
                 for (int i = 0; c->ring && i < RING_NFDS; i++)

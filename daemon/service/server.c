@@ -651,6 +651,7 @@ static struct server *server_alloc(const struct server_options *opt)
         sn_list_init(&srv->users);
         sn_list_init(&srv->dead);
         sn_list_init(&srv->take_unread);
+        sn_list_init(&srv->monitors);
         clock_gettime(CLOCK_MONOTONIC, &srv->started);
         if (getrandom(srv->port_id_key, sizeof(srv->port_id_key), 0) !=
             (ssize_t)sizeof(srv->port_id_key)) {

@@ -115,6 +115,11 @@ static const struct golden goldens[] = {
           "02000000" "01000000"
           "8877665544332211" "0900000000000000" "0a00000000000000" "0700" "01" "06" "00000000"
           "05000000" },
+        /* Sent only to monitors (CONTROL monitor); nothing above changed. */
+        { "MONITOR_FRAME",
+          "3f000000" "8d00" "0000" "0d0c0b0a" "16000000" "03000000" "00000000"
+          "0807060504030201" "1817161514131211" "21000000" "22000000" "23000000" "24000000"
+          "01000000" "616263" },
 };
 /* clang-format on */
 
@@ -208,6 +213,18 @@ static uint8_t *body_port_take(uint8_t *p)
         struct snw_port_take b = { .port = 0x21, .max = 253, .flags = 0 };
         return snw_port_take_encode(p, &b);
 }
+static uint8_t *body_monitor(uint8_t *p)
+{
+        struct snw_monitor b = { .time_ns = 0x0102030405060708ull,
+                                 .conn = 0x1112131415161718ull,
+                                 .pid = 0x21,
+                                 .uid = 0x22,
+                                 .lost = 0x23,
+                                 .length = 0x24,
+                                 .flags = 1 };
+        return snw_monitor_encode(p, &b);
+}
+
 static uint8_t *body_port_take_reply(uint8_t *p)
 {
         struct snw_port_take_reply b = { .remaining = 2, .holders = 1 };
@@ -218,6 +235,7 @@ static const struct {
         const char *name;
         uint8_t *(*encode)(uint8_t *p);
 } bodies[] = {
+        { "monitor", body_monitor },
         { "port_linger", body_port_linger },
         { "port_linger_reply", body_port_linger_reply },
         { "port_take", body_port_take },
