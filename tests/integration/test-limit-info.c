@@ -4,16 +4,22 @@
  * test-limit-info.c - a call refused by a limit (-EDQUOT) learns which limit and its value
  * (LIMIT_INFO, sn_conn_refusal(), sn_conn_error_detail()), against a real socknotifyd started
  * with small limits: waits per user, registrations per port, ports per connection, posted
- * packets per port, sockets per user; per item for a PROCESS call.
+ * packets per port, sockets per user; per item for a PROCESS call.  And, from a fake peer, a
+ * LIMIT_INFO_REPLY with more records than a daemon keeps and a limit no daemon has.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <check.h>
 
+#include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
 
@@ -190,10 +196,116 @@ START_TEST(test_nothing_refused)
 }
 END_TEST
 
+/* A fake daemon (the child of a fork: an exit status, no assertions) that refuses a POST with
+ * EDQUOT and answers LIMIT_INFO with 20 records, more than any daemon keeps, the newest naming
+ * a limit number and scope no daemon has: the library reads them as the hostile input they
+ * may be.  Only here, since a real daemon cannot be made to send them. */
+static int fake_daemon(int lfd)
+{
+        uint8_t in[4096], out[4096], *p;
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        ssize_t n;
+
+        if (c < 0)
+                return 10;
+        n = recv(c, in, sizeof(in), 0);
+        if (n <= 0 || sn_msg_check(in, (size_t)n, &h, &d) < 0 || h.type != SN_MSG_HELLO)
+                return 11;
+        struct snw_hello_reply hr = { .version = 2, .max_message = 65536, .max_fds = 253,
+                                      .max_ports = 64, .max_registrations = 1000,
+                                      .max_posted = 1000, .max_waits = 64, .max_sockets = 1000,
+                                      .daemon_pid = (uint32_t)getpid() };
+        snw_hello_reply_encode(sn_msg_begin(out, SN_MSG_HELLO_REPLY, h.id, 0, 0, 0, 0), &hr);
+        if (send(c, out, sn_msg_size(SN_MSG_HELLO_REPLY, 0, 0), 0) < 0)
+                return 12;
+        n = recv(c, in, sizeof(in), 0);
+        if (n <= 0 || sn_msg_check(in, (size_t)n, &h, &d) < 0 || h.type != SN_MSG_PORT_CREATE)
+                return 13;
+        struct snw_port_create_reply pr = { .port = 7, .concurrency = 1 };
+        snw_port_create_reply_encode(sn_msg_begin(out, SN_MSG_PORT_CREATE_REPLY, h.id, 0, 0, 0,
+                                                  0),
+                                     &pr);
+        if (send(c, out, sn_msg_size(SN_MSG_PORT_CREATE_REPLY, 0, 0), 0) < 0)
+                return 14;
+        n = recv(c, in, sizeof(in), 0);
+        if (n <= 0 || sn_msg_check(in, (size_t)n, &h, &d) < 0 || h.type != SN_MSG_POST)
+                return 15;
+        uint32_t post_id = h.id;
+        struct snw_post_reply po = { .queued = 0 };
+        snw_post_reply_encode(sn_msg_begin(out, SN_MSG_POST_REPLY, h.id, EDQUOT, 0, 0, 0), &po);
+        if (send(c, out, sn_msg_size(SN_MSG_POST_REPLY, 0, 0), 0) < 0)
+                return 16;
+        n = recv(c, in, sizeof(in), 0);
+        if (n <= 0 || sn_msg_check(in, (size_t)n, &h, &d) < 0 || h.type != SN_MSG_LIMIT_INFO)
+                return 17;
+        struct snw_limit_info_reply lr = { .refused = 20 };
+        p = snw_limit_info_reply_encode(
+                sn_msg_begin(out, SN_MSG_LIMIT_INFO_REPLY, h.id, 0, 0, 20, 0), &lr);
+        for (uint32_t i = 0; i < 20; i++) {
+                struct snw_refusal r = { .request = i < 19 ? post_id + 1000 + i : post_id,
+                                         .first = i == 19 ? 0xffffffffu : i, .last = 0,
+                                         .limit = i == 19 ? 999 : 1, .scope = 77,
+                                         .value = UINT64_MAX };
+                p = snw_refusal_encode(p, &r);
+        }
+        if (send(c, out, sn_msg_size(SN_MSG_LIMIT_INFO_REPLY, 20, 0), 0) < 0)
+                return 18;
+        n = recv(c, in, sizeof(in), 0);
+        if (n <= 0 || sn_msg_check(in, (size_t)n, &h, &d) < 0 || h.type != SN_MSG_PORT_CLOSE)
+                return 19;
+        sn_msg_begin(out, SN_MSG_PORT_CLOSE_REPLY, h.id, 0, 0, 0, 0);
+        if (send(c, out, sn_msg_size(SN_MSG_PORT_CLOSE_REPLY, 0, 0), 0) < 0)
+                return 20;
+        n = recv(c, in, sizeof(in), 0); /* end of file: the client closed */
+        close(c);
+        return n == 0 ? 0 : 21;
+}
+
+START_TEST(test_hostile_limit_info)
+{
+        char dir[] = "/tmp/sn-limit-XXXXXX";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        sn_refusal_t rf;
+        int lfd, status;
+        pid_t pid;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fake.sock", dir);
+        lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(lfd, 0);
+        ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(lfd, 1), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(fake_daemon(lfd));
+        setenv("SOCKNOTIFY_NO_SHM", "1", 1);
+        ck_assert_int_eq(sn_conn_open(sa.sun_path, &C), 0);
+        ck_assert_int_eq(sn_port_create(C, 0, &P), 0);
+        ck_assert_int_eq(sn_port_post(P, 1, 0, 0), -EDQUOT);
+        ck_assert_int_eq(sn_conn_refusal(C, SN_REFUSAL_CALL, &rf), 0);
+        ck_assert_str_eq(rf.limit, "limit 999");
+        ck_assert_uint_eq(rf.value, UINT64_MAX);
+        ck_assert_uint_eq(rf.scope, 77);
+        ck_assert_ptr_nonnull(strstr(rf.text, "limit 999 (18446744073709551615) reached"));
+        sn_port_close(P);
+        P = NULL;
+        C = sn_conn_close(C);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fake daemon: %d", status);
+        close(lfd);
+        unlink(sa.sun_path);
+        rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("limit-info");
         TCase *tc = tcase_create("limit-info");
+        TCase *fake = tcase_create("hostile");
 
         tcase_add_checked_fixture(tc, NULL, teardown);
         tcase_set_timeout(tc, 30);
@@ -203,5 +315,8 @@ int main(void)
         tcase_add_test(tc, test_sockets_per_user);
         tcase_add_test(tc, test_nothing_refused);
         suite_add_tcase(s, tc);
+        tcase_set_timeout(fake, 30);
+        tcase_add_test(fake, test_hostile_limit_info);
+        suite_add_tcase(s, fake);
         return test_run_suite(s);
 }
