@@ -294,6 +294,11 @@ uint32_t sn__orphans_take(sn_conn_t *conn, uint32_t port, sn_entry_t *entries, u
  * before the request reached it, it goes to the new one after a resume. */
 int sn__call(sn_conn_t *conn, const uint8_t *buf, size_t len, uint16_t expect, sn_reply_fn fn,
              void *ctx);
+/* A call of this thread on conn, request id, failed with -EDQUOT or had items refused with it:
+ * kept (per thread) for sn_conn_refusal().  regs[sent[k]] went as the request's item k
+ * (nsent of them; NULL, 0: a call without items). */
+void sn__refusal_note(sn_conn_t *conn, uint32_t id, const sn_registration_t *regs,
+                      const uint32_t *sent, uint32_t nsent);
 /* sn__call() of a request whose body starts with a port's number: *port (a struct sn_port's
  * id, which a resume changes under send_lock) is written there as it is sent. */
 int sn__call_on(sn_conn_t *conn, const uint32_t *port, const uint8_t *buf, size_t len,

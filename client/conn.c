@@ -638,7 +638,10 @@ int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t l
                                 eio++;
                                 continue;
                         }
-                        return eio && done && r == -(int)done ? 0 : r;
+                        r = eio && done && r == -(int)done ? 0 : r;
+                        if (r == -EDQUOT)
+                                sn__refusal_note(c, p.id, NULL, NULL, 0);
+                        return r;
                 }
                 sn__pending_remove(c, &p);
                 /* Not sent, so not done: the same request goes to the new daemon, once. */

@@ -41,7 +41,8 @@ SN_EXPORT const char *sn_strerror(int err)
                 return "the daemon's reply broke the protocol (the descriptors it brought were "
                        "closed); the connection is lost";
         case -EDQUOT:
-                return "a socknotifyd limit was reached";
+                return "refused by a socknotifyd limit (sn_conn_error_detail() names it and "
+                       "its value)";
         case -ETIMEDOUT:
                 return "timed out with nothing dequeued";
         case -ENOTSOCK:
@@ -49,9 +50,7 @@ SN_EXPORT const char *sn_strerror(int err)
         case -EEXIST:
                 return "socket already registered on another port, or its removal is pending";
         case -ENOENT:
-                return "no such registration on this port; or, from sn_conn_open(), no socknotifyd at "
-                       "the socket path (sn_conn_open_error() names the paths tried; "
-                       "SOCKNOTIFY_SOCKET chooses one)";
+                return "no such registration on this port";
         }
         s = err < 0 ? strerrordesc_np(-err) : NULL;
         return s ? s : "unknown error";

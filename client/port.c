@@ -209,6 +209,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *
         uint32_t port_id = port->id;
         const size_t isz = SN_WIRE_SIZE_registration;
         const size_t fixed = SN_HEADER_SIZE + SN_WIRE_SIZE_process;
+        bool refused;
         uint32_t stack_idx[128];
         struct prep stack_prep[128];
         uint32_t *sent_idx = stack_idx;
@@ -397,6 +398,12 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *
                 goto out;
         }
         wait_freeing(c, &pend, &arrays, &r);
+        /* A limit refused the call or some of its items: which one, sn_conn_refusal() asks. */
+        refused = r == -EDQUOT;
+        for (uint32_t i = 0; i < ctx.nsent && !refused; i++)
+                refused = regs[sent_idx[i]].result == -EDQUOT;
+        if (refused)
+                sn__refusal_note(c, pend.id, regs, sent_idx, ctx.nsent);
         if (r < 0 && r != -ETIMEDOUT)
                 goto out; /* -EINPROGRESS: entries were stashed meanwhile (sn_port_process) */
 

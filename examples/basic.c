@@ -70,8 +70,12 @@ int main(void)
         int client = -1, server = -1, r, ok = 1;
 
         r = sn_conn_open(NULL, &conn);
-        if (r < 0)
-                return fail("connecting to socknotifyd", r);
+        if (r < 0) {
+                /* It names every socket path tried, each one's error, and what to do. */
+                fprintf(stderr, "basic: %s\n",
+                        *sn_conn_open_error() ? sn_conn_open_error() : sn_strerror(r));
+                return 1;
+        }
         printf("connected to socknotifyd\n");
         r = sn_port_create(conn, 0, &port);
         if (r < 0)

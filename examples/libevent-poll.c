@@ -129,8 +129,11 @@ static int run(void)
         int listener = -1, r;
 
         r = sn_conn_open(NULL, &st.conn);
-        if (r < 0)
-                goto out;
+        if (r < 0) {
+                fprintf(stderr, "libevent-poll: %s\n",
+                        *sn_conn_open_error() ? sn_conn_open_error() : sn_strerror(r));
+                return r;
+        }
         r = sn_port_create(st.conn, 1, &st.port);
         if (r < 0)
                 goto out;

@@ -453,6 +453,40 @@ SN_EXPORT sn_call_t *sn_call_free(sn_call_t *call);
  * -EBADFD, -ECONNRESET. */
 SN_EXPORT int sn_conn_waiter_exit(sn_conn_t *conn, uint32_t waiter);
 
+/* What a limit counts (sn_refusal_t.scope). */
+#define SN_LIMIT_SCOPE_CONNECTION 1u   /* one connection */
+#define SN_LIMIT_SCOPE_PORT 2u         /* one port */
+#define SN_LIMIT_SCOPE_USER 3u         /* one user, all its connections */
+#define SN_LIMIT_SCOPE_UNPRIVILEGED 4u /* all users but root and the daemon's own, together */
+#define SN_LIMIT_SCOPE_DAEMON 5u       /* the whole daemon */
+#define SN_LIMIT_SCOPE_REQUEST 6u      /* the value one request may ask for */
+/* sn_refusal_t.item of a refusal of the call as a whole. */
+#define SN_REFUSAL_CALL UINT32_MAX
+
+/* Which of the daemon's limits refused a call (sn_conn_refusal()). */
+typedef struct sn_refusal {
+        char limit[32];  /* its name, the socknotifyd(8) option and configuration key
+                          * ("max-waits-per-user"); "limit N" for one this library does not know */
+        char text[160];  /* a sentence: "max-waits-per-user (4096) reached, for this user ..." */
+        uint64_t value;  /* its value in force when it refused */
+        uint32_t scope;  /* SN_LIMIT_SCOPE_*, 0 when the daemon did not say */
+        uint32_t item;   /* the item asked for, or SN_REFUSAL_CALL */
+} sn_refusal_t;
+
+/* After a call of this thread on conn failed with -EDQUOT: which limit refused it, asked of the
+ * daemon (one LIMIT_INFO request).  item SN_REFUSAL_CALL asks about the call itself; an index
+ * into the regs of the thread's last sn_port_process() or sn_port_process_ex() on conn asks
+ * about that registration, whose result was -EDQUOT.  The daemon keeps the newest 8 refusals
+ * of each connection, and none across a restart.  A thread that made no such call on conn
+ * gets the connection's newest refusal.  Errors: -ENOENT (nothing known of that call or item),
+ * -EOPNOTSUPP (a daemon older than this request), -EINVAL, and those of any request. */
+SN_EXPORT int sn_conn_refusal(sn_conn_t *conn, uint32_t item, sn_refusal_t *ret);
+
+/* sn_conn_refusal()'s text for the calling thread's last call on conn that failed with -EDQUOT
+ * (a call whose items alone were refused: its first such item's), or NULL when it cannot be
+ * told.  Per thread; valid until the thread's next call of it. */
+SN_EXPORT const char *sn_conn_error_detail(sn_conn_t *conn);
+
 /* Describes an error returned by this library (negative errno).  Never NULL. */
 SN_EXPORT const char *sn_strerror(int err);
 

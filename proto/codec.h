@@ -205,3 +205,4 @@ _Static_assert(SN_WIRE_SIZE_registration == 36, "registration item layout change
 #define SN_ENTRY_OVERLAPPED_OFFSET 8
 #define SN_ENTRY_KIND_OFFSET 20
 _Static_assert(SN_WIRE_SIZE_entry == 24, "entry item layout changed");
+_Static_assert(SN_WIRE_SIZE_refusal == 24, "refusal item layout changed");

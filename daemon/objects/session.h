@@ -37,6 +37,19 @@ struct server;
 struct session;
 struct user;
 
+/* One request refused by a limit, as LIMIT_INFO_REPLY gives it (PROTOCOL.md, section 7a):
+ * refusals in a row of the same request by the same limit share one record. */
+struct refusal {
+        uint32_t request;
+        uint32_t first, last;   /* its registration items; SESSION_NO_ITEM: the request itself */
+        uint16_t limit, scope;  /* proto/limits.h */
+        uint64_t value;
+};
+
+/* The newest refusals a session keeps, and the item number of a request as a whole. */
+#define SESSION_REFUSALS 8
+#define SESSION_NO_ITEM 0xffffffffu
+
 struct session_ops {
         /* Answers call id (a PROCESS request) with status, the per-registration results of the
          * call (nresults) and nentries wire-encoded entries (SN_WIRE_SIZE_entry each). */
@@ -75,7 +88,11 @@ struct session_ops {
         uint32_t nrunners;       /* at most max_waits (port_mark_running) */                      \
         int pidns;               /* 0 not read yet, else taskstate_ns() of pid (port.c) */        \
         struct sn_list waits;    /* struct wait */                                                 \
-        uint32_t nwaits;
+        uint32_t nwaits;                                                                           \
+        uint32_t req_id;         /* the request being handled, or the last one */                 \
+        uint32_t req_item;       /* its registration item being applied, or SESSION_NO_ITEM */   \
+        uint32_t nrefused;       /* refusal records made so far (a ring by this count) */      \
+        struct refusal refusals[SESSION_REFUSALS];
 
 struct session {
         SN_SESSION_MEMBERS

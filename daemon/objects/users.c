@@ -43,7 +43,7 @@ struct user *user_get(struct server *srv, uid_t uid)
         return u;
 }
 
-int user_check_fds(struct server *srv, struct user *u, const struct session *s, uint64_t n)
+int user_check_fds(struct server *srv, struct user *u, struct session *s, uint64_t n)
 {
         /* The closer thread's backlog is still in the table (as in user_fd_room()): a close()
          * that blocks (SO_LINGER) must not let what the daemon makes itself (connections,
@@ -58,7 +58,7 @@ int user_check_fds(struct server *srv, struct user *u, const struct session *s, 
 }
 
 /* Whether the pool's count used may grow by n within max; else the refusal, named by limit. */
-static int pool_check(struct server *srv, struct user *u, const struct session *s, uint64_t used,
+static int pool_check(struct server *srv, struct user *u, struct session *s, uint64_t used,
                       uint64_t n, uint64_t max, const char *limit)
 {
         if (!u->pool || srv->restoring || used + n <= max)
@@ -68,25 +68,25 @@ static int pool_check(struct server *srv, struct user *u, const struct session *
         return -EDQUOT;
 }
 
-int user_check_output(struct server *srv, struct user *u, const struct session *s, uint64_t n)
+int user_check_output(struct server *srv, struct user *u, struct session *s, uint64_t n)
 {
         return pool_check(srv, u, s, u->pool ? u->pool->output : 0, n,
                           srv->limits.max_output_unprivileged, "max-output-unprivileged");
 }
 
-int user_check_waits(struct server *srv, struct user *u, const struct session *s, uint64_t n)
+int user_check_waits(struct server *srv, struct user *u, struct session *s, uint64_t n)
 {
         return pool_check(srv, u, s, u->pool ? u->pool->waits : 0, n,
                           srv->limits.max_waits_unprivileged, "max-waits-unprivileged");
 }
 
-int user_check_posted(struct server *srv, struct user *u, const struct session *s, uint64_t n)
+int user_check_posted(struct server *srv, struct user *u, struct session *s, uint64_t n)
 {
         return pool_check(srv, u, s, u->pool ? u->pool->posted : 0, n,
                           srv->limits.max_posted_unprivileged, "max-posted-unprivileged");
 }
 
-int user_check_staged(struct server *srv, struct user *u, const struct session *s, uint64_t n)
+int user_check_staged(struct server *srv, struct user *u, struct session *s, uint64_t n)
 {
         return pool_check(srv, u, s, u->pool ? u->pool->staged : 0, n,
                           srv->limits.max_staged_unprivileged, "max-staged-unprivileged");

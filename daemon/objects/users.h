@@ -137,14 +137,14 @@ static inline void user_charge_staged(struct user *u, int64_t delta)
  * -EDQUOT when u is unprivileged and all unprivileged users together, with the descriptors the
  * closer thread has still to close, would exceed the pool (logged as a refusal by
  * --reserve-fds, counted in u->refused).  Never refuses a restore. */
-int user_check_fds(struct server *srv, struct user *u, const struct session *s, uint64_t n);
+int user_check_fds(struct server *srv, struct user *u, struct session *s, uint64_t n);
 /* The same for n more bytes of output: -EDQUOT past --max-output-unprivileged. */
-int user_check_output(struct server *srv, struct user *u, const struct session *s, uint64_t n);
+int user_check_output(struct server *srv, struct user *u, struct session *s, uint64_t n);
 /* The same for n more parked calls (--max-waits-unprivileged), posted packets
  * (--max-posted-unprivileged) and staged items (--max-staged-unprivileged). */
-int user_check_waits(struct server *srv, struct user *u, const struct session *s, uint64_t n);
-int user_check_posted(struct server *srv, struct user *u, const struct session *s, uint64_t n);
-int user_check_staged(struct server *srv, struct user *u, const struct session *s, uint64_t n);
+int user_check_waits(struct server *srv, struct user *u, struct session *s, uint64_t n);
+int user_check_posted(struct server *srv, struct user *u, struct session *s, uint64_t n);
+int user_check_staged(struct server *srv, struct user *u, struct session *s, uint64_t n);
 /* How many descriptors one more message of u may carry before the pool is full, counting
  * those the closer thread has still to close (at most max_fds; privileged: max_fds). */
 uint32_t user_fd_room(const struct server *srv, const struct user *u);

@@ -18,6 +18,7 @@
 #include "daemon/objects/registration.h"
 #include "daemon/objects/session.h"
 #include "daemon/objects/world.h"
+#include "proto/limits.h"
 
 bool server_is_own_connection(const struct server *srv, int fd)
 {
@@ -31,10 +32,45 @@ bool server_is_own_connection(const struct server *srv, int fd)
                !memcmp(&sa, &srv->listen_addr, len);
 }
 
-void server_log_refusal(struct server *srv, const struct session *s, uid_t uid, const char *limit)
+/* The value of the limit called name in force (its option's field), 0 when it has none. */
+static uint64_t limit_value(struct server *srv, const char *name)
+{
+        for (size_t i = 0; i < settings_nlimit_options; i++)
+                if (!strcmp(settings_limit_options[i].name, name))
+                        return *settings_limit_field(&srv->limits, &settings_limit_options[i]);
+        return 0;
+}
+
+/* Keeps s's refusal by limit for LIMIT_INFO: a refusal of the same request by the same limit
+ * as the newest record extends it (the items of a PROCESS call refused in a row), else it
+ * takes the ring's next record.  Cheap: a refusal is rare and already logged. */
+static void session_note_refusal(struct server *srv, struct session *s, const char *limit)
+{
+        uint16_t n = sn_limit_number(limit);
+        struct refusal *r = s->nrefused ? &s->refusals[(s->nrefused - 1) % SESSION_REFUSALS]
+                                        : NULL;
+
+        if (r && r->request == s->req_id && r->limit == n && s->req_item != SESSION_NO_ITEM &&
+            r->first != SESSION_NO_ITEM && s->req_item > r->last) {
+                r->last = s->req_item;
+        } else {
+                r = &s->refusals[s->nrefused % SESSION_REFUSALS];
+                r->request = s->req_id;
+                r->first = r->last = s->req_item;
+                r->limit = n;
+                r->scope = sn_limit_scope_of(n);
+                r->value = limit_value(srv, limit);
+                if (++s->nrefused == 0)
+                        s->nrefused = SESSION_REFUSALS; /* wrapped: still "all kept were made" */
+        }
+}
+
+void server_log_refusal(struct server *srv, struct session *s, uid_t uid, const char *limit)
 {
         unsigned long long dropped;
 
+        if (s)
+                session_note_refusal(srv, s, limit);
         if (!sn_ratelimit_ok(&srv->refuse_log, &dropped))
                 return;
         if (s)

@@ -125,8 +125,10 @@ struct server {
 /* Takes a free slot for g (g->slot); returns 0 or -ENOMEM. */
 int server_slot_take(struct server *srv, struct reg *g);
 void server_slot_release(struct server *srv, struct reg *g);
-/* Rate-limited notice that a client was refused by limit (name as in socknotifyd(8)). */
-void server_log_refusal(struct server *srv, const struct session *s, uid_t uid, const char *limit);
+/* Rate-limited notice that a client was refused by limit (name as in socknotifyd(8)); with a
+ * session (s), also the refusal its LIMIT_INFO names: its current request and item, the
+ * limit's number and its value in force. */
+void server_log_refusal(struct server *srv, struct session *s, uid_t uid, const char *limit);
 /* Gives memory back to the system after much client-made state was freed. */
 void server_note_freed(struct server *srv, size_t bytes);
 /* True when fd (a SOCK_SEQPACKET socket) is a client end of a connection to this daemon. */

@@ -1172,6 +1172,33 @@ void conn_reply_text(struct conn *c, uint16_t type, uint32_t id, uint32_t status
         conn_send(c, srv->wbuf, sn_msg_size(type, (uint32_t)len, 0));
 }
 
+/* LIMIT_INFO: the connection's newest refusals by a limit, oldest first.  Any version: a daemon
+ * without it answers ERROR/EOPNOTSUPP and the connection goes on, so a client may just ask. */
+static void handle_limit_info(struct conn *c, const struct snw_header *h)
+{
+        struct server *srv = c->srv;
+        uint32_t n = SN_MIN(c->nrefused, (uint32_t)SESSION_REFUSALS);
+        struct snw_limit_info_reply out = { .refused = c->nrefused };
+        uint8_t *p;
+
+        p = sn_msg_begin(srv->wbuf, SN_MSG_LIMIT_INFO_REPLY, h->id, 0, 0, n, 0);
+        p = snw_limit_info_reply_encode(p, &out);
+        for (uint32_t i = c->nrefused - n; i != c->nrefused; i++) {
+                const struct refusal *r = &c->refusals[i % SESSION_REFUSALS];
+                struct snw_refusal it = {
+                        .request = r->request,
+                        .first = r->first,
+                        .last = r->last,
+                        .limit = r->limit,
+                        .scope = r->scope,
+                        .value = r->value,
+                };
+
+                p = snw_refusal_encode(p, &it);
+        }
+        conn_send(c, srv->wbuf, sn_msg_size(SN_MSG_LIMIT_INFO_REPLY, n, 0));
+}
+
 static void handle_status(struct conn *c, const struct snw_header *h)
 {
         char *json = server_status_json(c->srv, c->uid);
@@ -1447,9 +1474,11 @@ static void process_apply(struct conn *c, struct port *port, const struct proces
                         fd = call->fds[it.fd_index];
                         call->fds[it.fd_index] = -1;
                 }
+                c->req_item = i;
                 results[i] = reg_apply(port, &c->session, &it, fd, &results[i]);
                 c->srv->lent = NULL;
         }
+        c->req_item = SESSION_NO_ITEM;
         epctl_end(c->srv->epctl);
         for (uint32_t i = 0; i < call->nitems; i++)
                 if (results[i])
@@ -1598,6 +1627,8 @@ static void refuse_fds(struct conn *c, const struct snw_header *h, const uint8_t
         if (st->active && st->id == h->id)
                 stage_reset(c);
         c->user->refused++;
+        c->req_id = h->id;
+        c->req_item = SESSION_NO_ITEM;
         if (cut == FDS_CUT_POOL)
                 server_log_refusal(c->srv, &c->session, c->uid, "reserve-fds");
         else if (sn_ratelimit_ok(&c->srv->refuse_log, &dropped))
@@ -1683,6 +1714,9 @@ static void conn_run(struct conn *c, const struct snw_header *h, const uint8_t *
         case SN_MSG_STATUS:
                 handle_status(c, h);
                 break;
+        case SN_MSG_LIMIT_INFO:
+                handle_limit_info(c, h);
+                break;
         case SN_MSG_CONTROL:
                 control_handle(c, h->id, sn_msg_array(buf, d, 1), h->count);
                 break;
@@ -1723,6 +1757,8 @@ static void conn_handle(struct conn *c, const uint8_t *buf, size_t len, int *fds
         if (!conn_admit(c, buf, len, fds, nfds, fds_cut, &h, &d))
                 return;
         live_conn_request(c, h.id, true);
+        c->req_id = h.id; /* a refusal names it (server_log_refusal) */
+        c->req_item = SESSION_NO_ITEM;
         conn_run(c, &h, buf, d, fds, nfds);
         live_conn_request(c, 0, false);
 }

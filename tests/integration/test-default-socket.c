@@ -163,7 +163,9 @@ START_TEST(test_no_daemon_names_paths_and_fix)
         ck_assert_msg(strstr(o.error, "SOCKNOTIFY_SOCKET"), "no hint: %s", o.error);
         /* The per-user path comes first: it is the one tried first. */
         ck_assert(strstr(o.error, user_sock) < strstr(o.error, SYSTEM_SOCKET));
-        ck_assert_ptr_nonnull(strstr(sn_strerror(o.r), "SOCKNOTIFY_SOCKET"));
+        /* The connect's own text is sn_conn_open_error()'s: sn_strerror() knows only the
+         * number, and -ENOENT's text is the registrations' (it no longer mixes the two). */
+        ck_assert_ptr_null(strstr(sn_strerror(o.r), "sn_conn_open"));
         rmdir(xdg);
 }
 END_TEST

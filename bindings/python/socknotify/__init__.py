@@ -31,14 +31,14 @@ objects and keys stay valid (delivery is then at least once).  The new daemon mu
 same user as the one lost, or as root (``EACCES`` otherwise).  See :class:`Connection`.
 """
 
-from ._client import (INFINITE, RECONNECT_MS_DEFAULT, Connection, Entry, Event, Filter, Limits,
-                      Op, Port, ProcessResult, Registration, SocknotifyError, TakenSocket,
+from ._client import (INFINITE, RECONNECT_MS_DEFAULT, ConnectError, Connection, Entry, Event,
+                      Filter, LimitError, Limits, Op, Port, ProcessResult, Registration, SocknotifyError, TakenSocket,
                       TakeResult, Trigger, default_path, default_paths, reconnect_ms_from_env,
                       win32_code)
 from .selector import Selector
 
 __all__ = [
-    "INFINITE", "RECONNECT_MS_DEFAULT", "Connection", "Entry", "Event", "Filter", "Limits", "Op", "Port",
+    "INFINITE", "RECONNECT_MS_DEFAULT", "ConnectError", "Connection", "LimitError", "Entry", "Event", "Filter", "Limits", "Op", "Port",
     "ProcessResult", "Registration", "Selector", "SocknotifyError", "TakenSocket", "TakeResult",
     "Trigger", "default_path",
     "default_paths",

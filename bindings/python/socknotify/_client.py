@@ -133,6 +133,84 @@ def _error(err: int, what: str = "") -> SocknotifyError:
     return SocknotifyError(err, what)
 
 
+_SCOPE_TEXT = {
+    "connection": ", for this connection", "port": ", on this port",
+    "user": ", for this user (all its connections)",
+    "unprivileged": ", for all users other than root and the daemon's together",
+    "daemon": ", for the whole daemon", "request": ", the most a request may ask for",
+}
+
+
+class LimitError(SocknotifyError):
+    """``EDQUOT``: a limit of the daemon refused the call or a registration.
+
+    ``limit`` is its name, the daemon's option and configuration key (``"max-waits-per-user"``;
+    ``"limit N"`` for a number this binding does not know), ``value`` its value in force then,
+    ``scope`` what it counts (``"connection"``, ``"port"``, ``"user"``, ``"unprivileged"``,
+    ``"daemon"``, ``"request"``).  All three are None when the daemon could not tell (one
+    older than LIMIT_INFO, or a refusal it no longer keeps).
+    """
+
+    def __init__(self, what: str = "", limit: str | None = None, value: int | None = None,
+                 scope: str | None = None, entry: bool = False):
+        super().__init__(_errno.EDQUOT, what, entry)
+        self.limit, self.value, self.scope = limit, value, scope
+        if limit is not None:
+            if limit.startswith("reserve-"):
+                detail = (f"{limit} ({value}) reached: what it leaves to users other than "
+                          "root and the daemon's is in use")
+            else:
+                detail = f"{limit} ({value}) reached{_SCOPE_TEXT.get(scope or '', '')}"
+            self.strerror = f"{detail} ({what})" if what else detail
+            self.args = (_errno.EDQUOT, self.strerror)
+
+    @classmethod
+    def _from_record(cls, rec: tuple | None, what: str, entry: bool = False) -> "LimitError":
+        if rec is None:
+            return cls(what, entry=entry)
+        _req, _first, _last, num, scope, value = rec
+        return cls(what, w.LIMIT_NAMES.get(num, f"limit {num}"), value,
+                   w.SCOPES.get(scope), entry)
+
+
+class ConnectError(SocknotifyError):
+    """The connection to socknotifyd could not be made.  Raised as a subclass of the
+    ``OSError`` that matches its errno too (``FileNotFoundError``, ``PermissionError``,
+    ``ConnectionRefusedError``, ...), so that ``except FileNotFoundError`` still catches it.
+    The message names every socket path tried with its error and what to do; ``tried`` holds
+    them as ``(path, errno)`` pairs."""
+
+    tried: list[tuple[str, int]]
+
+
+_CONNECT_CLASSES: dict[type, type] = {}
+
+
+def _connect_error(tried: list[tuple[str, int]]) -> ConnectError:
+    """The ConnectError for these attempts (the last one's errno), as the C library's
+    sn_conn_open_error() words it."""
+    err = tried[-1][1]
+    base = type(OSError(err, ""))
+    cls = ConnectError
+    if base is not OSError:
+        cls = _CONNECT_CLASSES.get(base)
+        if cls is None:
+            cls = type(base.__name__ + "ConnectError", (ConnectError, base), {})
+            _CONNECT_CLASSES[base] = cls
+    text = "cannot connect to socknotifyd: tried " + ", ".join(
+        f"{path} ({os.strerror(e)})" for path, e in tried)
+    if any(e in (_errno.EACCES, _errno.EPERM) for _p, e in tried):
+        text += ". The system socket admits root and the members of group socknotify"
+    text += (". Start socknotifyd (systemctl start socknotifyd.socket, or systemctl --user "
+             "start socknotifyd.socket), or set SOCKNOTIFY_SOCKET to the socket path of a "
+             "running daemon")
+    e = cls.__new__(cls, err, text)
+    OSError.__init__(e, err, text)
+    e.winerror = win32_code(err)
+    e.tried = list(tried)
+    return e
+
+
 @dataclass(frozen=True)
 class Limits:
     """The limits the daemon announced in HELLO_REPLY for this connection."""
@@ -189,6 +267,9 @@ class Registration:
         """The entry's failure as an exception (``winerror`` is the entry code), or None."""
         if not self.result:
             return None
+        refusal = getattr(self, "_refusal", None)
+        if self.result == _errno.EDQUOT and refusal is not None:
+            return refusal  # a LimitError naming the limit
         return SocknotifyError(self.result, "registration", entry=True)
 
 
@@ -478,14 +559,20 @@ class Connection:
         self._pid = os.getpid()
         self._ports: dict[int, Port] = {}
         try:
+            tried: list[tuple[str, int]] = []
             for i, cand in enumerate(candidates):
                 try:
                     self._sock.connect(cand)
                     self.path = cand
                     break
-                except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+                except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as e:
+                    tried.append((cand, e.errno))
                     if i == len(candidates) - 1:
-                        raise  # no daemon at any of them: the last path's error
+                        # No daemon at any of them: every path with its error.
+                        raise _connect_error(tried) from None
+                except OSError as e:
+                    tried.append((cand, e.errno or _errno.EIO))
+                    raise _connect_error(tried) from None
             self._daemon_uid = _peer_uid(self._sock)
             self.limits = self._handshake()
         except BaseException:
@@ -739,11 +826,39 @@ class Connection:
                 continue
             if err and eio and err == _AGAIN_AFTER_EIO.get(mtype):
                 return m, gen  # the attempt the daemon died handling took effect
+            if err == _errno.EDQUOT:
+                e = self._limit_error(msg_id, None, text)
+                e._gen = gen
+                raise e
             if err:
                 e = _error(err, text)
                 e._gen = gen
                 raise e
             return m, gen
+
+    def _refusals(self) -> list[tuple]:
+        """LIMIT_INFO: the connection's newest refusals by a limit, oldest first, as
+        (request, first, last, limit, scope, value); [] from a daemon without it."""
+        try:
+            m = self._call(w.LIMIT_INFO, b"", what="LIMIT_INFO", retry=False)
+        except SocknotifyError:
+            return []
+        return list(w.REFUSAL.iter_unpack(m.array1))
+
+    def _limit_error(self, msg_id: int, item: int | None, what: str,
+                     recs: list[tuple] | None = None) -> LimitError:
+        """The LimitError of request msg_id (item None: the request itself; else the index of
+        its registration item on the wire), asking the daemon which limit refused it."""
+        if recs is None:
+            recs = self._refusals()
+        for rec in reversed(recs):
+            req, first, last = rec[0], rec[1], rec[2]
+            if req != msg_id:
+                continue
+            if item is None and first == w.NO_ITEM or (
+                    item is not None and first != w.NO_ITEM and first <= item <= last):
+                return LimitError._from_record(rec, what, entry=item is not None)
+        return LimitError(what, entry=item is not None)
 
     # -- resuming ---------------------------------------------------------------------------
 
@@ -1166,6 +1281,8 @@ class Port:
                     raise _error(m.status or _errno.EPROTO, "PROCESS")
                 if m.type != (w.PROCESS | w.REPLY_BIT):
                     raise _error(_errno.EPROTO, "PROCESS: unexpected reply")
+                if m.status == _errno.EDQUOT:
+                    raise conn._limit_error(msg_id, None, "PROCESS")
                 if m.status and m.status != _errno.ETIMEDOUT:
                     raise _error(m.status, "PROCESS")
                 results = [r[0] for r in w.RESULT.iter_unpack(m.array1)]
@@ -1188,6 +1305,13 @@ class Port:
             entries = carried + entries
             for reg, res in zip(sent, results):
                 reg.result = res
+                reg._refusal = None
+            if m is not None and _errno.EDQUOT in results:
+                # Which limit refused each such item: asked once, only now.
+                recs = conn._refusals()
+                for k, (reg, res) in enumerate(zip(sent, results)):
+                    if res == _errno.EDQUOT:
+                        reg._refusal = conn._limit_error(m.id, k, "registration", recs)
             if owed and not entries and max_entries and (
                     deadline is None and timeout is None or
                     deadline is not None and time.monotonic() < deadline):

@@ -38,6 +38,7 @@ PORT_OPEN = 0x08
 THREAD_EXIT = 0x09
 PORT_LINGER = 0x0B
 PORT_TAKE = 0x0C
+LIMIT_INFO = 0x0D
 ERROR = 0xFF
 
 HEADER = struct.Struct("<IHHIIII")
@@ -59,6 +60,21 @@ PORT_LINGER_BODY = struct.Struct("<II")
 PORT_LINGER_REPLY_BODY = struct.Struct("<I")
 PORT_TAKE_BODY = struct.Struct("<III")
 PORT_TAKE_REPLY_BODY = struct.Struct("<II")
+LIMIT_INFO_REPLY_BODY = struct.Struct("<I")
+REFUSAL = struct.Struct("<IIIHHQ")  # request, first, last item, limit, scope, value
+NO_ITEM = 0xFFFFFFFF  # a refusal of the request as a whole
+
+# LIMIT_INFO's limit numbers (PROTOCOL.md, 7a): the daemon's option names, and their scopes.
+LIMIT_NAMES = {
+    1: "max-ports", 2: "max-registrations", 3: "max-posted", 4: "max-waits",
+    5: "max-connections", 6: "max-output", 7: "max-sockets-per-user",
+    8: "max-connections-per-user", 9: "max-ports-per-user", 10: "max-waits-per-user",
+    11: "max-posted-per-user", 12: "max-staged-per-user", 13: "max-output-per-user",
+    14: "max-linger", 15: "reserve-fds", 16: "reserve-connections",
+    17: "max-output-unprivileged", 18: "max-posted-unprivileged", 19: "max-staged-unprivileged",
+    20: "max-waits-unprivileged",
+}
+SCOPES = {1: "connection", 2: "port", 3: "user", 4: "unprivileged", 5: "daemon", 6: "request"}
 
 # type -> (body size, first item size, second item size); None: the type has no such array.
 LAYOUT: dict[int, tuple[int, int | None, int | None]] = {
@@ -84,6 +100,8 @@ LAYOUT: dict[int, tuple[int, int | None, int | None]] = {
     PORT_LINGER | REPLY_BIT: (PORT_LINGER_REPLY_BODY.size, None, None),
     PORT_TAKE: (PORT_TAKE_BODY.size, None, None),
     PORT_TAKE | REPLY_BIT: (PORT_TAKE_REPLY_BODY.size, REGISTRATION.size, None),
+    LIMIT_INFO: (0, None, None),
+    LIMIT_INFO | REPLY_BIT: (LIMIT_INFO_REPLY_BODY.size, REFUSAL.size, None),
     ERROR: (0, None, None),
 }
 
