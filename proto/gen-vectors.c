@@ -501,6 +501,34 @@ static void handoff(void)
         vend("PORT_TAKE_REPLY", SN_MSG_PORT_TAKE_REPLY, 19, EAGAIN, 0);
 }
 
+/* Added with the first release's later messages: LIMIT_INFO and the monitor's frames. */
+static void later(void)
+{
+        vbegin("limit-info", "request", 1,
+               "which limits refused this connection's latest requests; on a new connection "
+               "none: refused 0, no items");
+        vexpect("hello", SN_MSG_LIMIT_INFO_REPLY, 20, 0, false, NULL);
+        vend("LIMIT_INFO", SN_MSG_LIMIT_INFO, 20, 0, 0);
+        vbegin("limit-info-reply", "reply", 1,
+               "three refusals so far; the two newest kept here: request 9 as a whole by "
+               "max-waits-per-user (limit 10, scope user, 4096), and items 2 to 5 of request 12 "
+               "by max-registrations (limit 2, scope port, 65536)");
+        VBODY(limit_info_reply, .refused = 3);
+        VITEM1(refusal, .request = 9, .first = 0xffffffffu, .last = 0xffffffffu, .limit = 10,
+               .scope = 3, .value = 4096);
+        VITEM1(refusal, .request = 12, .first = 2, .last = 5, .limit = 2, .scope = 2,
+               .value = 65536);
+        vend("LIMIT_INFO_REPLY", SN_MSG_LIMIT_INFO_REPLY, 20, 0, 0);
+
+        vbegin("monitor-frame-lost", "reply", 1,
+               "to a monitor only (CONTROL verb monitor), id 0: a frame with flag LOST (bit 2) "
+               "and no message, telling that 17 frames were dropped while the monitor's queue "
+               "was full");
+        VBODY(monitor, .time_ns = 1764193500123456789ull, .conn = 5, .pid = 4321, .uid = 1000,
+              .lost = 17, .length = 0, .flags = 4);
+        vend("MONITOR_FRAME", SN_MSG_MONITOR_FRAME, 0, 0, 0);
+}
+
 static void invalid(void)
 {
         vbegin("truncated-header", "request", 1,
@@ -789,6 +817,7 @@ int main(int argc, char **argv)
         process();
         post_close_status();
         handoff();
+        later();
         invalid();
         json_decref(V.array1);
         json_decref(V.array2);
