@@ -416,9 +416,14 @@ static sn_conn_t *connect_daemon(void)
 }
 
 /* What a failed request's errno says: sn_strerror()'s words, but for the two codes whose words
- * there are about other calls (a registration, the library's open) the system's own. */
-static const char *error_text(int r)
+ * there are about other calls (a registration, the library's open) the system's own, and for a
+ * limit the daemon's account of which one and its value (sn_conn_error_detail()). */
+static const char *error_text(sn_conn_t *c, int r)
 {
+        const char *detail = r == -EDQUOT ? sn_conn_error_detail(c) : NULL;
+
+        if (detail)
+                return detail;
         if (r == -ENOENT || r == -EACCES)
                 return strerrordesc_np(-r);
         return sn_strerror(r);
@@ -443,7 +448,7 @@ static json_t *status_doc(sn_conn_t *c)
         json_t *doc;
 
         if (r < 0) {
-                fprintf(stderr, "socknotifyctl: status: %s\n", error_text(r));
+                fprintf(stderr, "socknotifyctl: status: %s\n", error_text(c, r));
                 exit(EXIT_REFUSED);
         }
         doc = parse(text);
@@ -464,7 +469,7 @@ static json_t *control(sn_conn_t *c, json_t *req)
                 char *s = shown(json_object_get(why, "error"), "");
 
                 fprintf(stderr, "socknotifyctl: %s: %s%s%s\n",
-                        json_string_value(json_object_get(req, "verb")), error_text(r),
+                        json_string_value(json_object_get(req, "verb")), error_text(c, r),
                         *s ? ": " : "", s);
                 free(s);
                 if (r == -EPERM)
