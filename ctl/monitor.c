@@ -36,7 +36,7 @@
 
 #include "common/macro.h"
 #include "common/path.h"
-#include "common/utf8.h"
+#include "ctl/escape.h"
 #include "ctl/monitor.h"
 #include "proto/codec.h"
 
@@ -180,36 +180,6 @@ static size_t start(int fd, uint32_t pid, uint32_t port)
 }
 
 /* ---- decoding ------------------------------------------------------------------------------ */
-
-/* Client bytes as text without any control character (\xNN for those and for bytes that are
- * not UTF-8, \\ and \" escaped).  The result is malloc'd. */
-static char *escaped(const uint8_t *b, size_t n)
-{
-        char *out = malloc(4 * n + 1), *o = out;
-
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < n;) {
-                uint32_t cp;
-                size_t len = sn_utf8_char(b + i, n - i, &cp);
-
-                if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
-                    sn_unicode_invisible(cp)) {
-                        len = len ? len : 1;
-                        for (size_t k = 0; k < len; k++)
-                                o += sprintf(o, "\\x%02x", b[i + k]);
-                } else if (cp == '\\' || cp == '"') {
-                        *o++ = '\\';
-                        *o++ = (char)cp;
-                } else {
-                        memcpy(o, b + i, len);
-                        o += len;
-                }
-                i += len;
-        }
-        *o = 0;
-        return out;
-}
 
 /* Bytes as JSON: a string when valid UTF-8, else an array of the byte values (as CONTROL). */
 static json_t *json_bytes(const uint8_t *b, size_t n)
@@ -414,7 +384,7 @@ static void print_frame(const struct snw_monitor *f, const uint8_t *msg, uint32_
                 if (!d) {
                         text_add(&to, " type 0x%04x", h.type);
                 } else {
-                        name = escaped((const uint8_t *)d->name, strlen(d->name));
+                        name = ctl_escape((const uint8_t *)d->name, strlen(d->name), "\"");
                         text_add(&to, " %s", name ? name : "?");
                 }
                 text_add(&to, " id=%" PRIu32, h.id);
@@ -436,7 +406,7 @@ static void print_frame(const struct snw_monitor *f, const uint8_t *msg, uint32_
                         if (h.count2 > TEXT_ITEMS)
                                 text_add(&to, " (%" PRIu32 " %s)", h.count2, d->item2);
                         if (t) {
-                                char *s = escaped(t, SN_MIN(tn, 512u));
+                                char *s = ctl_escape(t, SN_MIN(tn, 512u), "\"");
 
                                 text_add(&to, " \"%s\"%s", s ? s : "", tn > 512 ? "..." : "");
                                 free(s);

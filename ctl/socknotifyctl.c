@@ -37,7 +37,7 @@
 #include <libsmartcols.h>
 
 #include "common/macro.h"
-#include "common/utf8.h"
+#include "ctl/escape.h"
 #include "ctl/monitor.h"
 #include "socknotify.h"
 
@@ -134,44 +134,15 @@ static char *xstrdup(const char *s)
         return d;
 }
 
-/* Bytes as printable text, like systemd's cescape(): C0 controls and DEL as \a \b \t \n \v \f
- * \r \e or \xNN, the backslash as \\, C1 controls (U+0080 to U+009F) and the invisible format
- * characters of sn_unicode_invisible() as the \xNN of their bytes, and every byte that is not part
- * of valid UTF-8 as \xNN; other valid UTF-8 is kept.
- * The result (malloc'd) thus holds no control character, and names the bytes exactly. */
+/* ctl_escape() of client-chosen bytes; out of memory ends the tool. */
 static char *escape_bytes(const uint8_t *b, size_t n)
 {
-        static const char named[] = { ['\a'] = 'a', ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n',
-                                      ['\v'] = 'v', ['\f'] = 'f', ['\r'] = 'r', [0x1b] = 'e' };
-        char *out = malloc(4 * n + 1), *o = out;
+        char *out = ctl_escape(b, n, NULL);
 
         if (!out) {
                 perror("socknotifyctl");
                 exit(EXIT_REFUSED);
         }
-        for (size_t i = 0; i < n;) {
-                uint32_t cp;
-                size_t len = sn_utf8_char(b + i, n - i, &cp);
-
-                if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
-                    sn_unicode_invisible(cp)) {
-                        len = len ? len : 1;
-                        for (size_t k = 0; k < len; k++) {
-                                if (b[i + k] < sizeof(named) && named[b[i + k]])
-                                        o += sprintf(o, "\\%c", named[b[i + k]]);
-                                else
-                                        o += sprintf(o, "\\x%02x", b[i + k]);
-                        }
-                } else if (cp == '\\') {
-                        *o++ = '\\';
-                        *o++ = '\\';
-                } else {
-                        memcpy(o, b + i, len);
-                        o += len;
-                }
-                i += len;
-        }
-        *o = 0;
         return out;
 }
 
