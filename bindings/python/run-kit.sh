@@ -12,4 +12,5 @@ PYTHONPATH="$src/bindings/python"
 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH PYTHONDONTWRITEBYTECODE
 exec "$py" "$src/tests/kit/socknotify-binding-kit" --daemon "$build/daemon/socknotifyd" \
+        --supervisor "$build/ctl/socknotify-supervise" \
         --cases "$src/tests/kit/cases" -- "$py" "$src/tests/kit/driver-python.py"

@@ -9,4 +9,5 @@ src="${SN_SRCDIR:-.}"
 build="${SN_BUILDDIR:-.}"
 . "$src/tests/kit/find-python.sh"
 exec "$py" "$src/tests/kit/socknotify-binding-kit" --daemon "$build/daemon/socknotifyd" \
+        --supervisor "$build/ctl/socknotify-supervise" \
         --cases "$src/tests/kit/cases" -- "$build/tests/kit/driver-c"
