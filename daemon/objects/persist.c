@@ -178,6 +178,18 @@ void live_reg_fired(struct reg *g)
                 journal_rec(j, g->jr)->u8c = (uint8_t)(g->fired | g->fresh << 1);
 }
 
+void live_reg_held(struct reg *g, uint8_t held)
+{
+        struct journal *j = g->port->srv->journal;
+        struct jr_record *r;
+
+        if (!j || !g->jr)
+                return;
+        r = journal_rec(j, g->jr);
+        r->data[JR_REG_HELD] = held;
+        r->data[JR_REG_HELD + 1] = 1; /* known: a journal left by an older image has 0 */
+}
+
 void live_reg_queued(struct reg *g)
 {
         struct journal *j = g->port->srv->journal;

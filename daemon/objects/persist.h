@@ -29,6 +29,8 @@ void live_reg(struct reg *g);
 void live_reg_gone(struct reg *g);
 /* A one-shot fired (or was enabled again). */
 void live_reg_fired(struct reg *g);
+/* The EDGE conditions that held when this image left (reg_edge_held()). */
+void live_reg_held(struct reg *g, uint8_t held);
 /* Its packet was queued, OR-ed into or taken off the queue. */
 void live_reg_queued(struct reg *g);
 /* The order of a packet queued now, among every port's packets. */

@@ -464,6 +464,10 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger, u
                 uint32_t ev = poll_now(g), seen = peer_hangup(g, ev);
 
                 holding = raw_bits(g, seen) & ~(uint32_t)SN_EVENT_ERR;
+                /* After a re-exec or an orderly stop only what held when the last image left
+                 * was harvested then: a condition that began in between is a new edge. */
+                if (g->port->srv->restore_held_known)
+                        holding &= g->port->srv->restore_held;
                 g->hup_seen = holding & SN_EVENT_HANGUP;
                 g->out_seen = ev & EPOLLOUT && !(ev & EPOLLERR && ev & EPOLLHUP);
                 g->out_state = edge_state(ev, seen);
@@ -481,6 +485,13 @@ static uint32_t reg_configure(struct reg *g, uint16_t filter, uint8_t trigger, u
         }
         live_reg(g);
         return 0;
+}
+
+uint8_t reg_edge_held(const struct reg *g)
+{
+        if (g->state != REG_ENABLED || g->fresh || !(g->trigger & SN_TRIGGER_EDGE))
+                return 0;
+        return (uint8_t)(raw_bits(g, peer_hangup(g, poll_now(g))) & ~(uint32_t)SN_EVENT_ERR);
 }
 
 /* type: the socket's SO_TYPE, read by the caller (reg_apply); later as reg_apply's. */

@@ -118,6 +118,10 @@ void reg_rearm(struct reg *reg);
 void reg_disarm(struct reg *reg);
 /* Forgets the EDGE events recorded at ENABLE. */
 void reg_skip_clear(struct reg *reg);
+/* EDGE, enabled: the conditions that hold now as it reports them (no ERR), read from the socket;
+ * 0 for any other registration.  What a re-exec or an orderly stop records before its last
+ * harvest, so that the next image trims only those from its first reports. */
+uint8_t reg_edge_held(const struct reg *reg);
 /* Frees a registration: out of epoll, registry and port, its packet dequeued, fd closed. */
 void reg_free(struct reg *reg);
 /* The registration's creator is gone but its port keeps it (a lingering port): it goes on the

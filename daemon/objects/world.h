@@ -67,6 +67,10 @@ struct server {
         uint32_t *slot_gen;
         uint32_t slot_gen_seed;      /* first generation of a new slot: random per daemon */
         uint64_t claim_handle;       /* restore: the handle the next new registration keeps */
+        /* Restore after a re-exec or an orderly stop: the EDGE conditions that held for the
+         * next new registration when the last image left (reg_edge_held()). */
+        bool restore_held_known;
+        uint8_t restore_held;
         struct sn_list conns;
         uint32_t nconns;
         uint32_t nrings;             /* connections with shared-memory rings */

@@ -20,8 +20,9 @@
  * its order (socket and posted packets alike), the threads counted against concurrency, and
  * parked calls with the time they had left.  Readiness is read again from the kernel by new
  * epoll instances: a level condition is reported again as it would have been; an edge that
- * held at a re-exec or an orderly stop was harvested before (its packet is in the queue) and is
- * not reported twice, while after a crash an edge or one-shot registration may report once more
+ * held when a re-exec or an orderly stop left (recorded then, JR_REG_HELD) was harvested before
+ * (its packet is in the queue) and is not reported twice, one that began since is reported,
+ * while after a crash an edge or one-shot registration may report once more
  * than it would have, never less.  The one request being handled at a crash fails with EIO,
  * unless its reply was already queued.
  */
@@ -688,8 +689,14 @@ static struct reg *restore_reg(struct reader *rd, uint32_t i)
         memcpy(&handle, r->data + 8, sizeof(handle));
         if ((uint32_t)handle < 2 * rd->count[JR_REG] + 4096)
                 rd->srv->claim_handle = handle;
+        /* After a re-exec or an orderly stop, what held then was harvested into the queue:
+         * only that is trimmed from the first reports (reg_configure()).  A journal left by an
+         * image that did not record it trims all that holds, as before. */
+        rd->srv->restore_held_known = rd->orderly && r->data[JR_REG_HELD + 1];
+        rd->srv->restore_held = r->data[JR_REG_HELD];
         err = reg_apply(p, c, &it, fd, NULL);
         rd->srv->claim_handle = 0;
+        rd->srv->restore_held_known = false;
         if (err) {
                 rd->out->dropped++;
                 return NULL;

@@ -385,8 +385,20 @@ int live_leave(struct server *srv)
 
         if (!j)
                 return -ENOTSUP;
-        /* Edges the kernel saw and nobody harvested yet go into the queue, which is kept: the
-         * next image's new epoll instances report only what happens after. */
+        /* What each EDGE registration's socket holds is read first, then the edges the
+         * kernel saw and nobody harvested yet go into the queue, which is kept.  The next
+         * image's new epoll instances report what holds again; it trims only what held here,
+         * so a condition that begins after this read is reported, one that began between the
+         * read and the harvest maybe twice, and none lost. */
+        for (pos = srv->ports.next; pos != &srv->ports; pos = pos->next) {
+                struct port *p = sn_list_entry(pos, struct port, srv_link);
+
+                for (struct sn_list *q = p->regs.next; q != &p->regs; q = q->next) {
+                        struct reg *g = sn_list_entry(q, struct reg, port_link);
+
+                        live_reg_held(g, reg_edge_held(g));
+                }
+        }
         for (pos = srv->ports.next; pos != &srv->ports; pos = pos->next) {
                 struct port *p = sn_list_entry(pos, struct port, srv_link);
 

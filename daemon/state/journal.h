@@ -77,6 +77,11 @@ struct jr_record {
         uint8_t data[JR_DATA];
 };
 
+/* A registration record's data: its packet's epoch at 0, its handle at 8, and at JR_REG_HELD
+ * the EDGE conditions that held when the image left (a re-exec or an orderly stop), with 1 in
+ * the byte after it when they were recorded. */
+#define JR_REG_HELD 16u
+
 /* Bytes of a reply or a multi-part call, JR_BLOB_DATA at a time, chained by next. */
 struct jr_blob {
         uint8_t type;
