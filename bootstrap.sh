@@ -14,7 +14,8 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev libjansson-dev
-          libsmartcols-dev liburing-dev check libsystemd-dev mandoc man-db systemd python3 python3-pytest"
+          libsmartcols-dev liburing-dev check libsystemd-dev mandoc man-db systemd python3 python3-pytest
+          python3-mypy"
 
 demo=yes
 deps_only=no
