@@ -25,7 +25,7 @@ import errno
 import os
 import selectors
 import stat
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ._client import (Connection, Event, Filter, Op, Port, Registration, SocknotifyError,
                       Trigger)
@@ -45,7 +45,7 @@ def _filter_of(events: int) -> Filter:
     return f
 
 
-class _Map(Mapping):
+class _Map(Mapping[Any, selectors.SelectorKey]):
     def __init__(self, keys: dict[int, selectors.SelectorKey]):
         self._keys = keys
 
@@ -56,7 +56,7 @@ class _Map(Mapping):
         fd = selectors._fileobj_to_fd(fileobj)  # type: ignore[attr-defined]
         return self._keys[fd]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(self._keys)
 
 
