@@ -40,12 +40,14 @@ kind() {
         *.log | *.trs) echo skip ;;
         # data and documents without a comment syntax worth the name
         *.md | *.json | *.png | *.svg | NEWS | LICENSE | .gitignore | m4/.keep) echo skip ;;
+        # PEP 561 marker: its contents have a meaning (an empty file: the whole package is typed)
+        */py.typed) echo skip ;;
         tests/fuzz/regressions/* | tests/fuzz/corpus*) echo skip ;;
         debian/rules | debian/*.preinst | debian/*.postinst | debian/*.prerm | \
         debian/*.postrm) echo hash ;;
         debian/*) echo skip ;;
         *.c | *.h | *.def | *.sym) echo c ;;
-        *.sh | .ci/run | Makefile.am | *.am | *.pc.in | *.py | *.toml | *.cfg | \
+        *.sh | .ci/run | Makefile.am | *.am | *.pc.in | *.py | *.py.in | *.toml | *.cfg | \
         .editorconfig | .clang-format) echo hash ;;
         systemd/*.socket | systemd/*.service.in | systemd/*.sysusers | systemd/*/*.socket | \
         systemd/*/*.service.in) echo hash ;;

@@ -22,10 +22,21 @@ if [ -z "$py" ]; then
         exit 77
 fi
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+stage=""
+trap 'rm -f "$out"; [ -z "$stage" ] || rm -rf "$stage"' EXIT
+# configure writes socknotify/_version.py into the build tree: in a build outside the source
+# tree (make distcheck), the package and its tests run from a copy that has it.
+pydir="$src/bindings/python"
+if [ ! -f "$pydir/socknotify/_version.py" ] && [ -f "$build/bindings/python/socknotify/_version.py" ]; then
+        stage=$(mktemp -d)
+        cp -R "$pydir/socknotify" "$pydir/tests" "$stage/"
+        chmod -R u+w "$stage"
+        cp "$build/bindings/python/socknotify/_version.py" "$stage/socknotify/"
+        pydir=$stage
+fi
 SN_DAEMON="$build/daemon/socknotifyd" PYTHONDONTWRITEBYTECODE=1 \
-        "$py" -m pytest -v -p no:cacheprovider --rootdir="$src/bindings/python" \
-        "$src/bindings/python/tests" 2>&1 | tee "$out"
+        "$py" -m pytest -v -p no:cacheprovider --rootdir="$pydir" \
+        "$pydir/tests" 2>&1 | tee "$out"
 rc=$(sed -n 's/^==* \(.*\) in [0-9.]*s.*/\1/p' "$out" | tail -n 1)
 passed=$(printf '%s\n' "$rc" | sed -n 's/.*\b\([0-9][0-9]*\) passed.*/\1/p')
 failed=$(printf '%s\n' "$rc" | sed -n 's/.*\b\([0-9][0-9]*\) failed.*/\1/p')

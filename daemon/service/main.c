@@ -13,6 +13,7 @@
  * `socknotifyd --check-config` is how an operator checks a file first (exit 0 or 1).
  */
 #include "config.h"
+#include "sn-paths.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -31,24 +31,31 @@ objects and keys stay valid (delivery is then at least once).  The new daemon mu
 same user as the one lost, or as root (``EACCES`` otherwise).  See :class:`Connection`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._client import (INFINITE, RECONNECT_MS_DEFAULT, ConnectError, Connection, Entry, Event,
-                      Filter, LimitError, Limits, Op, Port, ProcessResult, Registration, SocknotifyError, TakenSocket,
+                      Filter, LimitError, Limits, Op, Port, ProcessResult, Registration,
+                      SocknotifyError, TakenSocket,
                       TakeResult, Trigger, default_path, default_paths, reconnect_ms_from_env,
                       win32_code)
+from ._version import __version__  # written by configure: the C library's version
 from .selector import Selector
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "INFINITE", "RECONNECT_MS_DEFAULT", "ConnectError", "Connection", "LimitError", "Entry", "Event", "Filter", "Limits", "Op", "Port",
     "ProcessResult", "Registration", "Selector", "SocknotifyError", "TakenSocket", "TakeResult",
     "Trigger", "default_path",
     "default_paths",
-    "new_event_loop", "reconnect_ms_from_env", "win32_code",
+    "__version__", "new_event_loop", "reconnect_ms_from_env", "win32_code",
 ]
 
-__version__ = "0.1"
 
-
-def new_event_loop(path: str | None = None):
+def new_event_loop(path: str | None = None) -> asyncio.SelectorEventLoop:
     """An ``asyncio.SelectorEventLoop`` on a new :class:`Selector` (for ``asyncio.run``'s
     ``loop_factory`` or ``asyncio.set_event_loop``)."""
     import asyncio

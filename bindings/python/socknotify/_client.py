@@ -35,14 +35,14 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence, Union
+from typing import Any, Callable, Iterable, Protocol, Sequence, Union
 
 from . import _wire as w
 
 FileLike = Union[int, "socket.socket", "HasFileno"]
 
 
-class HasFileno:  # pragma: no cover - typing helper only
+class HasFileno(Protocol):  # pragma: no cover - typing helper only
     """Anything with a ``fileno()`` method."""
 
     def fileno(self) -> int: ...
@@ -122,6 +122,8 @@ class SocknotifyError(OSError):
     ``errno`` is the Linux errno value, ``strerror`` its text, and ``winerror`` the code the
     Win32 API of socknotify would report for it (``GetLastError()`` after the failed call).
     """
+
+    _gen: int  # set by Connection._call_gen: the generation of the connection that answered
 
     def __init__(self, err: int, what: str = "", entry: bool = False):
         msg = os.strerror(err) + (f" ({what})" if what else "")
@@ -337,7 +339,7 @@ def _fileno(sock: FileLike) -> int:
     return sock.fileno()
 
 
-def _take_reply_problem(m: w.Message, items: list, asked: int, max_fds: int,
+def _take_reply_problem(m: w.Message, items: list[Any], asked: int, max_fds: int,
                         fds: Sequence[int], cut: bool) -> str:
     """What is wrong with a PORT_TAKE_REPLY of status 0 and the descriptors that came with it
     (PROTOCOL.md, "Descriptors in replies"), or "" when nothing is."""
@@ -453,7 +455,8 @@ def reconnect_ms_from_env() -> int:
 def _peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end of a connected Unix socket (SO_PEERCRED)."""
     cred = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", cred)[1] & 0xFFFFFFFF
+    uid: int = struct.unpack("3i", cred)[1]
+    return uid & 0xFFFFFFFF
 
 
 _POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)  # Linux's value where not exported
@@ -741,7 +744,7 @@ class Connection:
         except w.WireError:
             m = None  # nothing in it can be trusted, not even its id
         takes = m is not None and m.type == w.PORT_TAKE | w.REPLY_BIT and not m.status
-        if (fds or cut) and not (takes and m.id in self._pending):
+        if (fds or cut) and not (takes and m is not None and m.id in self._pending):
             for fd in fds:
                 os.close(fd)
             self._broken = _errno.ECONNRESET
@@ -769,13 +772,15 @@ class Connection:
             self._cond.notify_all()
         return _error(_errno.EBADMSG, what)
 
-    def _call(self, mtype: int, body=b"", array: bytes = b"", count: int = 0,
+    def _call(self, mtype: int, body: bytes | Callable[[], bytes] = b"", array: bytes = b"",
+              count: int = 0,
               what: str = "", retry: bool | None = True) -> w.Message:
         """One request, one reply; raises SocknotifyError for ERROR or a nonzero status.
         See _call_gen."""
         return self._call_gen(mtype, body, array, count, what, retry)[0]
 
-    def _call_gen(self, mtype: int, body=b"", array: bytes = b"", count: int = 0,
+    def _call_gen(self, mtype: int, body: bytes | Callable[[], bytes] = b"", array: bytes = b"",
+                  count: int = 0,
                   what: str = "", retry: bool | None = True) -> tuple[w.Message, int]:
         """One request, one reply, and the generation of the connection that answered it;
         raises SocknotifyError (with that generation in ``_gen``) for ERROR or a nonzero
@@ -907,7 +912,7 @@ class Connection:
                     self.resumes += 1
                 self._cond.notify_all()
         if failed:
-            raise _error(*self._failed)
+            raise _error(*(self._failed or failed))
 
     def _resume(self) -> tuple[int, str] | None:
         """Connects to a new daemon on self.path within reconnect_ms, checks its user and
@@ -1068,10 +1073,11 @@ class Connection:
             port = self._add_port(m, gen, name)
         return port
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """The daemon's status document, parsed from its JSON text."""
         m = self._call(w.STATUS, what="STATUS")
-        return json.loads(m.array1.decode())
+        doc: dict[str, Any] = json.loads(m.array1.decode())
+        return doc
 
     def thread_exit(self, thread: int) -> None:
         """Tells the daemon that waiter identity ``thread`` is gone (THREAD_EXIT).
@@ -1112,7 +1118,7 @@ class Connection:
                     port._forget(identity, fdn)
             return found
 
-    def close_socket(self, sock: FileLike) -> None:
+    def close_socket(self, sock: int | socket.socket) -> None:
         """Closes a socket that may be registered (closesocket, rule L1 of PROTOCOL.md).
 
         Drops the daemon's copy first, so that the peer sees the close at once, then closes
@@ -1193,7 +1199,8 @@ class Port:
                              timed_out)
 
     def _process_raw(self, registrations: Sequence[Registration], max_entries: int,
-                     timeout: float | None, thread: int | None) -> tuple[list, bool]:
+                     timeout: float | None, thread: int | None
+                     ) -> tuple[list[tuple[int, int, int, int]], bool]:
         """process() without wrapping: returns ([(key, overlapped, events, kind)...],
         timed_out); sets each registration's result."""
         conn = self.connection
@@ -1235,7 +1242,7 @@ class Port:
 
         # Entries dequeued from a daemon that ended before this call's items could be recorded
         # for a resumption: they are delivered, and the items are sent again without waiting.
-        carried: list = []
+        carried: list[tuple[int, int, int, int]] = []
         eio = 0
         repeatable = all(int(r.op) in _REPEATABLE_OPS for r in registrations)
         while True:
@@ -1290,7 +1297,8 @@ class Port:
                     # Missing results would read as successes, extra entries be lost: the
                     # reply does not answer this call.
                     raise conn._violation((), "PROCESS_REPLY does not fit its request")
-                entries = list(w.ENTRY.iter_unpack(m.array2))
+                entries: list[tuple[int, int, int, int]] = list(
+                    w.ENTRY.iter_unpack(m.array2))  # type: ignore[arg-type]
             else:
                 results, entries = [], []
             with conn._table_lock:
@@ -1321,7 +1329,8 @@ class Port:
             return entries, bool(not entries and m is not None and
                                  m.status == _errno.ETIMEDOUT)
 
-    def _note(self, notes: list, results: list[int], entries: list) -> None:
+    def _note(self, notes: list[tuple[tuple[int, int], int, int, int, int, int]],
+              results: list[int], entries: list[tuple[int, int, int, int]]) -> None:
         """With the table lock held: records in the port's table what the daemon applied
         (results, in the order of notes) and ONESHOT registrations that fired (entries)."""
         regs = self._regs
@@ -1375,6 +1384,7 @@ class Port:
         idents: list[tuple[int, int]] = []
         edges: list[tuple[int, int]] = []
         self._owed.clear()
+        r: _Reg | None
         for ident, r in list(self._regs.items()):
             try:
                 st = os.fstat(r.fd)
@@ -1615,10 +1625,12 @@ class Port:
         # Sent again after a resumption, a POST might be queued twice: EIO instead.
         m = self.connection._call(w.POST, lambda: w.PORT_BODY.pack(self.id), arr, len(packets),
                                   "POST", retry=False)
-        return w.POST_REPLY_BODY.unpack(m.body)[0]
+        posted: int = w.POST_REPLY_BODY.unpack(m.body)[0]
+        return posted
 
     def _adopt(self, ts: TakenSocket) -> None:
         """With the table lock held: a registration taken over (PORT_TAKE) is now ours."""
+        assert ts.sock is not None  # only sockets that arrived are adopted
         st = os.fstat(ts.sock.fileno())
         ident = (st.st_dev, st.st_ino)
         self._regs[ident] = _Reg(ts.sock.fileno(), ts.key, int(ts.filter), int(ts.trigger),

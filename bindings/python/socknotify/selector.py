@@ -11,8 +11,13 @@ loop iteration costs one round trip to the daemon however many sockets it regist
 ``unregister()`` drops the registration at once (SOCKET_CLOSE), because asyncio closes the
 socket right after it and the daemon's copy must not keep the peer from seeing that close.
 
-Only sockets can be registered (``OSError(ENOTSOCK)`` otherwise): asyncio's own wake-up channel
-is a socket pair, so everything but subprocess pipes works.
+The daemon watches sockets only.  Anything else epoll accepts (the pipes of asyncio's
+subprocesses, a terminal, an eventfd) is watched here, in an epoll set of the selector's own:
+``select()`` reads what holds there first, and while it waits in the daemon a helper thread
+waits on that set and posts a wake-up packet to the port when something in it becomes ready.
+Without this, asyncio's ``create_subprocess_exec`` hung for ever: ``register()`` refused the
+pipes inside a callback, asyncio only logged that, and the child's output was never read.
+Files epoll refuses (regular files) raise ``PermissionError`` as with the default selector.
 
 When the connection resumes on a new daemon (see ``Connection``) the selector's port and
 registrations come back with it and a ``select()`` under way goes on waiting; nothing here
@@ -24,8 +29,10 @@ from __future__ import annotations
 import errno
 import os
 import selectors
+import select
 import stat
-from typing import Any, Mapping
+import threading
+from typing import Any, Iterator, Mapping
 
 from ._client import (Connection, Event, Filter, Op, Port, Registration, SocknotifyError,
                       Trigger)
@@ -45,7 +52,86 @@ def _filter_of(events: int) -> Filter:
     return f
 
 
-class _Map(Mapping):
+def _epoll_bits(events: int) -> int:
+    bits = 0
+    if events & EVENT_READ:
+        bits |= select.EPOLLIN
+    if events & EVENT_WRITE:
+        bits |= select.EPOLLOUT
+    return bits
+
+
+class _LocalSet:
+    """The selector's own epoll set, for descriptors that are not sockets, and the thread
+    that turns its readiness into a wake-up packet on the port while ``select()`` waits in
+    the daemon.
+
+    ``arm()`` before a wait lets the thread poll the set once more: when the set is ready it
+    posts one packet and waits to be armed again, so it never spins on a level-triggered set
+    nobody reads.  A packet posted after the wait ended only makes a later ``select()``
+    return early, with what holds then."""
+
+    def __init__(self, port: Port):
+        self.epoll = select.epoll()
+        self.fds: set[int] = set()
+        self._port = port
+        self._cond = threading.Condition()
+        self._armed = False
+        self._closing = False
+        self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._thread = threading.Thread(target=self._run, name="socknotify-selector-local",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        poller = select.poll()
+        poller.register(self.epoll.fileno(), select.POLLIN)
+        poller.register(self._stop_r, select.POLLIN)
+        while True:
+            with self._cond:
+                while not self._armed and not self._closing:
+                    self._cond.wait()
+                if self._closing:
+                    return
+                self._armed = False
+            ready = dict(poller.poll())
+            if self._stop_r in ready:
+                return
+            try:
+                self._port.post(0)
+            except OSError:
+                return  # the port or its connection is closed: nothing waits any more
+
+    def arm(self) -> None:
+        with self._cond:
+            self._armed = True
+            self._cond.notify()
+
+    def ready(self) -> list[tuple[int, int]]:
+        """(fd, selectors events) of what holds now, without waiting."""
+        out = []
+        for fd, bits in self.epoll.poll(0):
+            ev = 0
+            if bits & (select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR):
+                ev |= EVENT_READ
+            if bits & (select.EPOLLOUT | select.EPOLLHUP | select.EPOLLERR):
+                ev |= EVENT_WRITE
+            out.append((fd, ev))
+        return out
+
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        os.write(self._stop_w, b"x")
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        self.epoll.close()
+        os.close(self._stop_r)
+        os.close(self._stop_w)
+
+
+class _Map(Mapping[Any, selectors.SelectorKey]):
     def __init__(self, keys: dict[int, selectors.SelectorKey]):
         self._keys = keys
 
@@ -56,7 +142,7 @@ class _Map(Mapping):
         fd = selectors._fileobj_to_fd(fileobj)  # type: ignore[attr-defined]
         return self._keys[fd]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(self._keys)
 
 
@@ -84,6 +170,7 @@ class Selector(selectors.BaseSelector):
         self._changes: dict[int, int] = {}  # fd -> events to ENABLE at the next select()
         self._map = _Map(self._keys)
         self._max_events = max_events
+        self._local: _LocalSet | None = None  # made for the first descriptor not a socket
 
     # -- BaseSelector -----------------------------------------------------------------------
 
@@ -94,9 +181,14 @@ class Selector(selectors.BaseSelector):
         if fd in self._keys:
             raise KeyError(f"{fileobj!r} (FD {fd}) is already registered")
         st = os.fstat(fd)
-        if not stat.S_ISSOCK(st.st_mode):
-            raise OSError(errno.ENOTSOCK, "socknotify.Selector only watches sockets", fileobj)
         key = selectors.SelectorKey(fileobj, fd, events, data)
+        if not stat.S_ISSOCK(st.st_mode):
+            if self._local is None:
+                self._local = _LocalSet(self.port)
+            self._local.epoll.register(fd, _epoll_bits(events))  # PermissionError: a file
+            self._local.fds.add(fd)
+            self._keys[fd] = key
+            return key
         self._keys[fd] = key
         self._changes[fd] = events
         return key
@@ -114,6 +206,13 @@ class Selector(selectors.BaseSelector):
             else:
                 raise KeyError(f"{fileobj!r} is not registered") from None
         self._changes.pop(fd, None)
+        if self._local is not None and fd in self._local.fds:
+            self._local.fds.discard(fd)
+            try:
+                self._local.epoll.unregister(fd)
+            except (OSError, ValueError):
+                pass  # closed before it was unregistered: epoll forgot it by itself
+            return key
         ident = self._registered.pop(fd, None)
         if ident is not None and not self.connection.closed:
             self.connection.drop_registration(fd, identity=ident, fd=fd)
@@ -129,6 +228,10 @@ class Selector(selectors.BaseSelector):
             raise KeyError(f"{fileobj!r} is not registered") from None
         key = old._replace(events=events, data=data)
         self._keys[fd] = key
+        if self._local is not None and fd in self._local.fds:
+            if events != old.events:
+                self._local.epoll.modify(fd, _epoll_bits(events))
+            return key
         if events != old.events:
             self._changes[fd] = events
         return key
@@ -145,7 +248,17 @@ class Selector(selectors.BaseSelector):
         regs = self._flush()
         if timeout is not None and timeout < 0:
             timeout = 0
+        local = self._local if self._local is not None and self._local.fds else None
+        held: list[tuple[int, int]] = []
+        if local is not None:
+            held = local.ready()
+            if held:
+                timeout = 0  # something holds already: collect the daemon's without waiting
+            elif timeout != 0:
+                local.arm()
         entries, _ = self.port._process_raw(regs, self._max_events, timeout, None)
+        if local is not None and not held:
+            held = local.ready()
         failed = None
         for reg in regs:
             fd = reg.sock
@@ -163,7 +276,12 @@ class Selector(selectors.BaseSelector):
             # daemon does not watch it: report it rather than let it hang.
             fd, err = failed
             raise SocknotifyError(err or errno.EIO, f"registering descriptor {fd}", entry=True)
-        return self._ready(entries)
+        ready = self._ready(entries)
+        for fd, ev in held:
+            key = self._keys.get(fd)
+            if key is not None and ev & key.events:
+                ready.append((key, ev & key.events))
+        return ready
 
     def _ready(self, entries: list[tuple[int, int, int, int]]
                ) -> list[tuple[selectors.SelectorKey, int]]:
@@ -194,6 +312,9 @@ class Selector(selectors.BaseSelector):
         self._keys.clear()
         self._registered.clear()
         self._changes.clear()
+        if self._local is not None:
+            self._local.close()
+            self._local = None
         try:
             if not self.connection.closed:
                 self.port.close()

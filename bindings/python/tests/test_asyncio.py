@@ -11,11 +11,13 @@ import hashlib
 import os
 import selectors
 import socket
+import sys
 import tempfile
 import threading
 import time
 
 import pytest
+from conftest import scaled
 
 import socknotify as sn
 
@@ -67,11 +69,8 @@ def test_selector_is_a_base_selector(daemon, pair):
             sel.register(a, selectors.EVENT_READ)
         with pytest.raises(ValueError):
             sel.register(b, 0)
-        r, w = os.pipe()
-        with pytest.raises(OSError):
-            sel.register(r, selectors.EVENT_READ)
-        os.close(r)
-        os.close(w)
+        with tempfile.TemporaryFile() as f, pytest.raises(OSError):
+            sel.register(f, selectors.EVENT_READ)  # epoll refuses files, as DefaultSelector
         sel.unregister(a)
         assert sel.select(0.05) == [] and len(sel.get_map()) == 0
         with pytest.raises(KeyError):
@@ -308,3 +307,72 @@ def test_no_registrations_left_behind(daemon):
         while c.status()["registrations"] != base and time.monotonic() < deadline:
             time.sleep(0.05)
         assert c.status()["registrations"] == base
+
+
+def test_subprocess_pipes(daemon):
+    """asyncio's subprocesses talk through pipes, which the daemon does not watch: the selector
+    watches them itself.  (They hung for ever: the pipes were refused inside a callback.)"""
+    child = ("import sys\n"
+             "data = sys.stdin.buffer.read()\n"
+             "sys.stdout.buffer.write(data.upper() * 4000)\n"
+             "sys.stderr.write(str(len(data)))\n"
+             "sys.exit(3)\n")
+
+    async def workload():
+        out = []
+        for n in (1, 3):
+            p = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", child, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            o, e = await p.communicate(b"socknotify" * n)
+            out.append((hashlib.sha256(o).hexdigest(), len(o), e, p.returncode))
+        p = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+        out.append(await p.wait())
+        return out
+
+    def run_bounded(kind):
+        sel = selectors.DefaultSelector() if kind == "default" else sn.Selector(path=daemon.path)
+        loop = asyncio.SelectorEventLoop(sel)
+        try:
+            return loop.run_until_complete(asyncio.wait_for(workload(), scaled(30)))
+        finally:
+            loop.close()
+
+    ref = run_bounded("default")
+    assert ref[0][1] == 40000 and ref[0][2:] == (b"10", 3) and ref[2] == 0
+    assert run_bounded("socknotify") == ref
+
+
+def test_pipe_wakes_a_waiting_select(daemon):
+    """A pipe written while select() waits in the daemon ends the wait (the helper thread's
+    wake-up packet); the pipe is reported, sockets still are, and close() ends the thread."""
+    threads = threading.active_count()
+    r, w = os.pipe()
+    a, b = socket.socketpair()
+    try:
+        with sn.Selector(path=daemon.path) as sel:
+            kr = sel.register(r, selectors.EVENT_READ, "pipe")
+            ka = sel.register(a, selectors.EVENT_READ, "sock")
+            assert sel.select(0) == []
+            for _ in range(3):
+                timer = threading.Timer(0.1, os.write, (w, b"x"))
+                timer.start()
+                t = time.monotonic()
+                assert sel.select(scaled(10)) == [(kr, selectors.EVENT_READ)]
+                assert time.monotonic() - t < scaled(5)
+                timer.join()
+                assert os.read(r, 1) == b"x"
+            b.send(b"y")
+            assert sel.select(scaled(5)) == [(ka, selectors.EVENT_READ)]
+            a.recv(1)
+            kr2 = sel.modify(r, selectors.EVENT_READ, "pipe2")
+            os.write(w, b"z")
+            assert sel.select(scaled(5)) == [(kr2, selectors.EVENT_READ)]
+            sel.unregister(r)
+            assert sel.select(0.05) == []
+        assert threading.active_count() == threads
+    finally:
+        for fd in (r, w):
+            os.close(fd)
+        a.close()
+        b.close()
