@@ -167,7 +167,8 @@ class LimitError(SocknotifyError):
             self.args = (_errno.EDQUOT, self.strerror)
 
     @classmethod
-    def _from_record(cls, rec: tuple | None, what: str, entry: bool = False) -> "LimitError":
+    def _from_record(cls, rec: tuple[int, ...] | None, what: str,
+                     entry: bool = False) -> "LimitError":
         if rec is None:
             return cls(what, entry=entry)
         _req, _first, _last, num, scope, value = rec
@@ -185,7 +186,7 @@ class ConnectError(SocknotifyError):
     tried: list[tuple[str, int]]
 
 
-_CONNECT_CLASSES: dict[type, type] = {}
+_CONNECT_CLASSES: dict[type, type[ConnectError]] = {}
 
 
 def _connect_error(tried: list[tuple[str, int]]) -> ConnectError:
@@ -193,12 +194,13 @@ def _connect_error(tried: list[tuple[str, int]]) -> ConnectError:
     sn_conn_open_error() words it."""
     err = tried[-1][1]
     base = type(OSError(err, ""))
-    cls = ConnectError
+    cls: type[ConnectError] = ConnectError
     if base is not OSError:
-        cls = _CONNECT_CLASSES.get(base)
-        if cls is None:
-            cls = type(base.__name__ + "ConnectError", (ConnectError, base), {})
-            _CONNECT_CLASSES[base] = cls
+        found = _CONNECT_CLASSES.get(base)
+        if found is None:
+            found = type(base.__name__ + "ConnectError", (ConnectError, base), {})
+            _CONNECT_CLASSES[base] = found
+        cls = found
     text = "cannot connect to socknotifyd: tried " + ", ".join(
         f"{path} ({os.strerror(e)})" for path, e in tried)
     if any(e in (_errno.EACCES, _errno.EPERM) for _p, e in tried):
@@ -206,7 +208,7 @@ def _connect_error(tried: list[tuple[str, int]]) -> ConnectError:
     text += (". Start socknotifyd (systemctl start socknotifyd.socket, or systemctl --user "
              "start socknotifyd.socket), or set SOCKNOTIFY_SOCKET to the socket path of a "
              "running daemon")
-    e = cls.__new__(cls, err, text)
+    e = cls(err)
     OSError.__init__(e, err, text)
     e.winerror = win32_code(err)
     e.tried = list(tried)
@@ -247,6 +249,8 @@ class Registration:
     filter: Filter = Filter.IN
     trigger: Trigger = Trigger.LEVEL
     result: int | None = field(default=None, compare=False)
+    # The LimitError that names the limit of a result EDQUOT (asked of the daemon), or None.
+    _refusal: "LimitError | None" = field(default=None, init=False, compare=False, repr=False)
 
     @classmethod
     def enable(cls, sock: FileLike, key: int, filter: Filter = Filter.IN,
@@ -269,9 +273,8 @@ class Registration:
         """The entry's failure as an exception (``winerror`` is the entry code), or None."""
         if not self.result:
             return None
-        refusal = getattr(self, "_refusal", None)
-        if self.result == _errno.EDQUOT and refusal is not None:
-            return refusal  # a LimitError naming the limit
+        if self.result == _errno.EDQUOT and self._refusal is not None:
+            return self._refusal  # a LimitError naming the limit
         return SocknotifyError(self.result, "registration", entry=True)
 
 
@@ -832,16 +835,16 @@ class Connection:
             if err and eio and err == _AGAIN_AFTER_EIO.get(mtype):
                 return m, gen  # the attempt the daemon died handling took effect
             if err == _errno.EDQUOT:
-                e = self._limit_error(msg_id, None, text)
-                e._gen = gen
-                raise e
+                le = self._limit_error(msg_id, None, text)
+                le._gen = gen
+                raise le
             if err:
                 e = _error(err, text)
                 e._gen = gen
                 raise e
             return m, gen
 
-    def _refusals(self) -> list[tuple]:
+    def _refusals(self) -> list[tuple[int, ...]]:
         """LIMIT_INFO: the connection's newest refusals by a limit, oldest first, as
         (request, first, last, limit, scope, value); [] from a daemon without it."""
         try:
@@ -851,7 +854,7 @@ class Connection:
         return list(w.REFUSAL.iter_unpack(m.array1))
 
     def _limit_error(self, msg_id: int, item: int | None, what: str,
-                     recs: list[tuple] | None = None) -> LimitError:
+                     recs: list[tuple[int, ...]] | None = None) -> LimitError:
         """The LimitError of request msg_id (item None: the request itself; else the index of
         its registration item on the wire), asking the daemon which limit refused it."""
         if recs is None:
