@@ -405,8 +405,9 @@ static void control_monitor(struct conn *c, uint32_t id, json_t *req)
                                                    "for nothing and has no rings");
                 else
                         snprintf(why, sizeof(why), "too many monitors: at most %d in all, %d "
-                                 "for a user other than root and the daemon's",
-                                 MONITOR_MAX, MONITOR_MAX_PER_USER);
+                                 "for a user other than root and the daemon's, %d for all "
+                                 "such users",
+                                 MONITOR_MAX, MONITOR_MAX_PER_USER, MONITOR_MAX_UNPRIVILEGED);
                 ans = json_pack("{s:s}", "error", why);
         } else {
                 ans = json_pack("{s:s, s:b, s:i, s:i, s:I}", "result", "monitoring", "all",

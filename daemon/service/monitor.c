@@ -75,24 +75,33 @@ static bool is_admin(const struct conn *c)
         return c->uid == 0 || c->uid == geteuid();
 }
 
-static uint32_t user_monitors(const struct server *srv, uid_t uid)
+/* The monitors of uid, and (*ret_unprivileged) those of every user not an administrator. */
+static uint32_t user_monitors(const struct server *srv, uid_t uid, uint32_t *ret_unprivileged)
 {
         const struct sn_list *pos;
         uint32_t n = 0;
 
-        for (pos = srv->monitors.next; pos != &srv->monitors; pos = pos->next)
-                n += sn_list_entry(pos, struct monitor, link)->conn->uid == uid;
+        *ret_unprivileged = 0;
+        for (pos = srv->monitors.next; pos != &srv->monitors; pos = pos->next) {
+                const struct monitor *m = sn_list_entry(pos, struct monitor, link);
+
+                n += m->conn->uid == uid;
+                *ret_unprivileged += !m->admin;
+        }
         return n;
 }
 
 int monitor_check(struct conn *c)
 {
         struct server *srv = c->srv;
+        uint32_t unprivileged;
 
         if (c->ring || c->nports || c->nwaits || c->stage.active || c->mon)
                 return -EBUSY;
-        if (srv->nmonitors >= MONITOR_MAX ||
-            (!is_admin(c) && user_monitors(srv, c->uid) >= MONITOR_MAX_PER_USER))
+        if (srv->nmonitors >= MONITOR_MAX)
+                return -EDQUOT;
+        if (!is_admin(c) && (user_monitors(srv, c->uid, &unprivileged) >= MONITOR_MAX_PER_USER ||
+                             unprivileged >= MONITOR_MAX_UNPRIVILEGED))
                 return -EDQUOT;
         return 0;
 }

@@ -16,6 +16,9 @@
  * daemon's user): each may hold MONITOR_BUFFER bytes of frames not yet read. */
 #define MONITOR_MAX 16
 #define MONITOR_MAX_PER_USER 4
+/* Most monitors of all such users together: the rest are kept for an administrator, who
+ * would otherwise find every monitor taken by four users when it needs one most. */
+#define MONITOR_MAX_UNPRIVILEGED 12
 #define MONITOR_BUFFER (1024 * 1024)
 
 struct monitor;

@@ -469,6 +469,38 @@ START_TEST(test_monitor_limit)
 }
 END_TEST
 
+/* Users other than root and the daemon's cannot take every monitor: four such users with
+ * four monitors each used to fill all 16, and root, who needs one most, got EDQUOT. */
+START_TEST(test_monitor_reserve)
+{
+        static const uid_t users[4] = { USER_A, USER_B, 65532, 65531 };
+        int mon[16], nmon = 0, fd;
+        uint32_t st;
+
+        for (int u = 0; u < 4; u++) {
+                for (int i = 0; i < 4; i++) {
+                        fd = hello_as(users[u]);
+                        st = monitor_ask(fd, 0, 0);
+                        if (st) {
+                                ck_assert_uint_eq(st, EDQUOT);
+                                close(fd);
+                                continue;
+                        }
+                        mon[nmon++] = fd;
+                }
+        }
+        ck_assert_int_lt(nmon, 16);
+        /* What is left is root's (and the daemon user's), up to the daemon's 16. */
+        while (nmon < 16)
+                mon[nmon++] = monitor_as(0, 0, 0);
+        fd = hello_as(0);
+        ck_assert_uint_eq(monitor_ask(fd, 0, 0), EDQUOT);
+        close(fd);
+        for (int i = 0; i < nmon; i++)
+                close(mon[i]);
+}
+END_TEST
+
 static char tool_text[1 << 16];
 static size_t tool_len;
 
@@ -583,6 +615,7 @@ static Suite *suite(void)
         tcase_add_test(tc, test_slow_monitor);
         tcase_add_test(tc, test_monitor_goes_away);
         tcase_add_test(tc, test_monitor_limit);
+        tcase_add_test(tc, test_monitor_reserve);
         tcase_add_test(tc, test_reexec_ends_monitor);
         tcase_add_test(tc, test_tool);
         suite_add_tcase(s, tc);
