@@ -14,7 +14,11 @@
 set -eu
 src="${SN_SRCDIR:-.}"
 src=$(cd "$src" && pwd)
-if ! command -v git >/dev/null 2>&1 || ! git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+# The source tree must be a checkout's top itself: an unpacked tarball inside some other checkout
+# (make distcheck run in a clone) is not one.
+top=$(git -C "$src" rev-parse --show-toplevel 2>/dev/null || true)
+if ! command -v git >/dev/null 2>&1 || [ -z "$top" ] ||
+   [ "$(cd "$top" && pwd -P)" != "$(cd "$src" && pwd -P)" ]; then
         echo "SKIP: not a git checkout (the fresh copy is made with git ls-files)"
         exit 77
 fi
