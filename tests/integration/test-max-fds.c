@@ -89,6 +89,7 @@ static void split_calls(unsigned max_fds)
                 got += n;
         }
         /* The port lingers with the five, without an owner: taken in batches of max_fds. */
+        ck_assert_int_eq(sn_port_close(pa), 0);
         sn_conn_close(a);
         ck_assert_int_eq(sn_conn_open(D.path, &b), 0);
         ck_assert_int_eq(sn_port_open(b, name, &pb), 0);
