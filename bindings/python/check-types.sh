@@ -7,19 +7,9 @@
 set -eu
 src="${SN_SRCDIR:-.}"
 build="${SN_BUILDDIR:-.}"
-py=""
-for cand in "${PYTHON:-}" python3 /usr/bin/python3; do
-        [ -n "$cand" ] || continue
-        command -v "$cand" >/dev/null 2>&1 || continue
-        if "$cand" -c 'import mypy' 2>/dev/null; then
-                py=$cand
-                break
-        fi
-done
-if [ -z "$py" ]; then
-        echo "SKIP: no mypy; on Debian: apt-get install python3-mypy"
-        exit 77
-fi
+py_modules=mypy
+py_skip="no python3 (>= 3.9) with mypy; on Debian: apt-get install python3-mypy"
+. "$src/tests/kit/find-python.sh"
 # The package as installed: its sources and the _version.py configure wrote.
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT

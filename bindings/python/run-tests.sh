@@ -8,19 +8,9 @@
 set -u
 src="${SN_SRCDIR:-.}"
 build="${SN_BUILDDIR:-.}"
-py=""
-for cand in "${PYTHON:-}" python3 /usr/bin/python3; do
-        [ -n "$cand" ] || continue
-        command -v "$cand" >/dev/null 2>&1 || continue
-        if "$cand" -c 'import sys, pytest; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
-                py=$cand
-                break
-        fi
-done
-if [ -z "$py" ]; then
-        echo "SKIP: no python3 (>= 3.9) with pytest; on Debian: apt-get install python3-pytest"
-        exit 77
-fi
+py_modules=pytest
+py_skip="no python3 (>= 3.9) with pytest; on Debian: apt-get install python3-pytest"
+. "$src/tests/kit/find-python.sh"
 out=$(mktemp)
 stage=""
 trap 'rm -f "$out"; [ -z "$stage" ] || rm -rf "$stage"' EXIT
