@@ -1050,6 +1050,10 @@ static void conn_resume(sn_conn_t *c)
         pthread_mutex_unlock(&c->lock);
         pthread_mutex_lock(&c->send_lock);
         pthread_mutex_lock(&c->lock);
+        /* A thread that took send_lock before this one could send a request after the look
+         * above: the rings take it without a word from a daemon that is gone, and no reply
+         * will come.  Now that nobody else can send, such requests fail the same way. */
+        pending_fail_all(c);
         c->fd = transport_close(c);
         pthread_mutex_unlock(&c->lock);
         for (;;) {

@@ -39,7 +39,11 @@
 static sn_conn_t *conn;
 static sn_port_t *ports[MAX_OBJECTS]; /* index = handle number; 0 unused */
 static unsigned nports;
-static int socks[MAX_OBJECTS]; /* -1: closed */
+static int socks[MAX_OBJECTS];
+/* Closed by "close" or "socket_close": socks[] keeps the number it had, which "register",
+ * "disable" and "remove" still pass, as a program that uses a descriptor after closing it
+ * would. */
+static bool sock_closed[MAX_OBJECTS];
 static unsigned nsocks;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -79,25 +83,30 @@ static int new_sock(int fd) {
         return h;
 }
 
-/* The descriptor a handle "sN" names, or -1. */
-static int sock_of(const char *h) {
+/* The descriptor a handle "sN" names, or -1; with closed_too, also the number an open
+ * descriptor had before "close" closed it. */
+static int sock_lookup(const char *h, bool closed_too) {
         if (!h || h[0] != 's')
                 return -1;
         char *end;
         unsigned long n = strtoul(h + 1, &end, 10);
         int fd = -1;
         pthread_mutex_lock(&lock);
-        if (*end == '\0' && n >= 1 && n <= nsocks)
+        if (*end == '\0' && n >= 1 && n <= nsocks && (closed_too || !sock_closed[n]))
                 fd = socks[n];
         pthread_mutex_unlock(&lock);
         return fd;
+}
+
+static int sock_of(const char *h) {
+        return sock_lookup(h, false);
 }
 
 static void sock_forget(const char *h) {
         unsigned long n = strtoul(h + 1, NULL, 10);
         pthread_mutex_lock(&lock);
         if (n >= 1 && n <= nsocks)
-                socks[n] = -1;
+                sock_closed[n] = true;
         pthread_mutex_unlock(&lock);
 }
 
@@ -329,6 +338,51 @@ out:
 }
 
 static struct worker *worker_get(const char *name);
+static bool num(const char *s, uint64_t *ret);
+
+/* One PROCESS with the items ITEM... in order and no entries: "enable:S:KEY:FILTER:TRIGGER",
+ * "disable:S" or "remove:S" (S may be a closed handle, as for "register").  Answers
+ * "ok R1 R2 ..." (each item's result), or "err ENOSYS" for an item it cannot read. */
+static void cmd_items(sn_port_t *p, char **items, int n, char *out, size_t outsz) {
+        sn_registration_t regs[16];
+        for (int i = 0; i < n; i++) {
+                char *save, *f[6];
+                int nf = 0;
+                uint64_t key = 0;
+                for (char *w = strtok_r(items[i], ":", &save); w && nf < 6;
+                     w = strtok_r(NULL, ":", &save))
+                        f[nf++] = w;
+                int fd = nf >= 2 ? sock_lookup(f[1], true) : -1;
+                if (fd >= 0 && nf == 5 && !strcmp(f[0], "enable") && num(f[2], &key) &&
+                    parse_filter(f[3]) >= 0 && parse_trigger(f[4]) >= 0) {
+                        regs[i] = (sn_registration_t){ .fd = fd,
+                                                       .op = SN_OP_ENABLE,
+                                                       .key = key,
+                                                       .filter = (uint16_t)parse_filter(f[3]),
+                                                       .trigger = (uint8_t)parse_trigger(f[4]) };
+                } else if (fd >= 0 && nf == 2 &&
+                           (!strcmp(f[0], "disable") || !strcmp(f[0], "remove"))) {
+                        regs[i] = (sn_registration_t){
+                                .fd = fd, .op = f[0][0] == 'd' ? SN_OP_DISABLE : SN_OP_REMOVE
+                        };
+                } else {
+                        snprintf(out, outsz, "err ENOSYS");
+                        return;
+                }
+        }
+        sn_entry_t e;
+        int r = sn_port_process(p, regs, (uint32_t)n, &e, 0, 0);
+        if (r < 0) {
+                answer_err(out, outsz, r);
+                return;
+        }
+        size_t len = (size_t)snprintf(out, outsz, "ok");
+        for (int i = 0; i < n && len < outsz; i++) {
+                const char *name = regs[i].result ? strerrorname_np(-regs[i].result) : "0";
+                len += (size_t)snprintf(out + len, outsz - len, " %s", name ? name : "?");
+        }
+}
+
 
 static void cmd_spawn(char *name, char *rest, char *out, size_t outsz) {
         struct worker *w = worker_get(name);
@@ -511,7 +565,8 @@ static void run(char *line, char *out, size_t outsz) {
                 }
                 int r = new_sock(pfd[0]), w = new_sock(pfd[1]);
                 snprintf(out, outsz, "ok r=s%d w=s%d", r, w);
-        } else if (!strcmp(c, "register") && argc == 6 && p && (fd = sock_of(argv[2])) >= 0 &&
+        } else if (!strcmp(c, "register") && argc == 6 && p &&
+                   (fd = sock_lookup(argv[2], true)) >= 0 &&
                    num(argv[3], &a1) && parse_filter(argv[4]) >= 0 &&
                    parse_trigger(argv[5]) >= 0) {
                 sn_registration_t reg = { .fd = fd,
@@ -525,6 +580,8 @@ static void run(char *line, char *out, size_t outsz) {
                    num(argv[4], &a1) && a1 >= 1 && a1 <= MAX_OBJECTS) {
                 cmd_register_all(p, (uint16_t)parse_filter(argv[2]),
                                  (uint8_t)parse_trigger(argv[3]), (unsigned)a1, out, outsz);
+        } else if (!strcmp(c, "items") && argc >= 3 && p) {
+                cmd_items(p, argv + 2, argc - 2, out, outsz);
         } else if (!strcmp(c, "status") && argc == 2) {
                 /* A top-level number of the status document ("waiters", "connections"): the
                  * document is scanned at depth 1 only, nested objects have keys of the same
@@ -576,7 +633,7 @@ static void run(char *line, char *out, size_t outsz) {
                        a1);
                 snprintf(out, outsz, "ok");
         } else if ((!strcmp(c, "disable") || !strcmp(c, "remove")) && argc == 3 && p &&
-                   (fd = sock_of(argv[2])) >= 0) {
+                   (fd = sock_lookup(argv[2], true)) >= 0) {
                 sn_registration_t reg = { .fd = fd,
                                           .op = c[0] == 'd' ? SN_OP_DISABLE : SN_OP_REMOVE };
                 do_process(p, &reg, 0, 0, out, outsz);

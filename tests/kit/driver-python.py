@@ -100,6 +100,10 @@ class Driver:
         self.conn: sn.Connection | None = None
         self.ports: dict[str, sn.Port] = {}
         self.socks: dict[str, socket.socket] = {}
+        # Closed by "close" or "socket_close": "register", "disable" and "remove" still pass
+        # them (a socket object's fileno() is -1 then), as a program that uses a socket after
+        # closing it would.
+        self.closed: dict[str, socket.socket] = {}
         self.workers: dict[str, Worker] = {}
         self.lock = threading.Lock()
         self.count = 0
@@ -122,6 +126,12 @@ class Driver:
             if h not in self.socks:
                 raise Usage(h)
             return self.socks[h]
+
+    def sock_or_closed(self, h: str) -> socket.socket:
+        with self.lock:
+            if h in self.closed:
+                return self.closed[h]
+        return self.sock(h)
 
     def pair(self, kind: str, arg: str | None) -> str:
         if kind == "unix_pair":
@@ -198,7 +208,7 @@ class Driver:
         if c == "close" and n == 2:
             s = self.sock(w[1])
             with self.lock:
-                del self.socks[w[1]]
+                self.closed[w[1]] = self.socks.pop(w[1])
             os.close(s) if isinstance(s, int) else s.close()
             return "ok"
         if self.conn is None:
@@ -209,7 +219,7 @@ class Driver:
         if c == "socket_close" and n == 2:
             s = self.sock(w[1])
             with self.lock:
-                del self.socks[w[1]]
+                self.closed[w[1]] = self.socks.pop(w[1])
             self.conn.close_socket(s)
             return "ok"
         if c == "port_create" and n in (2, 3):
@@ -227,12 +237,28 @@ class Driver:
             self.port(w[1]).post(int(w[2]), int(w[3]), int(w[4]))
             return "ok"
         if c == "register" and n == 6:
-            reg = sn.Registration.enable(self.sock(w[2]), int(w[3]), flags(w[4], FILTERS),
+            reg = sn.Registration.enable(self.sock_or_closed(w[2]), int(w[3]), flags(w[4], FILTERS),
                                          flags(w[5], TRIGGERS))
             return self.one(self.port(w[1]), reg)
         if c in ("disable", "remove") and n == 3:
             make = sn.Registration.disable if c == "disable" else sn.Registration.remove
-            return self.one(self.port(w[1]), make(self.sock(w[2])))
+            return self.one(self.port(w[1]), make(self.sock_or_closed(w[2])))
+        if c == "items" and n >= 3:
+            regs = []
+            for item in w[2:]:
+                f = item.split(":")
+                if f[0] == "enable" and len(f) == 5:
+                    regs.append(sn.Registration.enable(self.sock_or_closed(f[1]), int(f[2]),
+                                                       flags(f[3], FILTERS),
+                                                       flags(f[4], TRIGGERS)))
+                elif f[0] in ("disable", "remove") and len(f) == 2:
+                    make = sn.Registration.disable if f[0] == "disable" else \
+                        sn.Registration.remove
+                    regs.append(make(self.sock_or_closed(f[1])))
+                else:
+                    raise Usage(item)
+            res = self.port(w[1]).register(regs)
+            return "ok " + " ".join(ename(r) if r else "0" for r in res)
         if c == "register_all" and n == 5:
             filt, trig = flags(w[2], FILTERS), flags(w[3], TRIGGERS)
             regs = []

@@ -128,6 +128,47 @@ def test_per_item_results(port, pair):
         os.close(wfd)
 
 
+def test_descriptor_closed_after_its_check(daemon, pair, monkeypatch):
+    """A socket closed by another thread between the binding's fstat() and its sendmsg():
+    the send fails with EBADF although the daemon is fine.  The call fails with EBADF and the
+    connection is lost for good, as with libsocknotify, rather than resumed on the same daemon
+    and the call sent again for ever.  A closed descriptor before the call is ENOTSOCK (kit
+    case 18-closed-descriptor); here fstat() is made to see a socket where none is open."""
+    a, _ = pair
+    ident = os.fstat(a.fileno())
+    gone = next(n for n in range(1000, 1024) if not _is_open(n))
+    real_fstat = os.fstat
+    monkeypatch.setattr(sn._client.os, "fstat",
+                        lambda fd: ident if fd == gone else real_fstat(fd))
+    outcome: list[BaseException | list[int]] = []
+    with daemon.connect() as c:
+        p = c.create_port()
+
+        def call() -> None:
+            try:
+                outcome.append(p.register([R.enable(gone, 1, Filter.IN)]))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                outcome.append(e)
+
+        t = threading.Thread(target=call, daemon=True)
+        t.start()
+        t.join(scaled(10))
+        assert not t.is_alive(), "the call never returned"
+        assert isinstance(outcome[0], OSError) and outcome[0].errno == errno.EBADF, outcome
+        with pytest.raises(OSError) as ei:
+            p.post(1)
+        assert ei.value.errno == errno.ECONNRESET
+    assert daemon.proc.poll() is None
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def test_enable_on_another_port_is_eexist(conn, pair):
     a, _ = pair
     with conn.create_port() as p1, conn.create_port() as p2:
