@@ -12,7 +12,8 @@
  * notification, posted packets and a dequeue parked across the restart all arrive exactly once;
  * 300 registrations spread over two boxes (253 descriptors each at most) all report;
  * the new daemon holds as many descriptors as the old one and empties the store.  Entries left
- * without a state are discarded and removed, and the daemon serves afresh.
+ * without a state are discarded and removed, and the daemon serves afresh.  A connection kept
+ * keeps the max-message and max-fds it was told, whatever the next daemon's options.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,9 +31,11 @@
 #include <check.h>
 
 #include "common/macro.h"
+#include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
 #include "tests/helpers/manager.h"
+#include "tests/helpers/raw.h"
 
 /* ---- the clients' side --------------------------------------------------------------------- */
 
@@ -560,6 +563,166 @@ START_TEST(test_leftovers_without_state_are_discarded)
 }
 END_TEST
 
+/* An orderly stop, and the next daemon started with args and the store. */
+static void restart(struct manager *m, struct test_daemon *d, const char *const *args)
+{
+        int st = 0;
+
+        ck_assert_int_eq(kill(d->pid, SIGTERM), 0);
+        ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        manager_start_daemon(m, d, args);
+}
+
+/* Posts keys 1 to n on p, restarts with args when asked, then one dequeue of n gets them all,
+ * in their order. */
+static void post_and_dequeue(sn_port_t *p, uint32_t n, bool restart_between, struct manager *m,
+                             struct test_daemon *d, const char *const *args)
+{
+        sn_entry_t *e = calloc(n, sizeof(*e));
+        int got;
+
+        ck_assert_ptr_nonnull(e);
+        for (uint32_t k = 1; k <= n; k++)
+                ck_assert_int_eq(sn_port_post(p, k, k, 0), 0);
+        if (restart_between)
+                restart(m, d, args);
+        got = sn_port_dequeue(p, e, n, (uint32_t)test_timeout_ms(5000));
+        ck_assert_msg(got == (int)n, "one dequeue of %u queued entries returned %d", n, got);
+        for (uint32_t i = 0; i < n; i++)
+                ck_assert_uint_eq(e[i].key, i + 1);
+        free(e);
+}
+
+/* An orderly stop and a start with the store, as in a re-exec (test-reexec.c): each connection
+ * kept keeps the max_message and max_fds its handshake announced, whatever the next daemon's
+ * options; only new connections are told the new ones.  First 2 and 4096 to the defaults (253,
+ * 131072): a PORT_TAKE asking for six gets them in replies of at most two descriptors, and one
+ * dequeue of 400 entries gets them all in replies of at most 4096 bytes.  Then, for a
+ * connection made with the defaults, to 1 and 4096: its PROCESS with six sockets in one message
+ * and its dequeue of 400 entries (a reply counted as full by 131072 bytes) succeed. */
+START_TEST(test_restart_keeps_handshake_limits)
+{
+        static const char *const small[] = { "--max-fds=2", "--max-message=4096", NULL };
+        static const char *const smaller[] = { "--max-fds=1", "--max-message=4096", NULL };
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+        struct test_daemon d;
+        struct manager m;
+        int raw, orph[6][2], sp[6][2], fds[SN_PROTO_MAX_FDS];
+        uint64_t keys[SN_PROTO_MAX_FDS];
+        uint32_t rport, remaining = 6, got = 0, id = 10, seen = 0;
+        sn_registration_t r[6];
+        sn_entry_t e[6];
+        sn_conn_t *c, *a, *c2, *fresh;
+        sn_port_t *p, *pa, *p2;
+        sn_limits_t l;
+
+        setenv("FDSTORE", "64", 1);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir, 64);
+        test_daemon_start(&d, small);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_conn_limits(c, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 2);
+        ck_assert_uint_eq(l.max_message, 4096);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        /* Six registrations whose creator is gone, on a port that lingers. */
+        ck_assert_int_eq(sn_conn_open(d.path, &a), 0);
+        ck_assert_int_eq(sn_port_create_named(a, "orphans", 0, &pa), 0);
+        ck_assert_int_eq(sn_port_set_linger(pa, 60000), 0);
+        for (int i = 0; i < 6; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, orph[i]), 0);
+                r[i] = (sn_registration_t){ .fd = orph[i][0], .key = 100 + (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(pa, r, 6, NULL, 0, 0), 0);
+        raw = raw_hello2(d.path);
+        rport = raw_port_open(raw, 2, "orphans");
+        ck_assert_int_eq(sn_port_close(pa), 0);
+        sn_conn_close(a);
+        for (long long t0 = now_ms(); raw_port_take(raw, 3, rport, 0, fds, keys, &remaining),
+                       remaining != 6;) {
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "no orphans within 5 s");
+                usleep(2000);
+        }
+
+        /* Larger: the defaults. */
+        post_and_dequeue(p, 400, true, &m, &d, NULL);
+        while (remaining) {
+                uint32_t n = raw_port_take(raw, id++, rport, 6, fds, keys, &remaining);
+
+                ck_assert_msg(n <= 2, "a PORT_TAKE_REPLY carried %u descriptors to a connection "
+                                      "told max_fds 2", n);
+                ck_assert_uint_gt(n, 0);
+                for (uint32_t i = 0; i < n; i++) {
+                        char b = 0;
+
+                        ck_assert(keys[i] >= 100 && keys[i] < 106);
+                        ck_assert(!(seen & 1u << (keys[i] - 100)));
+                        seen |= 1u << (keys[i] - 100);
+                        ck_assert_int_eq(send(fds[i], "k", 1, MSG_NOSIGNAL), 1);
+                        ck_assert_int_eq(recv(orph[keys[i] - 100][1], &b, 1, 0), 1);
+                        close(fds[i]);
+                }
+                got += n;
+        }
+        ck_assert_uint_eq(got, 6);
+        ck_assert_int_eq(sn_conn_open(d.path, &c2), 0);
+        ck_assert_int_eq(sn_conn_limits(c2, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 253);
+        ck_assert_uint_eq(l.max_message, 131072);
+        ck_assert_int_eq(sn_port_create(c2, 0, &p2), 0);
+
+        /* Smaller, for c2: 1 and 4096. */
+        post_and_dequeue(p2, 400, true, &m, &d, smaller);
+        for (int i = 0; i < 6; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[i]), 0);
+                r[i] = (sn_registration_t){ .fd = sp[i][0], .key = 300 + (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(p2, r, 6, NULL, 0, 0), 0);
+        for (int i = 0; i < 6; i++) {
+                ck_assert_int_eq(r[i].result, 0);
+                ck_assert_int_eq(send(sp[i][1], "x", 1, 0), 1);
+        }
+        for (seen = 0; seen != 0x3f;) {
+                int n = sn_port_dequeue(p2, e, 6, (uint32_t)test_timeout_ms(5000));
+
+                ck_assert_int_gt(n, 0);
+                for (int i = 0; i < n; i++) {
+                        ck_assert(e[i].key >= 300 && e[i].key < 306);
+                        seen |= 1u << (e[i].key - 300);
+                }
+        }
+        /* c, kept through both restarts, is still held to what it was told first. */
+        post_and_dequeue(p, 400, false, NULL, NULL, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &fresh), 0);
+        ck_assert_int_eq(sn_conn_limits(fresh, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 1);
+        ck_assert_uint_eq(l.max_message, 4096);
+
+        sn_conn_close(fresh);
+        for (int i = 0; i < 6; i++)
+                ck_assert_int_eq(sn_socket_close(c2, sp[i][0]), 0);
+        sn_port_close(p2);
+        sn_conn_close(c2);
+        sn_port_close(p);
+        sn_conn_close(c);
+        close(raw);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        for (int i = 0; i < 6; i++) {
+                close(orph[i][0]);
+                close(orph[i][1]);
+                close(sp[i][1]);
+        }
+        unsetenv("FDSTORE");
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fdstore");
@@ -571,6 +734,7 @@ int main(void)
         tcase_add_test(tc, test_crash_loses_nothing);
         tcase_add_test(tc, test_dropped_socket_closes_with_store);
         tcase_add_test(tc, test_leftovers_without_state_are_discarded);
+        tcase_add_test(tc, test_restart_keeps_handshake_limits);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
