@@ -657,10 +657,11 @@ static void post_and_dequeue(sn_port_t *p, uint32_t n, bool restart_between, str
 /* An orderly stop and a start with the store, as in a re-exec (test-reexec.c): each connection
  * kept keeps the max_message and max_fds its handshake announced, whatever the next daemon's
  * options; only new connections are told the new ones.  First 2 and 4096 to the defaults (253,
- * 131072): a PORT_TAKE asking for six gets them in replies of at most two descriptors, and one
- * dequeue of 400 entries gets them all in replies of at most 4096 bytes.  Then, for a
- * connection made with the defaults, to 1 and 4096: its PROCESS with six sockets in one message
- * and its dequeue of 400 entries (a reply counted as full by 131072 bytes) succeed. */
+ * 131072): a PORT_TAKE asking for six gets two, and one dequeue of 400 entries gets them all.
+ * Then, for a connection made with the defaults, to 1 and 4096: its PROCESS with six sockets in
+ * one message and its dequeue of 400 entries (a reply counted as full by 131072 bytes) succeed;
+ * the first connections, kept through both restarts, still get at most two descriptors per
+ * reply (the other four) and all 400 entries of one dequeue. */
 START_TEST(test_restart_keeps_handshake_limits)
 {
         static const char *const small[] = { "--max-fds=2", "--max-message=4096", NULL };
