@@ -45,10 +45,16 @@ struct limits {
 };
 
 /* The most registration items one PROCESS call may carry, all parts together: its reply (header,
- * body, one result per item) must leave room for at least one entry in max_message bytes. */
+ * body, one result per item) must leave room for at least one entry in max_message bytes (the
+ * connection's own, limits_call_items_of(); the running image's, limits_call_items()). */
+static inline uint32_t limits_call_items_of(uint32_t max_message)
+{
+        return (max_message - 24 - 4 - 24) / 4;
+}
+
 static inline uint32_t limits_call_items(const struct limits *l)
 {
-        return (l->max_message - 24 - 4 - 24) / 4;
+        return limits_call_items_of(l->max_message);
 }
 
 /* The descriptors all unprivileged users together may make the daemon hold: the capacity

@@ -81,6 +81,11 @@ struct session_ops {
         uid_t uid;                                                                                 \
         gid_t gid;                                                                                 \
         bool dead;               /* killed: answers no more, freed soon */                        \
+        /* The message size and descriptors per message its handshake announced (HELLO_REPLY):     \
+         * the client sized its buffers by them, so they hold for the session's whole life,        \
+         * across reloads, re-execs and restarts, whatever the running image's are. */             \
+        uint32_t max_message;                                                                      \
+        uint32_t max_fds;                                                                          \
         struct sn_list handles;  /* struct handle */                                               \
         uint32_t nports;                                                                           \
         struct sn_list regs;     /* struct reg it made (their conn_link) */                       \

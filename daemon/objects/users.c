@@ -92,15 +92,15 @@ int user_check_staged(struct server *srv, struct user *u, struct session *s, uin
                           srv->limits.max_staged_unprivileged, "max-staged-unprivileged");
 }
 
-uint32_t user_fd_room(const struct server *srv, const struct user *u)
+uint32_t user_fd_room(const struct server *srv, const struct user *u, uint32_t max_fds)
 {
         uint64_t pool = limits_fd_pool(&srv->limits, srv->fd_capacity);
         uint64_t used;
 
         if (!u->pool)
-                return srv->limits.max_fds;
+                return max_fds;
         used = u->pool->fds + closer_pending();
-        return used >= pool ? 0 : (uint32_t)SN_MIN(pool - used, (uint64_t)srv->limits.max_fds);
+        return used >= pool ? 0 : (uint32_t)SN_MIN(pool - used, (uint64_t)max_fds);
 }
 
 void user_release(struct user *u)

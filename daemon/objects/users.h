@@ -146,5 +146,6 @@ int user_check_waits(struct server *srv, struct user *u, struct session *s, uint
 int user_check_posted(struct server *srv, struct user *u, struct session *s, uint64_t n);
 int user_check_staged(struct server *srv, struct user *u, struct session *s, uint64_t n);
 /* How many descriptors one more message of u may carry before the pool is full, counting
- * those the closer thread has still to close (at most max_fds; privileged: max_fds). */
-uint32_t user_fd_room(const struct server *srv, const struct user *u);
+ * those the closer thread has still to close (at most max_fds, the connection's own limit;
+ * privileged: max_fds). */
+uint32_t user_fd_room(const struct server *srv, const struct user *u, uint32_t max_fds);

@@ -107,6 +107,7 @@ struct server {
         uint8_t *rbuf;  /* one received message */
         uint8_t *wbuf;  /* one reply being built */
         uint8_t *ebuf;  /* encoded entries being taken */
+        size_t bufsize; /* of each of the three: the largest max_message a session holds */
         struct epoll_event *evbuf;
         uint32_t evcap;
         uint64_t fd_capacity;

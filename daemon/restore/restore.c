@@ -276,6 +276,33 @@ static struct port *port_of(const struct reader *rd, uint32_t id)
 
 /* ---- connections -------------------------------------------------------------------------- */
 
+/* A limit as the journal holds it, if it is one a daemon could have announced (the ranges of
+ * --max-message and --max-fds), else 0. */
+static uint32_t journal_limit(const uint8_t *p, uint32_t min, uint32_t max)
+{
+        uint32_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return v >= min && v <= max ? v : 0;
+}
+
+/*
+ * The limits a connection's handshake announced, which its client sized its buffers by: as its
+ * record holds them, else as the journal's header says the image that wrote it ran with (for a
+ * connection whose record has none), else 0: the running image's apply, all a journal of a
+ * daemon before they were recorded can give.
+ */
+static void conn_limits(const struct reader *rd, const struct jr_record *r,
+                        uint32_t *ret_max_message, uint32_t *ret_max_fds)
+{
+        const struct jr_header *h = (const void *)rd->recs;
+        uint32_t m = journal_limit(r->data + JR_CONN_LIMITS, 4096, 1u << 20);
+        uint32_t f = journal_limit(r->data + JR_CONN_LIMITS + 4, 1, SN_PROTO_MAX_FDS);
+
+        *ret_max_message = m ? m : journal_limit((const uint8_t *)&h->max_message, 4096, 1u << 20);
+        *ret_max_fds = f ? f : journal_limit((const uint8_t *)&h->max_fds, 1, SN_PROTO_MAX_FDS);
+}
+
 /* Every connection, by the layer that owns connections (ops->adopt), indexed by serial. */
 static int restore_conns(struct reader *rd)
 {
@@ -288,11 +315,13 @@ static int restore_conns(struct reader *rd)
                 uint32_t i = rd->of[JR_CONN][k];
                 const struct jr_record *r = rec(rd, i);
                 struct session *c;
+                uint32_t max_message, max_fds;
                 int fd = restore_fds_take(rd->fds, i, r->u32d, r->dev, r->ino);
 
                 if (fd < 0)
                         continue;
-                c = rd->ops->adopt(srv, fd, r);
+                conn_limits(rd, r, &max_message, &max_fds);
+                c = rd->ops->adopt(srv, fd, r, max_message, max_fds);
                 if (!c) {
                         close(fd);
                         continue;
@@ -825,8 +854,6 @@ static bool wait_results(const struct reader *rd, const struct jr_record *r, uin
 
 static void restore_waits(struct reader *rd)
 {
-        struct server *srv = rd->srv;
-
         for (uint32_t k = 0; k < rd->count[JR_WAIT]; k++) {
                 const struct jr_record *r = rec(rd, rd->of[JR_WAIT][k]);
                 uint32_t nres = (uint32_t)r->u64b, left = SN_PROTO_INFINITE, *res = NULL;
@@ -836,7 +863,7 @@ static void restore_waits(struct reader *rd)
                 if (!c)
                         continue;
                 if (!p || !port_handle_of(c, p->id) || r->u8a ||
-                    nres > limits_call_items(&srv->limits) ||
+                    nres > limits_call_items_of(c->max_message) ||
                     !(res = calloc(nres ? nres : 1, sizeof(*res))) ||
                     !wait_results(rd, r, res, nres)) {
                         /* Its per-registration results are not all known: it fails. */

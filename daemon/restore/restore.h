@@ -20,7 +20,9 @@ struct session;
  * through the session's ops.
  *
  *   adopt     a session on fd (its socket to the client) as record r describes it (serial,
- *             protocol version, flags); NULL when it cannot be made (fd stays the caller's)
+ *             protocol version, flags), keeping the max_message and max_fds its handshake
+ *             announced (0: unknown, the running image's apply); NULL when it cannot be made
+ *             (fd stays the caller's)
  *   output    a reply that was queued and not taken by the kernel, queued again (0 or -ENOMEM)
  *   answered  whether a reply to request id is among s's queued replies
  *   stage     a multi-part call received as far as items and fds (taken, closed on failure);
@@ -28,7 +30,8 @@ struct session;
  *   discard   the rest of call id's parts, still to come, are dropped
  */
 struct restore_conn_ops {
-        struct session *(*adopt)(struct server *srv, int fd, const struct jr_record *r);
+        struct session *(*adopt)(struct server *srv, int fd, const struct jr_record *r,
+                                 uint32_t max_message, uint32_t max_fds);
         int (*output)(struct session *s, const uint8_t *buf, size_t len);
         bool (*answered)(const struct session *s, uint32_t id);
         int (*stage)(struct session *s, uint32_t id, uint32_t port, uint32_t error,

@@ -168,6 +168,10 @@ static struct conn *conn_make(struct server *srv, struct user *u, int fd, const 
         c->gid = cred->gid;
         c->serial = serial;
         c->hello = hello;
+        /* The running image's until the handshake announces them (handle_hello()), or the
+         * ones a restored connection was told (conn_adopt()). */
+        c->max_message = srv->limits.max_message;
+        c->max_fds = srv->limits.max_fds;
         clock_gettime(CLOCK_MONOTONIC, &c->started);
         sn_list_init(&c->outq);
         sn_list_init(&c->take_link);
@@ -186,13 +190,28 @@ static struct conn *conn_make(struct server *srv, struct user *u, int fd, const 
 }
 
 struct conn *conn_adopt(struct server *srv, int fd, const struct ucred *cred, uint64_t serial,
-                        bool hello)
+                        bool hello, uint32_t max_message, uint32_t max_fds)
 {
-        struct user *u = user_get(srv, cred->uid);
-        struct conn *c = u ? conn_make(srv, u, fd, cred, serial, hello) : NULL;
+        struct user *u;
+        struct conn *c;
 
-        if (!c)
+        /* Its client sized its buffers by what its handshake announced: the daemon must not
+         * send it more, nor refuse what those limits allow, so the buffers are grown first. */
+        if (hello && max_message && server_fit_buffers(srv, max_message) < 0) {
+                log_error("connection %llu: out of memory for its max-message of %u bytes",
+                          (unsigned long long)serial, (unsigned)max_message);
+                return NULL;
+        }
+        u = user_get(srv, cred->uid);
+        c = u ? conn_make(srv, u, fd, cred, serial, hello) : NULL;
+        if (!c) {
                 user_release(u);
+                return NULL;
+        }
+        if (hello && max_message)
+                c->max_message = max_message;
+        if (hello && max_fds)
+                c->max_fds = max_fds;
         return c;
 }
 
@@ -800,6 +819,9 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
         c->hello = true;
         c->version = (uint16_t)SN_MIN(in.version_max, (uint16_t)SN_PROTO_VERSION);
         out.version = c->version;
+        /* What the reply announces is the connection's for its whole life (session.h). */
+        c->max_message = out.max_message;
+        c->max_fds = out.max_fds;
         evtimer_del(&c->hello_timer);
         live_conn(c);
         live_conn_update(c);
@@ -1091,8 +1113,8 @@ static void handle_port_take(struct conn *c, const struct snw_header *h, const u
         /* A batch: what the client asked, what one message may carry in descriptors and in
          * bytes (both limits the client learnt at HELLO), and what the budget of descriptors
          * in flight leaves (the replies read since are counted out first). */
-        max = SN_MIN(in.max, srv->limits.max_fds);
-        max = SN_MIN(max, (uint32_t)((srv->limits.max_message - SN_HEADER_SIZE -
+        max = SN_MIN(in.max, c->max_fds);
+        max = SN_MIN(max, (uint32_t)((c->max_message - SN_HEADER_SIZE -
                                       SN_WIRE_SIZE_port_take_reply) /
                                      SN_WIRE_SIZE_registration));
         if (max && port->norphans && max > take_room(srv, c)) {
@@ -1163,7 +1185,7 @@ void conn_reply_text(struct conn *c, uint16_t type, uint32_t id, uint32_t status
         struct server *srv = c->srv;
         uint8_t *p;
 
-        if (!text || sn_msg_size(type, (uint32_t)len, 0) > srv->limits.max_message) {
+        if (!text || sn_msg_size(type, (uint32_t)len, 0) > c->max_message) {
                 reply_simple(c, type, id, text ? E2BIG : ENOMEM);
                 return;
         }
@@ -1234,7 +1256,7 @@ static uint32_t stage_append(struct conn *c, const uint8_t *items, uint32_t n, i
         struct server *srv = c->srv;
         struct conn_stage *st = &c->stage;
         size_t isz = SN_WIRE_SIZE_registration;
-        uint32_t call_max = limits_call_items(&srv->limits);
+        uint32_t call_max = limits_call_items_of(c->max_message);
 
         if (srv->restoring)
                 call_max = UINT32_MAX / 64; /* what was held before is held again */
@@ -1446,9 +1468,8 @@ static uint32_t process_check(struct conn *c, const struct snw_process *in, cons
                 return EINVAL; /* row 2 */
         if (in->max_entries && in->timeout_ms && port_wait_check(&c->session, nitems) < 0)
                 return EDQUOT;
-        if (sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, in->max_entries ? 1 : 0) >
-            c->srv->limits.max_message)
-                return E2BIG; /* cannot happen within limits_call_items(); never overflow */
+        if (sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, in->max_entries ? 1 : 0) > c->max_message)
+                return E2BIG; /* cannot happen within limits_call_items_of(); never overflow */
         return 0;
 }
 
@@ -1498,7 +1519,7 @@ static void process_answer(struct conn *c, uint32_t id, const struct snw_process
                 conn_reply_process(c, id, 0, results, nitems, NULL, 0);
                 return;
         }
-        room = srv->limits.max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, 0);
+        room = c->max_message - sn_msg_size(SN_MSG_PROCESS_REPLY, nitems, 0);
         max = (uint32_t)SN_MIN((size_t)in->max_entries, room / SN_WIRE_SIZE_entry);
         if (in->flags & SN_PROTO_PROCESS_AHEAD) {
                 /* Posted while its thread runs: it keeps its running place and waits, without
@@ -1769,14 +1790,14 @@ static int conn_read_one(struct conn *c)
 {
         struct server *srv = c->srv;
         int fds[SN_PROTO_MAX_FDS];
-        unsigned nfds = 0, room = user_fd_room(srv, c->user);
-        bool pooled = room < srv->limits.max_fds, cut = false;
+        unsigned nfds = 0, room = user_fd_room(srv, c->user, c->max_fds);
+        bool pooled = room < c->max_fds, cut = false;
         ssize_t n;
 
         /* An unprivileged user's descriptors beyond the pool never enter the table.
          * Otherwise there is room for the most a message can carry, so that more than
          * max_fds are seen (and refused) rather than cut off by the kernel. */
-        n = sn__fdmsg_recv_room(c->fd, srv->rbuf, srv->limits.max_message, fds,
+        n = sn__fdmsg_recv_room(c->fd, srv->rbuf, c->max_message, fds,
                                 pooled ? room : SN_PROTO_MAX_FDS, &nfds, &cut, MSG_DONTWAIT);
         if (n == -EAGAIN || n == -EWOULDBLOCK)
                 return 0;
@@ -1799,11 +1820,11 @@ static int conn_read_one(struct conn *c)
                 conn_kill(c, "disconnected");
                 return -1;
         }
-        if (n == -EMSGSIZE || (n > 0 && nfds > srv->limits.max_fds)) {
+        if (n == -EMSGSIZE || (n > 0 && nfds > c->max_fds)) {
                 /* SOCK_SEQPACKET keeps boundaries: the next message is still sound.  The
                  * buffer holds the message's start (all of it, or max_message bytes): the
                  * request id is known when its header came. */
-                size_t got = n > 0 ? (size_t)n : srv->limits.max_message;
+                size_t got = n > 0 ? (size_t)n : c->max_message;
 
                 closer_close_all(fds, nfds);
                 violation(c, got >= SN_HEADER_SIZE ? sn_get_u32(srv->rbuf + 8) : 0,
@@ -1896,7 +1917,7 @@ static void conn_ring_turn(struct conn *c, bool socket_ready)
                                 break;
                         continue;
                 }
-                k = sn_ring_get(&r->sq, srv->rbuf, srv->limits.max_message, &len, &kind);
+                k = sn_ring_get(&r->sq, srv->rbuf, c->max_message, &len, &kind);
                 if (k < 0) {
                         log_notice("connection %llu (pid %d): %s", (unsigned long long)c->serial,
                                    (int)c->pid,

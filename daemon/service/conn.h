@@ -96,9 +96,11 @@ static inline struct conn *conn_of_session(struct session *s)
 }
 
 void conn_accept(struct server *srv, int fd);
-/* Re-exec: a connection restored on fd with its identity (no handshake timer once hello). */
+/* Re-exec: a connection restored on fd with its identity (no handshake timer once hello) and,
+ * once hello, the max_message and max_fds its handshake announced (0: the running image's).
+ * NULL when it cannot be made (out of memory). */
 struct conn *conn_adopt(struct server *srv, int fd, const struct ucred *cred, uint64_t serial,
-                        bool hello);
+                        bool hello, uint32_t max_message, uint32_t max_fds);
 /* Re-exec: a reply that was queued, not yet sent.  Returns 0 or -ENOMEM. */
 int conn_adopt_output(struct conn *c, const uint8_t *buf, size_t len);
 /* Queues a reply to be sent later by the loop (or by the next image after a re-exec), or

@@ -312,7 +312,7 @@ static json_t *list(struct conn *c, const char *verb, json_t *req)
 {
         struct server *srv = c->srv;
         struct pager pg = { .items = json_array(),
-                            .budget = srv->limits.max_message - SN_HEADER_SIZE - 256 };
+                            .budget = c->max_message - SN_HEADER_SIZE - 256 };
         json_int_t want_port = json_integer_value(json_object_get(req, "port"));
         json_int_t want_pid = json_integer_value(json_object_get(req, "pid"));
         struct sn_list *pos, *tmp, *p2, *t2;

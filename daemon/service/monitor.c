@@ -117,7 +117,7 @@ int monitor_attach(struct conn *c, uint32_t pid, uint32_t port)
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
-        m->max_frame = srv->limits.max_message;
+        m->max_frame = c->max_message; /* what its client can receive */
         m->scratch = malloc(m->max_frame);
         if (!m->scratch) {
                 free(m);

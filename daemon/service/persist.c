@@ -50,6 +50,11 @@ void live_conn_update(struct conn *c)
         r->u32c = c->version;
         r->u32e = c->discard_id;
         r->u64a = c->stage.port | (uint64_t)c->stage.error << 32;
+        if (c->hello) {
+                /* What its handshake announced, which the next image keeps to. */
+                memcpy(r->data + JR_CONN_LIMITS, &c->max_message, 4);
+                memcpy(r->data + JR_CONN_LIMITS + 4, &c->max_fds, 4);
+        }
 }
 
 void live_conn(struct conn *c)
@@ -283,6 +288,8 @@ void live_everything(struct server *srv)
         memcpy(h->port_id_key, srv->port_id_key, sizeof(h->port_id_key));
         h->next_conn_serial = srv->next_conn_serial;
         h->reexecs = srv->counters.reexecs;
+        h->max_message = srv->limits.max_message;
+        h->max_fds = srv->limits.max_fds;
         live_listen(srv);
         for (pos = srv->conns.next; pos != &srv->conns; pos = pos->next)
                 journal_conn(sn_list_entry(pos, struct conn, link));
@@ -452,7 +459,8 @@ void live_set_cloexec(struct server *srv, bool on)
 
 /* ---- what the reader asks of connections (restore.h) --------------------------------------- */
 
-static struct session *restore_adopt(struct server *srv, int fd, const struct jr_record *r)
+static struct session *restore_adopt(struct server *srv, int fd, const struct jr_record *r,
+                                     uint32_t max_message, uint32_t max_fds)
 {
         struct ucred cred;
         socklen_t len = sizeof(cred);
@@ -460,7 +468,7 @@ static struct session *restore_adopt(struct server *srv, int fd, const struct jr
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return NULL;
-        c = conn_adopt(srv, fd, &cred, r->serial, r->u8b & JR_CONN_HELLO);
+        c = conn_adopt(srv, fd, &cred, r->serial, r->u8b & JR_CONN_HELLO, max_message, max_fds);
         if (!c)
                 return NULL;
         c->passed_fds = true; /* swept when its process is gone */

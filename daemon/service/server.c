@@ -171,7 +171,9 @@ int server_reload(struct server *srv, char *err, size_t errsz)
                 goto out;
         }
         settings_resolve(&srv->cmdline, &file, srv->fd_capacity, &l, &level);
-        /* Clients sized their buffers from these (HELLO_REPLY): they hold until restart. */
+        /* Clients sized their buffers from these (HELLO_REPLY): each connection keeps the
+         * values it was told for its whole life, and connections made after the next start or
+         * re-exec are told the file's. */
         if (l.max_message != srv->limits.max_message)
                 log_notice("reload: max-message takes effect at the next start");
         if (l.max_fds != srv->limits.max_fds)
@@ -338,6 +340,25 @@ static int reexec_in_place(struct server *srv)
         return r;
 }
 
+int server_fit_buffers(struct server *srv, uint32_t max_message)
+{
+        uint8_t **bufs[] = { &srv->rbuf, &srv->wbuf, &srv->ebuf };
+
+        if (max_message <= srv->bufsize)
+                return 0;
+        /* Each one grown in turn: one that could not be leaves the others larger, harmless,
+         * and bufsize still the size all three have. */
+        for (size_t i = 0; i < SN_ARRAY_SIZE(bufs); i++) {
+                uint8_t *n = realloc(*bufs[i], max_message);
+
+                if (!n)
+                        return -ENOMEM;
+                *bufs[i] = n;
+        }
+        srv->bufsize = max_message;
+        return 0;
+}
+
 int server_reexec(struct server *srv)
 {
         sigset_t held, unheld;
@@ -365,7 +386,7 @@ int server_reexec_for(struct server *srv, struct conn *c, uint32_t id, const cha
         struct outmsg *m;
         int r;
 
-        if (sn_msg_size(SN_MSG_CONTROL_REPLY, (uint32_t)len, 0) > srv->limits.max_message)
+        if (sn_msg_size(SN_MSG_CONTROL_REPLY, (uint32_t)len, 0) > c->max_message)
                 return -E2BIG;
         memcpy(sn_msg_begin(srv->wbuf, SN_MSG_CONTROL_REPLY, id, 0, 0, (uint32_t)len, 0), answer,
                len);
@@ -666,9 +687,10 @@ static struct server *server_alloc(const struct server_options *opt)
         srv->path = strdup(opt->path);
         srv->evcap = 1024;
         srv->evbuf = calloc(srv->evcap, sizeof(*srv->evbuf));
-        srv->rbuf = malloc(srv->limits.max_message);
-        srv->wbuf = malloc(srv->limits.max_message);
-        srv->ebuf = malloc(srv->limits.max_message);
+        srv->bufsize = srv->limits.max_message;
+        srv->rbuf = malloc(srv->bufsize);
+        srv->wbuf = malloc(srv->bufsize);
+        srv->ebuf = malloc(srv->bufsize);
         if (!srv->path || !srv->config_path || !srv->evbuf || !srv->rbuf || !srv->wbuf ||
             !srv->ebuf || registry_init(&srv->registry) < 0) {
                 server_free(srv);

@@ -54,6 +54,10 @@ int server_reexec_for(struct server *srv, struct conn *conn, uint32_t id, const 
  * systemctl reload).  Returns 0, or a negative errno when the file is bad: logged at err, err
  * holds "PATH:LINE: what, naming the key" (errsz bytes), and the running settings stay. */
 int server_reload(struct server *srv, char *err, size_t errsz);
+/* Grows the daemon's message buffers to hold max_message bytes: a restored connection keeps the
+ * limit its handshake announced, which may exceed the running one.  0 or -ENOMEM (bufsize
+ * unchanged: every buffer holds at least that). */
+int server_fit_buffers(struct server *srv, uint32_t max_message);
 /* Sets the outcome shown after the counts on the STATUS= line: prefix and text, cut (if at all)
  * at a word boundary and marked with an ellipsis, never inside a word. */
 void server_set_note(struct server *srv, const char *prefix, const char *text);

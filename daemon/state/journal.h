@@ -64,7 +64,10 @@ struct jr_header {
         uint32_t boxes;        /* boxes this generation made (snlive.GEN.0 ..) */
         uint32_t orderly;      /* 1: written by a re-exec or an orderly stop, nothing in flight */
         uint64_t reexecs;      /* re-executions and restores since the first start */
-        uint8_t reserved[48];
+        /* The max_message and max_fds the image that wrote it ran with (0: not recorded, a
+         * journal of a daemon before they were kept per connection). */
+        uint32_t max_message, max_fds;
+        uint8_t reserved[40];
 };
 
 struct jr_record {
@@ -81,6 +84,11 @@ struct jr_record {
  * the EDGE conditions that held when the image left (a re-exec or an orderly stop), with 1 in
  * the byte after it when they were recorded. */
 #define JR_REG_HELD 16u
+
+/* A connection record's data: at JR_CONN_LIMITS the max_message and at JR_CONN_LIMITS + 4 the
+ * max_fds its handshake announced (u32 each; 0: not recorded, before the handshake or in journals
+ * of daemons before they were kept per connection). */
+#define JR_CONN_LIMITS 0u
 
 /* Bytes of a reply or a multi-part call, JR_BLOB_DATA at a time, chained by next. */
 struct jr_blob {

@@ -135,6 +135,42 @@ uint32_t raw_port_open(int fd, uint32_t id, const char *name)
         return rep.port;
 }
 
+uint32_t raw_port_take(int fd, uint32_t id, uint32_t port, uint32_t max, int *fds, uint64_t *keys,
+                       uint32_t *ret_remaining)
+{
+        uint8_t buf[16384];
+        struct snw_port_take in = { .port = port, .max = max };
+        struct snw_port_take_reply rep;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        const uint8_t *it;
+        unsigned nfds = 0;
+        ssize_t n;
+
+        snw_port_take_encode(sn_msg_begin(buf, SN_MSG_PORT_TAKE, id, 0, 0, 0, 0), &in);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_PORT_TAKE, 0, 0), NULL, 0);
+        ck_assert_int_eq(poll(&p, 1, (int)test_timeout_ms(2000)), 1);
+        n = sn__fdmsg_recv(fd, buf, sizeof(buf), fds, SN_PROTO_MAX_FDS, &nfds, 0);
+        ck_assert_int_gt(n, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+        ck_assert_uint_eq(h.type, SN_MSG_PORT_TAKE_REPLY);
+        ck_assert_uint_eq(h.id, id);
+        ck_assert_uint_eq(h.status, 0);
+        ck_assert_uint_eq(h.count, nfds);
+        ck_assert_uint_eq(h.nfds, nfds);
+        it = snw_port_take_reply_decode(sn_msg_body(buf), &rep);
+        for (uint32_t i = 0; i < h.count; i++) {
+                struct snw_registration r;
+
+                it = snw_registration_decode(it, &r);
+                ck_assert_uint_eq(r.fd_index, i);
+                keys[i] = r.key;
+        }
+        *ret_remaining = rep.remaining;
+        return h.count;
+}
+
 int raw_hello_version(const char *path, uint16_t version)
 {
         struct snw_hello h = { .magic = SN_PROTO_MAGIC, .version_min = 1,

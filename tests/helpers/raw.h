@@ -28,6 +28,11 @@ uint32_t raw_port_create(int fd, uint32_t id, const char *name);
 uint32_t raw_port_create_ex(int fd, uint32_t id, const char *name, uint32_t concurrency);
 /* Opens a named port (PORT_OPEN must succeed); returns its id. */
 uint32_t raw_port_open(int fd, uint32_t id, const char *name);
+/* PORT_TAKE of at most max registrations of port (request id): the reply must succeed and carry
+ * one descriptor per item, item i naming descriptor i.  fds (room for SN_PROTO_MAX_FDS) and
+ * keys receive them, *ret_remaining what the port has left; returns how many came. */
+uint32_t raw_port_take(int fd, uint32_t id, uint32_t port, uint32_t max, int *fds, uint64_t *keys,
+                       uint32_t *ret_remaining);
 /* Connects and completes a handshake offering versions 1 to 2; version 2 must be chosen. */
 int raw_hello2(const char *path);
 /* A connection that offered versions 1 to version (HELLO flags 0: the socket transport) and

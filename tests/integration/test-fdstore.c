@@ -12,7 +12,8 @@
  * notification, posted packets and a dequeue parked across the restart all arrive exactly once;
  * 300 registrations spread over two boxes (253 descriptors each at most) all report;
  * the new daemon holds as many descriptors as the old one and empties the store.  Entries left
- * without a state are discarded and removed, and the daemon serves afresh.
+ * without a state are discarded and removed, and the daemon serves afresh.  A connection kept
+ * keeps the max-message and max-fds it was told, whatever the next daemon's options.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,9 +33,12 @@
 #include <check.h>
 
 #include "common/macro.h"
+#include "daemon/state/journal.h"
+#include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
 #include "tests/helpers/manager.h"
+#include "tests/helpers/raw.h"
 
 /* ---- the clients' side --------------------------------------------------------------------- */
 
@@ -560,6 +566,282 @@ START_TEST(test_leftovers_without_state_are_discarded)
 }
 END_TEST
 
+/* A named port that lingers with six registrations whose creator is gone (keys 100 to 105, the
+ * other end of each socket in pairs[i][1]), opened by raw (version 2): its id, once a PORT_TAKE
+ * of none sees the six. */
+static uint32_t orphan_port(const char *path, int raw, int pairs[6][2])
+{
+        int fds[SN_PROTO_MAX_FDS];
+        uint64_t keys[SN_PROTO_MAX_FDS];
+        uint32_t port, remaining = 0;
+        long long t0 = now_ms();
+        sn_registration_t r[6];
+        sn_conn_t *a;
+        sn_port_t *pa;
+
+        ck_assert_int_eq(sn_conn_open(path, &a), 0);
+        ck_assert_int_eq(sn_port_create_named(a, "orphans", 0, &pa), 0);
+        ck_assert_int_eq(sn_port_set_linger(pa, 60000), 0);
+        for (int i = 0; i < 6; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[i]), 0);
+                r[i] = (sn_registration_t){ .fd = pairs[i][0], .key = 100 + (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(pa, r, 6, NULL, 0, 0), 0);
+        port = raw_port_open(raw, 2, "orphans");
+        ck_assert_int_eq(sn_port_close(pa), 0);
+        sn_conn_close(a);
+        while (raw_port_take(raw, 3, port, 0, fds, keys, &remaining), remaining != 6) {
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "no orphans within 5 s");
+                usleep(2000);
+        }
+        return port;
+}
+
+/* A PORT_TAKE of up to six of orphan_port()'s registrations by raw, told max_fds 2: at most
+ * two come, each the socket it names and not taken before (seen, by key). */
+static void take_checked(int raw, uint32_t id, uint32_t port, int pairs[6][2], uint32_t *seen,
+                         uint32_t *ret_remaining)
+{
+        int fds[SN_PROTO_MAX_FDS];
+        uint64_t keys[SN_PROTO_MAX_FDS];
+        uint32_t n = raw_port_take(raw, id, port, 6, fds, keys, ret_remaining);
+
+        ck_assert_msg(n <= 2, "a PORT_TAKE_REPLY carried %u descriptors to a connection told "
+                              "max_fds 2", n);
+        ck_assert_uint_gt(n, 0);
+        for (uint32_t i = 0; i < n; i++) {
+                char b = 0;
+
+                ck_assert(keys[i] >= 100 && keys[i] < 106);
+                ck_assert(!(*seen & 1u << (keys[i] - 100)));
+                *seen |= 1u << (keys[i] - 100);
+                ck_assert_int_eq(send(fds[i], "k", 1, MSG_NOSIGNAL), 1);
+                ck_assert_int_eq(recv(pairs[keys[i] - 100][1], &b, 1, 0), 1);
+                close(fds[i]);
+        }
+}
+
+/* An orderly stop, and the next daemon started with args and the store. */
+static void restart(struct manager *m, struct test_daemon *d, const char *const *args)
+{
+        int st = 0;
+
+        ck_assert_int_eq(kill(d->pid, SIGTERM), 0);
+        ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        manager_start_daemon(m, d, args);
+}
+
+/* Posts keys 1 to n on p, restarts with args when asked, then one dequeue of n gets them all,
+ * in their order. */
+static void post_and_dequeue(sn_port_t *p, uint32_t n, bool restart_between, struct manager *m,
+                             struct test_daemon *d, const char *const *args)
+{
+        sn_entry_t *e = calloc(n, sizeof(*e));
+        int got;
+
+        ck_assert_ptr_nonnull(e);
+        for (uint32_t k = 1; k <= n; k++)
+                ck_assert_int_eq(sn_port_post(p, k, k, 0), 0);
+        if (restart_between)
+                restart(m, d, args);
+        got = sn_port_dequeue(p, e, n, (uint32_t)test_timeout_ms(5000));
+        ck_assert_msg(got == (int)n, "one dequeue of %u queued entries returned %d", n, got);
+        for (uint32_t i = 0; i < n; i++)
+                ck_assert_uint_eq(e[i].key, i + 1);
+        free(e);
+}
+
+/* An orderly stop and a start with the store, as in a re-exec (test-reexec.c): each connection
+ * kept keeps the max_message and max_fds its handshake announced, whatever the next daemon's
+ * options; only new connections are told the new ones.  First 2 and 4096 to the defaults (253,
+ * 131072): a PORT_TAKE asking for six gets two, and one dequeue of 400 entries gets them all.
+ * Then, for a connection made with the defaults, to 1 and 4096: its PROCESS with six sockets in
+ * one message and its dequeue of 400 entries (a reply counted as full by 131072 bytes) succeed;
+ * the first connections, kept through both restarts, still get at most two descriptors per
+ * reply (the other four) and all 400 entries of one dequeue. */
+START_TEST(test_restart_keeps_handshake_limits)
+{
+        static const char *const small[] = { "--max-fds=2", "--max-message=4096", NULL };
+        static const char *const smaller[] = { "--max-fds=1", "--max-message=4096", NULL };
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+        struct test_daemon d;
+        struct manager m;
+        int raw, orph[6][2], sp[6][2];
+        uint32_t rport, remaining = 6, id = 10, seen = 0, took = 0;
+        sn_registration_t r[6];
+        sn_entry_t e[6];
+        sn_conn_t *c, *c2, *fresh;
+        sn_port_t *p, *p2;
+        sn_limits_t l;
+
+        setenv("FDSTORE", "64", 1);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir, 64);
+        test_daemon_start(&d, small);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        ck_assert_int_eq(sn_conn_limits(c, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 2);
+        ck_assert_uint_eq(l.max_message, 4096);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        raw = raw_hello2(d.path);
+        rport = orphan_port(d.path, raw, orph);
+        /* Larger: the defaults. */
+        post_and_dequeue(p, 400, true, &m, &d, NULL);
+        /* Two of the six, as raw was told; the others after the second restart. */
+        take_checked(raw, id++, rport, orph, &took, &remaining);
+        ck_assert_uint_eq(remaining, 4);
+        ck_assert_int_eq(sn_conn_open(d.path, &c2), 0);
+        ck_assert_int_eq(sn_conn_limits(c2, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 253);
+        ck_assert_uint_eq(l.max_message, 131072);
+        ck_assert_int_eq(sn_port_create(c2, 0, &p2), 0);
+
+        /* Smaller, for c2: 1 and 4096. */
+        post_and_dequeue(p2, 400, true, &m, &d, smaller);
+        for (int i = 0; i < 6; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[i]), 0);
+                r[i] = (sn_registration_t){ .fd = sp[i][0], .key = 300 + (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(p2, r, 6, NULL, 0, 0), 0);
+        for (int i = 0; i < 6; i++) {
+                ck_assert_int_eq(r[i].result, 0);
+                ck_assert_int_eq(send(sp[i][1], "x", 1, 0), 1);
+        }
+        for (seen = 0; seen != 0x3f;) {
+                int n = sn_port_dequeue(p2, e, 6, (uint32_t)test_timeout_ms(5000));
+
+                ck_assert_int_gt(n, 0);
+                for (int i = 0; i < n; i++) {
+                        ck_assert(e[i].key >= 300 && e[i].key < 306);
+                        seen |= 1u << (e[i].key - 300);
+                }
+        }
+        /* c and raw, kept through both restarts, still get what they were told first (their
+         * own records; the journal's header says 253 and 131072, what the second daemon ran
+         * with). */
+        post_and_dequeue(p, 400, false, NULL, NULL, NULL);
+        while (remaining)
+                take_checked(raw, id++, rport, orph, &took, &remaining);
+        ck_assert_uint_eq(took, 0x3f);
+        ck_assert_int_eq(sn_conn_open(d.path, &fresh), 0);
+        ck_assert_int_eq(sn_conn_limits(fresh, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 1);
+        ck_assert_uint_eq(l.max_message, 4096);
+
+        sn_conn_close(fresh);
+        for (int i = 0; i < 6; i++)
+                ck_assert_int_eq(sn_socket_close(c2, sp[i][0]), 0);
+        sn_port_close(p2);
+        sn_conn_close(c2);
+        sn_port_close(p);
+        sn_conn_close(c);
+        close(raw);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        for (int i = 0; i < 6; i++) {
+                close(orph[i][0]);
+                close(orph[i][1]);
+                close(sp[i][1]);
+        }
+        unsetenv("FDSTORE");
+}
+END_TEST
+
+/* Makes the stored journal look as a daemon before the limits were journaled left it: no
+ * connection record holds them, nor, unless keep_header, the header. */
+static void forget_journaled_limits(struct manager *m, bool keep_header)
+{
+        unsigned found = 0;
+
+        pthread_mutex_lock(&m->lock);
+        for (unsigned i = 0; i < m->n; i++) {
+                struct jr_header *h;
+                struct stat st;
+                uint8_t *map;
+
+                if (strncmp(m->names[i], "snjournal.", 10))
+                        continue;
+                ck_assert_int_eq(fstat(m->fds[i], &st), 0);
+                map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                           m->fds[i], 0);
+                ck_assert_ptr_ne(map, MAP_FAILED);
+                h = (struct jr_header *)map;
+                for (uint32_t k = 1; k < h->capacity && (k + 1) * JR_RECORD <= st.st_size; k++) {
+                        struct jr_record *r = (struct jr_record *)(map + k * JR_RECORD);
+
+                        if (r->type == JR_CONN)
+                                memset(r->data + JR_CONN_LIMITS, 0, 8);
+                }
+                if (!keep_header)
+                        h->max_message = h->max_fds = 0;
+                munmap(map, (size_t)st.st_size);
+                found++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        ck_assert_uint_eq(found, 1);
+}
+
+/* A journal without the connections' limits (left by an older daemon): a connection gets the
+ * limits its header says the old daemon ran with, and without those too the new daemon's, as
+ * before they were journaled.  --max-fds=2, then the default: a PORT_TAKE asking for six gets
+ * two; after a journal with neither, the remaining four at once. */
+START_TEST(test_restart_old_journal_limits)
+{
+        static const char *const small[] = { "--max-fds=2", NULL };
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+        struct test_daemon d;
+        struct manager m;
+        int raw, orph[6][2], fds[SN_PROTO_MAX_FDS], st = 0;
+        uint64_t keys[SN_PROTO_MAX_FDS];
+        uint32_t rport, remaining, n;
+
+        setenv("FDSTORE", "64", 1);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir, 64);
+        test_daemon_start(&d, small);
+        raw = raw_hello2(d.path);
+        rport = orphan_port(d.path, raw, orph);
+
+        ck_assert_int_eq(kill(d.pid, SIGTERM), 0);
+        ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        forget_journaled_limits(&m, true);
+        manager_start_daemon(&m, &d, NULL);
+        n = raw_port_take(raw, 10, rport, 6, fds, keys, &remaining);
+        ck_assert_uint_eq(n, 2);
+        ck_assert_uint_eq(remaining, 4);
+        for (uint32_t i = 0; i < n; i++)
+                close(fds[i]);
+
+        ck_assert_int_eq(kill(d.pid, SIGTERM), 0);
+        ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        forget_journaled_limits(&m, false);
+        manager_start_daemon(&m, &d, NULL);
+        n = raw_port_take(raw, 11, rport, 6, fds, keys, &remaining);
+        ck_assert_uint_eq(n, 4);
+        ck_assert_uint_eq(remaining, 0);
+        for (uint32_t i = 0; i < n; i++)
+                close(fds[i]);
+
+        close(raw);
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        for (int i = 0; i < 6; i++) {
+                close(orph[i][0]);
+                close(orph[i][1]);
+        }
+        unsetenv("FDSTORE");
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fdstore");
@@ -571,6 +853,8 @@ int main(void)
         tcase_add_test(tc, test_crash_loses_nothing);
         tcase_add_test(tc, test_dropped_socket_closes_with_store);
         tcase_add_test(tc, test_leftovers_without_state_are_discarded);
+        tcase_add_test(tc, test_restart_keeps_handshake_limits);
+        tcase_add_test(tc, test_restart_old_journal_limits);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

@@ -6,7 +6,8 @@
  * each in the state that matters (armed, one-shot already delivered, disabled).  After the
  * re-exec every client gets exactly the notifications it would have got without it, no loss,
  * no duplicate, and the daemon holds the same descriptors.  A new binary that cannot read the
- * state leaves the old image serving.
+ * state leaves the old image serving.  A re-exec into other max-message and max-fds values
+ * keeps, for each connection it carries, the ones its handshake announced.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -478,6 +479,427 @@ START_TEST(test_reexec_pause)
 }
 END_TEST
 
+/* ---- the limits a connection was told at its handshake, across a re-exec ------------------ */
+
+/*
+ * HELLO_REPLY tells a client max_message and max_fds, and the client sizes its buffers and splits
+ * its calls by them.  A re-exec into a configuration that changes them keeps, for every
+ * connection it carries, the values that connection was told; only new connections get the
+ * new ones.  (The new image used to apply its own to every connection: more descriptors or
+ * bytes in a reply than the client takes, or its valid calls refused.)
+ */
+
+static char conf_dir[32], conf_path[64];
+
+static void write_conf(const char *text)
+{
+        FILE *f = fopen(conf_path, "w");
+
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Starts the daemon on a configuration file holding text. */
+static void start_with_conf(const char *text)
+{
+        char arg[96];
+
+        snprintf(conf_dir, sizeof(conf_dir), "/tmp/sn-limits-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(conf_dir));
+        snprintf(conf_path, sizeof(conf_path), "%s/conf.json", conf_dir);
+        write_conf(text);
+        snprintf(arg, sizeof(arg), "--config=%s", conf_path);
+        test_daemon_start(&D, (const char *const[]){ arg, NULL });
+}
+
+static void stop_with_conf(void)
+{
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        unlink(conf_path);
+        rmdir(conf_dir);
+}
+
+/* Re-executes the daemon into the configuration text; c is a client kept across it. */
+static void reexec_into(sn_conn_t *c, const char *text)
+{
+        write_conf(text);
+        reexec(c, D.pid);
+}
+
+/* A named port that lingers with n registrations whose creator is gone (keys key0 and on),
+ * seen so by a PORT_TAKE of 0 on raw (version 2), which opened it as *ret_port.  peers[i]
+ * receives the other end of the socket with key key0 + i. */
+static void lingering_orphans(int raw, const char *name, int n, uint64_t key0, int *peers,
+                              uint32_t *ret_port)
+{
+        sn_registration_t r[16];
+        int fds[SN_PROTO_MAX_FDS];
+        uint64_t keys[SN_PROTO_MAX_FDS];
+        uint32_t remaining = 0;
+        long long t0 = now_ms();
+        sn_conn_t *a;
+        sn_port_t *pa;
+
+        ck_assert_int_le(n, 16);
+        ck_assert_int_eq(sn_conn_open(D.path, &a), 0);
+        ck_assert_int_eq(sn_port_create_named(a, name, 0, &pa), 0);
+        ck_assert_int_eq(sn_port_set_linger(pa, 60000), 0);
+        for (int i = 0; i < n; i++) {
+                int sp[2];
+
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+                peers[i] = sp[1];
+                r[i] = (sn_registration_t){ .fd = sp[0], .key = key0 + (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(pa, r, (uint32_t)n, NULL, 0, 0), 0);
+        for (int i = 0; i < n; i++) {
+                ck_assert_int_eq(r[i].result, 0);
+                close(r[i].fd); /* the daemon holds its own copy */
+        }
+        *ret_port = raw_port_open(raw, 90, name);
+        ck_assert_int_eq(sn_port_close(pa), 0);
+        sn_conn_close(a);
+        /* Orphans once the daemon has seen the creator's connection end. */
+        while (remaining != (uint32_t)n) {
+                ck_assert_uint_eq(raw_port_take(raw, 91, *ret_port, 0, fds, keys, &remaining), 0);
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "no orphans within 5 s");
+                if (remaining != (uint32_t)n)
+                        usleep(2000);
+        }
+}
+
+/* fd is the socket whose other end is peer. */
+static void same_pair(int fd, int peer)
+{
+        char b = 0;
+
+        ck_assert_int_eq(send(fd, "k", 1, MSG_NOSIGNAL), 1);
+        ck_assert_int_eq(recv(peer, &b, 1, 0), 1);
+        ck_assert_int_eq(b, 'k');
+}
+
+/* Sends PROCESS with n ENABLE items of port, descriptor i for item i. */
+static void send_enables(int fd, uint32_t id, uint32_t port, const int *socks, unsigned n)
+{
+        uint8_t buf[512];
+        struct snw_process body = { .port = port };
+        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, (uint16_t)n, n,
+                                                     0),
+                                        &body);
+
+        for (unsigned i = 0; i < n; i++) {
+                struct snw_registration r = { .key = 7 + i, .op = SN_OP_ENABLE,
+                                              .filter = SN_REGISTER_EVENT_IN,
+                                              .trigger = SN_TRIGGER_LEVEL, .fd_index = i };
+
+                p = snw_registration_encode(p, &r);
+        }
+        raw_send(fd, buf, (size_t)(p - buf), socks, n);
+}
+
+/* max-fds 2, then 253: a kept connection that asks for six sockets in one PORT_TAKE gets them
+ * all, in replies of at most two descriptors (the library, which never asks for more than it
+ * was told, gets them too); a new connection is told 253. */
+START_TEST(test_reexec_keeps_max_fds_larger)
+{
+        int raw, rpeers[6], lpeers[6], fds[SN_PROTO_MAX_FDS];
+        uint64_t keys[SN_PROTO_MAX_FDS];
+        uint32_t rport, lport, remaining = 1, got = 0, id = 10, seen = 0;
+        sn_taken_socket_t taken[6];
+        sn_take_info_t info;
+        sn_conn_t *c, *fresh;
+        sn_port_t *pb;
+        sn_limits_t l;
+
+        start_with_conf("{ \"max-fds\": 2 }\n");
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_conn_limits(c, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 2);
+        raw = raw_hello2(D.path);
+        lingering_orphans(raw, "take-raw", 6, 100, rpeers, &rport);
+        lingering_orphans(raw, "take-lib", 6, 200, lpeers, &lport);
+        ck_assert_int_eq(sn_port_open(c, "take-lib", &pb), 0);
+        reexec_into(c, "{ \"max-fds\": 253 }\n");
+
+        while (remaining) {
+                uint32_t n = raw_port_take(raw, id++, rport, 6, fds, keys, &remaining);
+
+                ck_assert_msg(n <= 2, "a PORT_TAKE_REPLY carried %u descriptors to a connection "
+                                      "told max_fds 2", n);
+                ck_assert_uint_gt(n, 0);
+                for (uint32_t i = 0; i < n; i++) {
+                        ck_assert(keys[i] >= 100 && keys[i] < 106);
+                        ck_assert(!(seen & 1u << (keys[i] - 100)));
+                        seen |= 1u << (keys[i] - 100);
+                        same_pair(fds[i], rpeers[keys[i] - 100]);
+                        close(fds[i]);
+                }
+                got += n;
+        }
+        ck_assert_uint_eq(got, 6);
+        ck_assert_uint_eq(seen, 0x3f);
+        ck_assert_int_eq(sn_port_take_sockets(pb, taken, 6, &info), 6);
+        ck_assert_uint_eq(info.remaining, 0);
+        seen = 0;
+        for (int i = 0; i < 6; i++) {
+                ck_assert(taken[i].key >= 200 && taken[i].key < 206);
+                seen |= 1u << (taken[i].key - 200);
+                same_pair(taken[i].fd, lpeers[taken[i].key - 200]);
+                ck_assert_int_eq(sn_socket_close(c, taken[i].fd), 0);
+        }
+        ck_assert_uint_eq(seen, 0x3f);
+        ck_assert_int_eq(sn_conn_open(D.path, &fresh), 0);
+        ck_assert_int_eq(sn_conn_limits(fresh, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 253);
+
+        sn_conn_close(fresh);
+        close(raw);
+        sn_port_close(pb);
+        sn_conn_close(c);
+        for (int i = 0; i < 6; i++) {
+                close(rpeers[i]);
+                close(lpeers[i]);
+        }
+        stop_with_conf();
+}
+END_TEST
+
+/* max-fds 8, then 1: a kept connection's PROCESS with six new sockets (one message, as 8
+ * allows) succeeds and they report; a new connection is told 1 and held to it. */
+START_TEST(test_reexec_keeps_max_fds_smaller)
+{
+        int raw, fresh_raw, sp[8][2];
+        uint32_t rport, fport, seen = 0;
+        sn_registration_t r[6];
+        sn_entry_t e[6];
+        sn_conn_t *c, *fresh;
+        sn_port_t *p;
+        sn_limits_t l;
+
+        start_with_conf("{ \"max-fds\": 8 }\n");
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_conn_limits(c, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 8);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        raw = raw_hello(D.path);
+        rport = raw_port_create(raw, 2, NULL);
+        for (int i = 0; i < 8; i++)
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[i]), 0);
+        reexec_into(c, "{ \"max-fds\": 1 }\n");
+
+        for (int i = 0; i < 6; i++)
+                r[i] = (sn_registration_t){ .fd = sp[i][0], .key = 300 + (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(p, r, 6, NULL, 0, 0), 0);
+        for (int i = 0; i < 6; i++) {
+                ck_assert_int_eq(r[i].result, 0);
+                ck_assert_int_eq(send(sp[i][1], "x", 1, 0), 1);
+        }
+        while (seen != 0x3f) {
+                int n = sn_port_dequeue(p, e, 6, (uint32_t)test_timeout_ms(5000));
+
+                ck_assert_int_gt(n, 0);
+                for (int i = 0; i < n; i++) {
+                        ck_assert(e[i].key >= 300 && e[i].key < 306);
+                        seen |= 1u << (e[i].key - 300);
+                }
+        }
+        /* The raw connection, told 8 as well, passes two descriptors in one message. */
+        send_enables(raw, 3, rport, (const int[]){ sp[6][0], sp[7][0] }, 2);
+        expect_reply(raw, SN_MSG_PROCESS_REPLY, 3, 0);
+        /* A new connection is told 1, and two descriptors in one message are refused. */
+        ck_assert_int_eq(sn_conn_open(D.path, &fresh), 0);
+        ck_assert_int_eq(sn_conn_limits(fresh, &l), 0);
+        ck_assert_uint_eq(l.max_fds, 1);
+        fresh_raw = raw_hello(D.path);
+        fport = raw_port_create(fresh_raw, 2, NULL);
+        send_enables(fresh_raw, 3, fport, (const int[]){ sp[6][0], sp[7][0] }, 2);
+        expect_reply(fresh_raw, SN_MSG_ERROR, 3, ETOOMANYREFS);
+        status_works(fresh_raw, 4);
+
+        close(fresh_raw);
+        sn_conn_close(fresh);
+        close(raw);
+        for (int i = 0; i < 6; i++)
+                ck_assert_int_eq(sn_socket_close(c, sp[i][0]), 0);
+        sn_port_close(p);
+        sn_conn_close(c);
+        for (int i = 0; i < 8; i++) {
+                if (i >= 6)
+                        close(sp[i][0]);
+                close(sp[i][1]);
+        }
+        stop_with_conf();
+}
+END_TEST
+
+/* Posts keys 1..n on p, then takes them all back with one dequeue call, in their order. */
+static void post_n(sn_port_t *p, uint32_t n)
+{
+        for (uint32_t k = 1; k <= n; k++)
+                ck_assert_int_eq(sn_port_post(p, k, k, 0), 0);
+}
+
+static void dequeue_all(sn_port_t *p, uint32_t n)
+{
+        sn_entry_t *e = calloc(n, sizeof(*e));
+        int got;
+
+        ck_assert_ptr_nonnull(e);
+        got = sn_port_dequeue(p, e, n, (uint32_t)test_timeout_ms(2000));
+        ck_assert_msg(got == (int)n, "one dequeue of %u queued entries returned %d", n, got);
+        for (uint32_t i = 0; i < n; i++)
+                ck_assert_uint_eq(e[i].key, i + 1);
+        free(e);
+}
+
+/* max-message 4096, then 65536: a kept connection that asks for 400 queued entries (more than
+ * 4096 bytes hold) in one PROCESS gets replies of at most 4096 bytes, and its next calls get the
+ * rest (the library, which never asks for more than it was told fits, gets them all in one
+ * dequeue call); a new connection is told 65536. */
+START_TEST(test_reexec_keeps_max_message_larger)
+{
+        uint8_t *buf = malloc(65536);
+        uint32_t rport, got = 0, id = 10;
+        sn_conn_t *c, *fresh;
+        sn_port_t *p, *pn;
+        sn_limits_t l;
+        int raw;
+
+        ck_assert_ptr_nonnull(buf);
+        start_with_conf("{ \"max-message\": 4096 }\n");
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_conn_limits(c, &l), 0);
+        ck_assert_uint_eq(l.max_message, 4096);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        post_n(p, 400);
+        ck_assert_int_eq(sn_port_create_named(c, "big", 0, &pn), 0);
+        post_n(pn, 400);
+        raw = raw_hello(D.path);
+        rport = raw_port_open(raw, 2, "big");
+        reexec_into(c, "{ \"max-message\": 65536 }\n");
+
+        while (got < 400) {
+                struct snw_process body = { .port = rport, .max_entries = 400 };
+                const struct sn_msg_desc *d;
+                struct snw_header h;
+                const uint8_t *it;
+                ssize_t n;
+
+                snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, 0, 0, 0), &body);
+                raw_send(raw, buf, sn_msg_size(SN_MSG_PROCESS, 0, 0), NULL, 0);
+                n = raw_recv(raw, buf, 65536);
+                ck_assert_msg(n <= 4096, "a reply of %zd bytes to a connection told max_message "
+                                         "4096", n);
+                ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+                ck_assert_uint_eq(h.type, SN_MSG_PROCESS_REPLY);
+                ck_assert_uint_eq(h.id, id++);
+                ck_assert_uint_eq(h.status, 0);
+                ck_assert_uint_gt(h.count2, 0);
+                it = sn_msg_body(buf) + SN_WIRE_SIZE_process_reply;
+                for (uint32_t i = 0; i < h.count2; i++) {
+                        struct snw_entry e;
+
+                        it = snw_entry_decode(it, &e);
+                        ck_assert_uint_eq(e.key, ++got);
+                }
+        }
+        ck_assert_uint_eq(got, 400);
+        close(raw);
+        free(buf);
+        sn_port_close(pn);
+        dequeue_all(p, 400);
+        ck_assert_int_eq(test_status_number(c, "reexecs"), 1);
+        ck_assert_int_eq(sn_conn_open(D.path, &fresh), 0);
+        ck_assert_int_eq(sn_conn_limits(fresh, &l), 0);
+        ck_assert_uint_eq(l.max_message, 65536);
+
+        sn_conn_close(fresh);
+        sn_port_close(p);
+        sn_conn_close(c);
+        stop_with_conf();
+}
+END_TEST
+
+/* A PROCESS of n items without descriptors (op NONE) on port, about 36 bytes each. */
+static size_t encode_nones(uint8_t *buf, uint32_t id, uint32_t port, uint32_t n)
+{
+        struct snw_process body = { .port = port };
+        uint8_t *q = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, 0, n, 0), &body);
+
+        for (uint32_t i = 0; i < n; i++) {
+                struct snw_registration it = { .key = 9 + i, .op = SN_OP_NONE,
+                                               .fd_index = SN_PROTO_NO_FD };
+
+                q = snw_registration_encode(q, &it);
+        }
+        return (size_t)(q - buf);
+}
+
+/* max-message 16384, then 4096: a kept connection's dequeue of 400 entries still gets them all
+ * with one call (its library counts a reply as full by 16384 bytes), and its requests of up to
+ * 16384 bytes are served; a new connection is told 4096 and held to it. */
+START_TEST(test_reexec_keeps_max_message_smaller)
+{
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        uint8_t *buf = malloc(16384);
+        uint32_t rport, fport;
+        int raw, fresh_raw;
+        size_t len;
+        ssize_t n;
+        sn_conn_t *c, *fresh;
+        sn_port_t *p;
+        sn_limits_t l;
+
+        ck_assert_ptr_nonnull(buf);
+        start_with_conf("{ \"max-message\": 16384 }\n");
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_conn_limits(c, &l), 0);
+        ck_assert_uint_eq(l.max_message, 16384);
+        ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
+        post_n(p, 400);
+        raw = raw_hello(D.path);
+        rport = raw_port_create(raw, 2, NULL);
+        reexec_into(c, "{ \"max-message\": 4096 }\n");
+
+        dequeue_all(p, 400);
+        /* 300 items: about 10,900 bytes, within the 16384 the raw connection was told. */
+        len = encode_nones(buf, 3, rport, 300);
+        ck_assert_uint_gt(len, 4096);
+        raw_send(raw, buf, len, NULL, 0);
+        n = raw_recv(raw, buf, 16384);
+        ck_assert_int_gt(n, 0);
+        ck_assert_int_eq(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+        ck_assert_msg(h.type == SN_MSG_PROCESS_REPLY && h.status == 0,
+                      "a 300-item PROCESS of a connection told 16384 bytes: type %#x status %u",
+                      h.type, h.status);
+        ck_assert_uint_eq(h.id, 3);
+        ck_assert_uint_eq(h.count, 300);
+        /* A new connection is told 4096, and the same request is too large for it. */
+        ck_assert_int_eq(sn_conn_open(D.path, &fresh), 0);
+        ck_assert_int_eq(sn_conn_limits(fresh, &l), 0);
+        ck_assert_uint_eq(l.max_message, 4096);
+        fresh_raw = raw_hello(D.path);
+        fport = raw_port_create(fresh_raw, 2, NULL);
+        raw_send(fresh_raw, buf, encode_nones(buf, 3, fport, 300), NULL, 0);
+        expect_reply(fresh_raw, SN_MSG_ERROR, 3, EMSGSIZE);
+        status_works(fresh_raw, 4);
+
+        close(fresh_raw);
+        sn_conn_close(fresh);
+        close(raw);
+        free(buf);
+        sn_port_close(p);
+        sn_conn_close(c);
+        stop_with_conf();
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("reexec");
@@ -489,6 +911,10 @@ int main(void)
         tcase_add_test(tc, test_sigterm_during_reexec);
         tcase_add_test(tc, test_sigterm_with_sigusr2);
         tcase_add_test(tc, test_reexec_pause);
+        tcase_add_test(tc, test_reexec_keeps_max_fds_larger);
+        tcase_add_test(tc, test_reexec_keeps_max_fds_smaller);
+        tcase_add_test(tc, test_reexec_keeps_max_message_larger);
+        tcase_add_test(tc, test_reexec_keeps_max_message_smaller);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
