@@ -211,3 +211,23 @@ void test_daemon_finish(struct test_daemon *d, int baseline)
         ck_assert_int_eq(test_daemon_wait_fds(d, baseline, 3000), baseline);
         ck_assert_int_eq(test_daemon_stop(d), 0);
 }
+
+void raw_send_enables(int fd, uint32_t id, uint32_t port, const int *socks, unsigned n)
+{
+        uint8_t buf[512];
+        struct snw_process body = { .port = port };
+        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, (uint16_t)n,
+                                                     (uint16_t)n, 0),
+                                        &body);
+
+        ck_assert_uint_le(SN_HEADER_SIZE + SN_WIRE_SIZE_process +
+                          (size_t)n * SN_WIRE_SIZE_registration, sizeof(buf));
+        for (unsigned i = 0; i < n; i++) {
+                struct snw_registration r = { .key = 7 + i, .op = SN_OP_ENABLE,
+                                              .filter = SN_REGISTER_EVENT_IN,
+                                              .trigger = SN_TRIGGER_LEVEL, .fd_index = i };
+
+                p = snw_registration_encode(p, &r);
+        }
+        raw_send(fd, buf, (size_t)(p - buf), socks, n);
+}

@@ -33,6 +33,9 @@ uint32_t raw_port_open(int fd, uint32_t id, const char *name);
  * keys receive them, *ret_remaining what the port has left; returns how many came. */
 uint32_t raw_port_take(int fd, uint32_t id, uint32_t port, uint32_t max, int *fds, uint64_t *keys,
                        uint32_t *ret_remaining);
+/* Sends PROCESS (request id) with n ENABLE items of port: keys 7, 8, ..., filter IN, LEVEL,
+ * descriptor socks[i] for item i, all in one message.  The reply is the caller's to read. */
+void raw_send_enables(int fd, uint32_t id, uint32_t port, const int *socks, unsigned n);
 /* Connects and completes a handshake offering versions 1 to 2; version 2 must be chosen. */
 int raw_hello2(const char *path);
 /* A connection that offered versions 1 to version (HELLO flags 0: the socket transport) and

@@ -125,25 +125,6 @@ START_TEST(test_split_max_fds_2)
 }
 END_TEST
 
-/* Sends PROCESS with n ENABLE items, descriptor i for item i. */
-static void send_enables(int fd, uint32_t id, uint32_t port, const int *socks, unsigned n)
-{
-        uint8_t buf[512];
-        struct snw_process body = { .port = port };
-        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, (uint16_t)n,
-                                                     (uint16_t)n, 0),
-                                        &body);
-
-        for (unsigned i = 0; i < n; i++) {
-                struct snw_registration r = { .key = 7 + i, .op = SN_OP_ENABLE,
-                                              .filter = SN_REGISTER_EVENT_IN,
-                                              .trigger = SN_TRIGGER_LEVEL, .fd_index = i };
-
-                p = snw_registration_encode(p, &r);
-        }
-        raw_send(fd, buf, (size_t)(p - buf), socks, n);
-}
-
 /* A message with one descriptor more than --max-fds: ERROR/ETOOMANYREFS with the request's id,
  * the descriptors closed by the daemon, the connection served on; max-fds descriptors pass. */
 START_TEST(test_too_many_fds_refused)
@@ -159,12 +140,12 @@ START_TEST(test_too_many_fds_refused)
                 ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, socks[i]), 0);
                 fds[i] = socks[i][0];
         }
-        send_enables(fd, 3, port, fds, 3);
+        raw_send_enables(fd, 3, port, fds, 3);
         expect_reply(fd, SN_MSG_ERROR, 3, ETOOMANYREFS);
         /* Nothing of the refused message is held: the connection, its port's epoll. */
         ck_assert_int_eq(test_daemon_wait_fds(&D, baseline + 2, 2000), baseline + 2);
         status_works(fd, 4);
-        send_enables(fd, 5, port, fds, 2);
+        raw_send_enables(fd, 5, port, fds, 2);
         expect_reply(fd, SN_MSG_PROCESS_REPLY, 5, 0);
         ck_assert_int_eq(test_daemon_wait_fds(&D, baseline + 4, 2000), baseline + 4);
         close(fd);

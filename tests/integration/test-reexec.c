@@ -581,25 +581,6 @@ static void same_pair(int fd, int peer)
         ck_assert_int_eq(b, 'k');
 }
 
-/* Sends PROCESS with n ENABLE items of port, descriptor i for item i. */
-static void send_enables(int fd, uint32_t id, uint32_t port, const int *socks, unsigned n)
-{
-        uint8_t buf[512];
-        struct snw_process body = { .port = port };
-        uint8_t *p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, id, 0, (uint16_t)n, n,
-                                                     0),
-                                        &body);
-
-        for (unsigned i = 0; i < n; i++) {
-                struct snw_registration r = { .key = 7 + i, .op = SN_OP_ENABLE,
-                                              .filter = SN_REGISTER_EVENT_IN,
-                                              .trigger = SN_TRIGGER_LEVEL, .fd_index = i };
-
-                p = snw_registration_encode(p, &r);
-        }
-        raw_send(fd, buf, (size_t)(p - buf), socks, n);
-}
-
 /* max-fds 2, then 253: a kept connection that asks for six sockets in one PORT_TAKE gets them
  * all, in replies of at most two descriptors (the library, which never asks for more than it
  * was told, gets them too); a new connection is told 253. */
@@ -709,7 +690,7 @@ START_TEST(test_reexec_keeps_max_fds_smaller)
                 }
         }
         /* The raw connection, told 8 as well, passes two descriptors in one message. */
-        send_enables(raw, 3, rport, (const int[]){ sp[6][0], sp[7][0] }, 2);
+        raw_send_enables(raw, 3, rport, (const int[]){ sp[6][0], sp[7][0] }, 2);
         expect_reply(raw, SN_MSG_PROCESS_REPLY, 3, 0);
         /* A new connection is told 1, and two descriptors in one message are refused. */
         ck_assert_int_eq(sn_conn_open(D.path, &fresh), 0);
@@ -717,7 +698,7 @@ START_TEST(test_reexec_keeps_max_fds_smaller)
         ck_assert_uint_eq(l.max_fds, 1);
         fresh_raw = raw_hello(D.path);
         fport = raw_port_create(fresh_raw, 2, NULL);
-        send_enables(fresh_raw, 3, fport, (const int[]){ sp[6][0], sp[7][0] }, 2);
+        raw_send_enables(fresh_raw, 3, fport, (const int[]){ sp[6][0], sp[7][0] }, 2);
         expect_reply(fresh_raw, SN_MSG_ERROR, 3, ETOOMANYREFS);
         status_works(fresh_raw, 4);
 
