@@ -623,14 +623,20 @@ static void take_checked(int raw, uint32_t id, uint32_t port, int pairs[6][2], u
         }
 }
 
-/* An orderly stop, and the next daemon started with args and the store. */
-static void restart(struct manager *m, struct test_daemon *d, const char *const *args)
+/* An orderly stop (SIGTERM, exit status 0): the daemon leaves its state in the store. */
+static void orderly_stop(struct test_daemon *d)
 {
         int st = 0;
 
         ck_assert_int_eq(kill(d->pid, SIGTERM), 0);
         ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
         ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* An orderly stop, and the next daemon started with args and the store. */
+static void restart(struct manager *m, struct test_daemon *d, const char *const *args)
+{
+        orderly_stop(d);
         manager_start_daemon(m, d, args);
 }
 
@@ -797,7 +803,7 @@ START_TEST(test_restart_old_journal_limits)
         char mdir[] = "/tmp/sn-manager-XXXXXX";
         struct test_daemon d;
         struct manager m;
-        int raw, orph[6][2], fds[SN_PROTO_MAX_FDS], st = 0;
+        int raw, orph[6][2], fds[SN_PROTO_MAX_FDS];
         uint64_t keys[SN_PROTO_MAX_FDS];
         uint32_t rport, remaining, n;
 
@@ -808,9 +814,7 @@ START_TEST(test_restart_old_journal_limits)
         raw = raw_hello2(d.path);
         rport = orphan_port(d.path, raw, orph);
 
-        ck_assert_int_eq(kill(d.pid, SIGTERM), 0);
-        ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
-        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        orderly_stop(&d);
         forget_journaled_limits(&m, true);
         manager_start_daemon(&m, &d, NULL);
         n = raw_port_take(raw, 10, rport, 6, fds, keys, &remaining);
@@ -819,9 +823,7 @@ START_TEST(test_restart_old_journal_limits)
         for (uint32_t i = 0; i < n; i++)
                 close(fds[i]);
 
-        ck_assert_int_eq(kill(d.pid, SIGTERM), 0);
-        ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
-        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        orderly_stop(&d);
         forget_journaled_limits(&m, false);
         manager_start_daemon(&m, &d, NULL);
         n = raw_port_take(raw, 11, rport, 6, fds, keys, &remaining);
