@@ -175,9 +175,11 @@ int server_reload(struct server *srv, char *err, size_t errsz)
          * values it was told for its whole life, and connections made after the next start or
          * re-exec are told the file's. */
         if (l.max_message != srv->limits.max_message)
-                log_notice("reload: max-message takes effect at the next start");
+                log_notice("reload: max-message applies to connections made after the next "
+                           "start or re-exec");
         if (l.max_fds != srv->limits.max_fds)
-                log_notice("reload: max-fds takes effect at the next start");
+                log_notice("reload: max-fds applies to connections made after the next "
+                           "start or re-exec");
         if (file.no_io_uring != srv->file_settings.no_io_uring)
                 log_notice("reload: no-io-uring takes effect at the next start or re-exec");
         l.max_message = srv->limits.max_message;

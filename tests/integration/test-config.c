@@ -399,8 +399,9 @@ START_TEST(test_reload_keeps_max_fds)
         ck_assert_int_eq(ctl(out, sizeof(out), &d, "reload"), 0);
         ck_assert_uint_eq(limits_of(&d).max_waits, 9);
         ck_assert_uint_eq(limits_of(&d).max_fds, 2);
-        ck_assert_msg(log_wait("reload: max-fds takes effect at the next start", 5000), "%s",
-                      daemon_log());
+        ck_assert_msg(log_wait("reload: max-fds applies to connections made after the next "
+                               "start or re-exec", 5000),
+                      "%s", daemon_log());
         ck_assert_int_eq(test_daemon_stop(&d), 0);
         start(&d, args, NULL, 0, NULL);
         ck_assert_uint_eq(limits_of(&d).max_fds, 1);
