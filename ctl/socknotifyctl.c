@@ -724,6 +724,7 @@ static const struct column clients_cols[] = {
         COL_NUM("PORTS"), COL_NUM("REGISTRATIONS"), COL_NUM("WAITS"), COL_NUM("QUEUED"),
         COL_NUM("AGE"),   COL_NUM("ID"),
         { "GID", true, 1, SCOLS_FL_RIGHT }, { "TRANSPORT", true, 0.1, 0 },
+        { "MAX-MESSAGE", true, 1, SCOLS_FL_RIGHT }, { "MAX-FDS", true, 1, SCOLS_FL_RIGHT },
 };
 
 static const struct column ports_cols[] = {
@@ -751,7 +752,7 @@ static int verb_clients(sn_conn_t *c)
         }
         json_array_foreach(items, i, it) {
                 char pid[24], uid[24], gid[24], ports[24], regs[24], waits[24], q[24], age[24];
-                char id[24];
+                char id[24], maxmsg[24], maxfds[24];
                 char *command = shown(json_object_get(it, "command"), "-");
                 char *user = user_name(json_object_get(it, "uid"));
                 char *transport = shown(json_object_get(it, "transport"), "-");
@@ -764,7 +765,8 @@ static int verb_clients(sn_conn_t *c)
                           num(it, "registrations", regs, sizeof(regs)),
                           num(it, "waits", waits, sizeof(waits)), q, age,
                           num(it, "id", id, sizeof(id)), num(it, "gid", gid, sizeof(gid)),
-                          transport);
+                          transport, num(it, "max_message", maxmsg, sizeof(maxmsg)),
+                          num(it, "max_fds", maxfds, sizeof(maxfds)));
                 free(command);
                 free(user);
                 free(transport);

@@ -581,6 +581,27 @@ static void same_pair(int fd, int peer)
         ck_assert_int_eq(b, 'k');
 }
 
+/* How many of the daemon's connections CONTROL "clients" lists with max_fds and max_message
+ * as given (what each one's handshake announced). */
+static unsigned clients_told(sn_conn_t *c, uint32_t max_fds, uint32_t max_message)
+{
+        char *text = NULL;
+        json_t *doc, *it;
+        unsigned n = 0;
+        size_t i;
+
+        ck_assert_int_eq(sn_conn_control(c, "{\"verb\":\"clients\"}", &text), 0);
+        doc = json_loads(text, 0, NULL);
+        free(text);
+        ck_assert_ptr_nonnull(doc);
+        json_array_foreach(json_object_get(doc, "items"), i, it)
+                if (json_integer_value(json_object_get(it, "max_fds")) == max_fds &&
+                    json_integer_value(json_object_get(it, "max_message")) == max_message)
+                        n++;
+        json_decref(doc);
+        return n;
+}
+
 /* max-fds 2, then 253: a kept connection that asks for six sockets in one PORT_TAKE gets them
  * all, in replies of at most two descriptors (the library, which never asks for more than it
  * was told, gets them too); a new connection is told 253. */
@@ -635,6 +656,9 @@ START_TEST(test_reexec_keeps_max_fds_larger)
         ck_assert_int_eq(sn_conn_open(D.path, &fresh), 0);
         ck_assert_int_eq(sn_conn_limits(fresh, &l), 0);
         ck_assert_uint_eq(l.max_fds, 253);
+        /* The operator sees who was told what: the two kept connections 2, the new one 253. */
+        ck_assert_uint_eq(clients_told(fresh, 2, l.max_message), 2);
+        ck_assert_uint_eq(clients_told(fresh, 253, l.max_message), 1);
 
         sn_conn_close(fresh);
         close(raw);
