@@ -1163,11 +1163,20 @@ int port_wait(struct port *port, struct session *session, uint32_t id, uint32_t 
               uint32_t n)
 {
         size_t size = sizeof(struct wait) + (size_t)n * sizeof(uint32_t);
+        size_t head = sn_msg_size(SN_MSG_PROCESS_REPLY, n, 0);
         struct wait *w;
         int r;
 
         if (session->dead)
                 return -EPIPE; /* killed by a send earlier in this request: nobody to answer */
+        /* Its answer is one message to this session: no more entries than that holds after
+         * the results.  A wait the restore makes again was sized by the image that took it,
+         * which may have let the session's messages be larger (a journal that did not keep
+         * its connections' limits); the entries are taken into a buffer of this size. */
+        if (head >= session->max_message)
+                return -E2BIG;
+        max_entries = (uint32_t)SN_MIN((size_t)max_entries,
+                                       (session->max_message - head) / SN_WIRE_SIZE_entry);
         r = port_wait_check(session, n);
         if (r < 0)
                 return r;

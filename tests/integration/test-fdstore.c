@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@
 #include "tests/helpers/daemon.h"
 #include "tests/helpers/manager.h"
 #include "tests/helpers/raw.h"
+#include "tests/helpers/status.h"
 
 /* ---- the clients' side --------------------------------------------------------------------- */
 
@@ -765,6 +767,7 @@ static void forget_journaled_limits(struct manager *m, bool keep_header)
 {
         unsigned found = 0;
 
+        manager_sync(m); /* the stopped daemon's last FDSTORE= messages are handled */
         pthread_mutex_lock(&m->lock);
         for (unsigned i = 0; i < m->n; i++) {
                 struct jr_header *h;
@@ -844,6 +847,94 @@ START_TEST(test_restart_old_journal_limits)
 }
 END_TEST
 
+/* A dequeue of up to 600 entries, in a thread of its own. */
+struct bigwait {
+        sn_port_t *port;
+        sn_entry_t e[600];
+        int n;
+};
+
+static void *bigwait_thread(void *arg)
+{
+        struct bigwait *w = arg;
+
+        w->n = sn_port_dequeue(w->port, w->e, 600, (uint32_t)test_timeout_ms(30000));
+        return NULL;
+}
+
+/* A wait for 600 entries parked across a restart whose journal kept no connection limits,
+ * into --max-message=4096: 500 sockets that became readable while no daemon ran are harvested
+ * at once, and the new image answers the wait with no more entries than one 4096-byte message
+ * holds.  It takes them into a buffer of that size: before, all 500 were (12,000 bytes). */
+START_TEST(test_restored_wait_fits_smaller_messages)
+{
+        enum { NSOCK = 500 };
+        static const char *const small[] = { "--max-message=4096", NULL };
+        char mdir[] = "/tmp/sn-manager-XXXXXX";
+        uint32_t most = (uint32_t)((4096 - sn_msg_size(SN_MSG_PROCESS_REPLY, 0, 0)) /
+                                   SN_WIRE_SIZE_entry);
+        static sn_registration_t r[NSOCK];
+        static int pairs[NSOCK][2];
+        static struct bigwait w;
+        long long end = now_ms() + test_timeout_ms(10000);
+        struct test_daemon d;
+        struct manager m;
+        uint32_t got = 0;
+        sn_conn_t *c;
+        pthread_t th;
+
+        setenv("FDSTORE", "64", 1);
+        ck_assert_ptr_nonnull(mkdtemp(mdir));
+        manager_start(&m, mdir, 64);
+        test_daemon_start(&d, NULL);
+        ck_assert_int_eq(sn_conn_open(d.path, &c), 0);
+        w = (struct bigwait){ 0 };
+        ck_assert_int_eq(sn_port_create(c, 0, &w.port), 0);
+        for (int i = 0; i < NSOCK; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[i]), 0);
+                r[i] = (sn_registration_t){ .fd = pairs[i][0], .key = (uint64_t)i,
+                                            .op = SN_OP_ENABLE, .filter = SN_REGISTER_EVENT_IN,
+                                            .trigger = SN_TRIGGER_LEVEL };
+        }
+        ck_assert_int_eq(sn_port_process(w.port, r, NSOCK, NULL, 0, 0), 0);
+        ck_assert_int_eq(pthread_create(&th, NULL, bigwait_thread, &w), 0);
+        while (test_status_number(c, "waiters") < 1) {
+                ck_assert_msg(now_ms() < end, "the wait never parked");
+                poll(NULL, 0, 5);
+        }
+
+        orderly_stop(&d);
+        for (int i = 0; i < NSOCK; i++)
+                ck_assert_int_eq(send(pairs[i][1], "x", 1, MSG_NOSIGNAL), 1);
+        forget_journaled_limits(&m, false);
+        manager_start_daemon(&m, &d, small);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert_msg(w.n > 0 && (uint32_t)w.n <= most,
+                      "a restored wait answered %d entries; one 4096-byte reply holds %u", w.n,
+                      most);
+        /* The rest are still owed, level-triggered, in later dequeues of the same size. */
+        got = (uint32_t)w.n;
+        while (got < NSOCK) {
+                int n = sn_port_dequeue(w.port, w.e, 600, (uint32_t)test_timeout_ms(5000));
+
+                ck_assert_int_gt(n, 0);
+                ck_assert_uint_le((uint32_t)n, most);
+                got += (uint32_t)n;
+        }
+
+        sn_port_close(w.port);
+        sn_conn_close(c);
+        for (int i = 0; i < NSOCK; i++) {
+                close(pairs[i][0]);
+                close(pairs[i][1]);
+        }
+        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        manager_stop(&m);
+        rmdir(mdir);
+        unsetenv("FDSTORE");
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fdstore");
@@ -857,6 +948,7 @@ int main(void)
         tcase_add_test(tc, test_leftovers_without_state_are_discarded);
         tcase_add_test(tc, test_restart_keeps_handshake_limits);
         tcase_add_test(tc, test_restart_old_journal_limits);
+        tcase_add_test(tc, test_restored_wait_fits_smaller_messages);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
