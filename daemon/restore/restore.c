@@ -894,7 +894,8 @@ int restore_check(const uint8_t *journal, size_t size)
 {
         const struct jr_header *h = (const void *)journal;
 
-        if (size < JR_RECORD || memcmp(h->magic, JR_MAGIC, 8) || h->version != JR_VERSION ||
+        if (size < JR_RECORD || memcmp(h->magic, JR_MAGIC, 8) ||
+            h->version < JR_VERSION_OLDEST || h->version > JR_VERSION ||
             h->record_size != JR_RECORD || h->capacity < 1)
                 return -EBADMSG;
         return 0;

@@ -15,7 +15,11 @@
 #include <event2/event.h>
 
 #define JR_MAGIC "SNJRNL2\0"
-#define JR_VERSION 2u
+/* 3: connection records and the header hold the limits handshakes announced (JR_CONN_LIMITS).
+ * A daemon reads journals from JR_VERSION_OLDEST to JR_VERSION (a 2 has those fields zero);
+ * one that reads only 2 refuses a 3, since it would hold kept connections to its own limits. */
+#define JR_VERSION 3u
+#define JR_VERSION_OLDEST 2u
 #define JR_RECORD 128u
 #define JR_DATA 64u
 #define JR_BLOB_DATA 96u

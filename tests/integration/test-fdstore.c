@@ -787,8 +787,11 @@ static void forget_journaled_limits(struct manager *m, bool keep_header)
                         if (r->type == JR_CONN)
                                 memset(r->data + JR_CONN_LIMITS, 0, 8);
                 }
-                if (!keep_header)
+                if (!keep_header) {
+                        /* As a daemon before version 3 wrote it. */
                         h->max_message = h->max_fds = 0;
+                        h->version = 2;
+                }
                 munmap(map, (size_t)st.st_size);
                 found++;
         }
