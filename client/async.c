@@ -24,7 +24,8 @@
  * call the application freed before it completed (abandoned); sn_port_submit() when the call
  * never went out; calls_release() at sn_conn_close(), for every call still on conn->calls,
  * collected or not, completed or not.  The call's request (k->pend) is on conn's pending list
- * from its sending until its reply is decoded or calls_fail() takes it off; conn.c never frees
+ * from its sending until its reply is decoded or calls_fail() takes it off (not while its
+ * sender still sends it: call_send() deals with a loss meanwhile itself); conn.c never frees
  * an entry marked async, so whoever frees a call first takes its request off that list.
  *
  * An ENABLE passes its descriptor only when the daemon may not know its socket yet, as in
@@ -206,7 +207,7 @@ static void calls_fail(sn_conn_t *c, int status)
         while (*pp) {
                 struct sn_pending *p = *pp;
 
-                if (!p->async) {
+                if (!p->async || p->sending) {
                         pp = &p->next;
                         continue;
                 }
@@ -373,7 +374,7 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
         pthread_mutex_lock(&c->send_lock);
         if (k->sent)
                 pthread_cond_destroy(&k->pend.cond);
-        sn__pending_add(c, &k->pend, SN_MSG_PROCESS_REPLY, call_reply, NULL);
+        sn__pending_add_call(c, &k->pend, SN_MSG_PROCESS_REPLY, call_reply, NULL);
         pthread_mutex_lock(&c->lock);
         *ret_gen = c->gen;
         k->port = port->id; /* read under send_lock: a resume renumbers ports */
@@ -384,7 +385,6 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
                                        !(k->handle && k->handle[i]);
                 k->gen = c->gen;
         }
-        k->pend.async = true;
         hooks_set(c);
         if (!k->sent) {
                 k->sent = true;
@@ -439,12 +439,16 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
                         break;
                 first += n;
         }
-        pthread_mutex_unlock(&c->send_lock);
-        if (r < 0) {
-                pthread_mutex_lock(&c->lock);
+        /* Before send_lock goes: a resume takes it before its last look at the pending
+         * calls, so it either finds this one sent (and fails it over) or not on the list. */
+        pthread_mutex_lock(&c->lock);
+        k->pend.sending = false;
+        if (r == 0 && c->broken && !k->pend.done)
+                r = c->lost_err; /* lost meanwhile: the loss left this call to its sender */
+        if (r < 0)
                 sn__pending_unlink(c, &k->pend);
-                pthread_mutex_unlock(&c->lock);
-        }
+        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->send_lock);
         return r;
 }
 

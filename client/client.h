@@ -33,6 +33,11 @@ struct sn_pending {
         bool done;
         bool waiting;     /* asleep on cond, waiting for the reader */
         bool async;       /* belongs to a submitted call (async.c): completed, not signalled */
+        /* A submitted call whose thread is sending it (under send_lock): a loss or resume in
+         * the meantime leaves it to that thread, which takes it off the list itself when the
+         * send fails and, when it succeeded, clears this under conn->lock before it lets
+         * send_lock go, so that the resume's second pass (conn_resume()) fails it. */
+        bool sending;
         int status;       /* 0 or negative errno, from the reply header or the transport */
         pthread_cond_t cond;
         sn_reply_fn on_reply;
@@ -259,6 +264,9 @@ void sn__conn_violation(sn_conn_t *conn);
 /* Registers p (id assigned) before its request is sent. */
 void sn__pending_add(sn_conn_t *conn, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
                      void *ctx);
+/* The same for a submitted call's request (async and sending set before p is on the list). */
+void sn__pending_add_call(sn_conn_t *conn, struct sn_pending *p, uint16_t expect,
+                          sn_reply_fn fn, void *ctx);
 /* Removes p if it is still waiting (after a failed send). */
 void sn__pending_remove(sn_conn_t *conn, struct sn_pending *p);
 /* Takes p off conn's pending list, if it is there (conn->lock held). */

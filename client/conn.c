@@ -205,12 +205,13 @@ uint32_t sn__orphans_take(sn_conn_t *c, uint32_t port, sn_entry_t *entries, uint
         return n;
 }
 
-void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
-                     void *ctx)
+static void pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
+                        void *ctx, bool call)
 {
         p->done = false;
         p->waiting = false;
-        p->async = false;
+        p->async = call;
+        p->sending = call;
         p->status = 0;
         p->expect = expect;
         p->on_reply = fn;
@@ -230,6 +231,18 @@ void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_rep
         p->next = c->pending;
         c->pending = p;
         pthread_mutex_unlock(&c->lock);
+}
+
+void sn__pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
+                     void *ctx)
+{
+        pending_add(c, p, expect, fn, ctx, false);
+}
+
+void sn__pending_add_call(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_reply_fn fn,
+                          void *ctx)
+{
+        pending_add(c, p, expect, fn, ctx, true);
 }
 
 void sn__pending_unlink(sn_conn_t *c, struct sn_pending *p)
@@ -1001,12 +1014,18 @@ static void pending_fail_all(sn_conn_t *c)
          * it (a lie only harms this process's own requests). */
         uint32_t taken = sn__transport_sq_taken(&c->ring);
 
+        struct sn_pending **pp = &c->pending;
+
         if (c->hooks.calls_fail)
                 c->hooks.calls_fail(c, -EIO); /* takes the submitted calls off the list */
-        while (c->pending) {
-                struct sn_pending *p = c->pending;
+        while (*pp) {
+                struct sn_pending *p = *pp;
 
-                c->pending = p->next;
+                if (p->async) {
+                        pp = &p->next; /* a call being sent: left to its sender (sending) */
+                        continue;
+                }
+                *pp = p->next;
                 p->status = p->relay ? SN__ASK_AGAIN
                             : p->in_ring && (int32_t)(p->sq_end - taken) > 0 ? SN__SEND_AGAIN
                             : -EIO;

@@ -644,6 +644,205 @@ START_TEST(test_daemon_goes_away)
 }
 END_TEST
 
+/* ---- calls submitted while the daemon goes away ---------------------------------------------- */
+
+enum { SUBMITTERS = 2, PER_ROUND = 3000, ROUNDS = 3, MAXCALLS = PER_ROUND * (ROUNDS + 1) };
+
+struct churn {
+        pthread_mutex_t lock;
+        bool stop;
+        unsigned budget;               /* calls the submitters may make so far */
+        unsigned next;                 /* user values handed out */
+        unsigned submitted, collected;
+        unsigned char state[MAXCALLS]; /* 1 submitted, 2 collected; more: collected twice */
+        int error;                     /* the first unexpected return or result, as text below */
+        unsigned error_call;
+        const char *error_what;
+};
+
+static struct churn churn;
+
+static void *submitter(void *arg)
+{
+        uint32_t waiter = SN_WAITER_MIN + (uint32_t)(uintptr_t)arg;
+
+        for (;;) {
+                sn_call_t *k;
+                unsigned idx;
+                int r;
+
+                pthread_mutex_lock(&churn.lock);
+                if (churn.stop) {
+                        pthread_mutex_unlock(&churn.lock);
+                        return NULL;
+                }
+                if (churn.next == churn.budget) {
+                        pthread_mutex_unlock(&churn.lock);
+                        poll(NULL, 0, 1);
+                        continue;
+                }
+                idx = churn.next++;
+                pthread_mutex_unlock(&churn.lock);
+                /* A dequeue that ends at once (timeout 0): its reply comes right after it. */
+                r = sn_port_submit(P, NULL, 0, 1, 0, waiter, (void *)(uintptr_t)idx, &k);
+                pthread_mutex_lock(&churn.lock);
+                if (r == 0) {
+                        churn.state[idx]++;
+                        churn.submitted++;
+                } else if (!churn.error_what) {
+                        churn.error = r;
+                        churn.error_call = idx;
+                        churn.error_what = "sn_port_submit() returned";
+                }
+                pthread_mutex_unlock(&churn.lock);
+        }
+}
+
+static void *collector(void *arg)
+{
+        int fd = sn_conn_fd(C);
+
+        (void)arg;
+        for (;;) {
+                sn_call_t *k = NULL;
+                int r = sn_conn_collect(C, &k);
+
+                if (r < 0) {
+                        pthread_mutex_lock(&churn.lock);
+                        if (!churn.error_what) {
+                                churn.error = r;
+                                churn.error_what = "sn_conn_collect() returned";
+                        }
+                        pthread_mutex_unlock(&churn.lock);
+                        return NULL;
+                }
+                if (r == 1) {
+                        unsigned idx = (unsigned)(uintptr_t)sn_call_user(k);
+                        int res = sn_call_result(k, NULL, NULL);
+
+                        sn_call_free(k);
+                        pthread_mutex_lock(&churn.lock);
+                        if (idx < MAXCALLS)
+                                churn.state[idx]++;
+                        churn.collected++;
+                        if (res != -ETIMEDOUT && res != -EIO && !churn.error_what) {
+                                churn.error = res;
+                                churn.error_call = idx;
+                                churn.error_what = "a call's result was";
+                        }
+                        pthread_mutex_unlock(&churn.lock);
+                        continue;
+                }
+                pthread_mutex_lock(&churn.lock);
+                r = (churn.stop && churn.collected >= churn.submitted) || churn.error_what;
+                pthread_mutex_unlock(&churn.lock);
+                if (r)
+                        return NULL;
+                readable(fd, 20);
+        }
+}
+
+/* The calls submitted so far; fails the test at the first error a thread met. */
+static unsigned churn_submitted(void)
+{
+        unsigned n;
+
+        pthread_mutex_lock(&churn.lock);
+        n = churn.submitted;
+        ck_assert_msg(!churn.error_what, "call %u: %s %d", churn.error_call, churn.error_what,
+                      churn.error);
+        pthread_mutex_unlock(&churn.lock);
+        return n;
+}
+
+/*
+ * Two threads submit calls without pause and a third collects them while the daemon is killed
+ * and started again three times: every call submitted (sn_port_submit() returned 0) is
+ * collected exactly once, as -ETIMEDOUT (answered) or -EIO (the daemon that had it ended),
+ * and none is left waiting.  A call being sent when the resume looks at the pending calls is
+ * its sender's to finish; one failed by the resume and then sent again by its sender would be
+ * collected twice (or its memory used after its free).
+ */
+START_TEST(test_submit_across_resumes)
+{
+        pthread_t sub[SUBMITTERS], col;
+        long long end;
+        int st;
+
+        sn_port_close(P);
+        C = sn_conn_close(C);
+        setenv("SOCKNOTIFY_RECONNECT_MS", "60000", 1);
+        ck_assert_int_eq(sn_conn_open(D.path, &C), 0);
+        unsetenv("SOCKNOTIFY_RECONNECT_MS");
+        ck_assert_int_eq(sn_port_create(C, 1, &P), 0);
+        memset(&churn, 0, sizeof(churn));
+        pthread_mutex_init(&churn.lock, NULL);
+        ck_assert_int_eq(pthread_create(&col, NULL, collector, NULL), 0);
+        for (uintptr_t i = 0; i < SUBMITTERS; i++)
+                ck_assert_int_eq(pthread_create(&sub[i], NULL, submitter, (void *)i), 0);
+        /* Each round lets PER_ROUND calls be made and kills the daemon halfway through. */
+        for (unsigned round = 0; round <= ROUNDS; round++) {
+                unsigned base = round * PER_ROUND;
+
+                pthread_mutex_lock(&churn.lock);
+                churn.budget = base + PER_ROUND;
+                pthread_mutex_unlock(&churn.lock);
+                end = now_ms() + test_timeout_ms(20000);
+                while (churn_submitted() < base + (round < ROUNDS ? PER_ROUND / 2 : PER_ROUND)) {
+                        ck_assert_msg(now_ms() < end, "round %u: %u calls submitted", round,
+                                      churn_submitted());
+                        poll(NULL, 0, 1);
+                }
+                if (round == ROUNDS)
+                        break; /* the last daemon answers its calls to the end */
+                ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+                ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+                D.pid = 0;
+                test_daemon_start_with_fds(&D, NULL, NULL, 0, NULL);
+                end = now_ms() + test_timeout_ms(20000);
+                while (churn_submitted() < base + PER_ROUND) {
+                        ck_assert_msg(now_ms() < end, "round %u after the restart: %u calls "
+                                      "submitted", round, churn_submitted());
+                        poll(NULL, 0, 1);
+                }
+        }
+        pthread_mutex_lock(&churn.lock);
+        churn.stop = true;
+        pthread_mutex_unlock(&churn.lock);
+        for (int i = 0; i < SUBMITTERS; i++)
+                pthread_join(sub[i], NULL);
+        end = now_ms() + test_timeout_ms(20000);
+        while (1) {
+                pthread_mutex_lock(&churn.lock);
+                st = churn.collected >= churn.submitted;
+                pthread_mutex_unlock(&churn.lock);
+                (void)churn_submitted(); /* its errors */
+                if (st)
+                        break;
+                ck_assert_msg(now_ms() < end, "%u calls submitted, %u collected",
+                              churn.submitted, churn.collected);
+                poll(NULL, 0, 5);
+        }
+        pthread_join(col, NULL);
+        ck_assert_uint_eq(churn.collected, churn.submitted);
+        for (unsigned i = 0; i < churn.next; i++)
+                ck_assert_msg(churn.state[i] == 0 || churn.state[i] == 2,
+                              "call %u: state %u (1: never collected, 3: collected twice)", i,
+                              churn.state[i]);
+        ck_assert_uint_eq(churn.submitted, MAXCALLS);
+        fprintf(stderr, "test_submit_across_resumes: %u calls over %d daemons\n",
+                churn.submitted, ROUNDS + 1);
+        pthread_mutex_destroy(&churn.lock);
+        /* teardown counts the descriptors of a daemon that never had a client: a fresh one. */
+        sn_port_close(P);
+        P = NULL;
+        C = sn_conn_close(C);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        test_daemon_start(&D, NULL);
+        baseline = test_daemon_fds(&D);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("async");
@@ -664,6 +863,7 @@ int main(void)
         tcase_add_test(tc, test_close_with_calls_in_every_state);
         tcase_add_test(tc, test_close_while_polled);
         tcase_add_test(tc, test_close_after_resume);
+        tcase_add_test(tc, test_submit_across_resumes);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }
