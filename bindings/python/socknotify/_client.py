@@ -686,16 +686,22 @@ class Connection:
             else:
                 self._sock.send(data)
         except OSError as e:
-            if fds and e.errno == _errno.EBADF:
+            if fds and e.errno == _errno.EBADF and self._resumer != threading.get_ident():
                 # A descriptor of the call was closed after its check (by another thread):
                 # the daemon did not end, so resuming would only send the same call to it
                 # again, for ever.  As libsocknotify does, the call fails with EBADF and the
                 # connection is lost for good: a part of the call may have gone out already.
+                # (A resume's replay drops such a socket at its next check instead: it goes
+                # on below as a lost connection.)  A thread reading the socket is woken.
                 with self._lock:
                     self._broken = _errno.ECONNRESET
                     self._failed = (_errno.ECONNRESET,
                                     "a descriptor was closed while a call passed it")
                     self._cond.notify_all()
+                try:
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
                 raise _error(_errno.EBADF, "a descriptor of the call was closed") from None
             with self._lock:
                 if not self._broken:

@@ -141,8 +141,10 @@ def test_descriptor_closed_after_its_check(daemon, pair, monkeypatch):
     monkeypatch.setattr(sn._client.os, "fstat",
                         lambda fd: ident if fd == gone else real_fstat(fd))
     outcome: list[BaseException | list[int]] = []
-    with daemon.connect() as c:
+    waited: list[BaseException | object] = []
+    with daemon.connect() as c, daemon.connect() as watcher:
         p = c.create_port()
+        q = c.create_port()
 
         def call() -> None:
             try:
@@ -150,11 +152,28 @@ def test_descriptor_closed_after_its_check(daemon, pair, monkeypatch):
             except BaseException as e:  # noqa: BLE001 - reported below
                 outcome.append(e)
 
+        def wait() -> None:
+            try:
+                waited.append(q.dequeue(1, timeout=None))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                waited.append(e)
+
+        # A thread of the connection blocked reading for its wait without end: the loss
+        # must wake it too.
+        w = threading.Thread(target=wait, daemon=True)
+        w.start()
+        deadline = time.monotonic() + scaled(10)
+        while watcher.status()["waiters"] < 1:
+            assert time.monotonic() < deadline, "the wait never reached the daemon"
+            time.sleep(0.01)
         t = threading.Thread(target=call, daemon=True)
         t.start()
         t.join(scaled(10))
         assert not t.is_alive(), "the call never returned"
         assert isinstance(outcome[0], OSError) and outcome[0].errno == errno.EBADF, outcome
+        w.join(scaled(10))
+        assert not w.is_alive(), "the waiting thread was never woken"
+        assert isinstance(waited[0], OSError) and waited[0].errno == errno.ECONNRESET, waited
         with pytest.raises(OSError) as ei:
             p.post(1)
         assert ei.value.errno == errno.ECONNRESET
