@@ -351,6 +351,11 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
 
 static void conn_lost(sn_conn_t *c)
 {
+        /* A thread blocked reading (waiting for a reply that may never come) sees the end of
+         * the socket and returns; the daemon sees it too and lets the session go.  Not in a
+         * child after fork(): the socket is its parent's too, and stays the parent's. */
+        if (!c->broken && c->fd >= 0 && c->fork_gen == fork_generation)
+                shutdown(c->fd, SHUT_RDWR);
         c->broken = true;
         if (!c->lost_err)
                 c->lost_err = -ECONNRESET;

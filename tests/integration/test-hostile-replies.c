@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -48,13 +50,14 @@ enum scenario {
         SHORT_RESULTS,  /* PROCESS_REPLY of status 0 without the registration's result */
         EXTRA_ENTRIES,  /* PROCESS_REPLY with 3 entries for a dequeue of 1 */
         VALID,          /* a well-formed reply: checks the fake peer itself */
+        WAITER,         /* DUP_INDEX while another thread waits without end, reading */
         NSCENARIOS,
 };
 
 static const char *const names[] = { "dup-index",   "index-past", "regular-file",
                                      "pipe",        "more-fds",   "fewer-fds",
                                      "more-items",  "fds-on-error", "fds-on-create",
-                                     "short-results", "extra-entries", "valid" };
+                                     "short-results", "extra-entries", "valid", "waiter" };
 
 /* The number of open descriptors of this process. */
 static int count_fds(void)
@@ -80,8 +83,10 @@ static ssize_t recv_msg(int fd, uint8_t *buf, size_t cap)
         return n;
 }
 
-/* The fake daemon (in the child: no Check assertions, an exit status instead). */
-static int fake_daemon(int lfd, enum scenario sc)
+/* The fake daemon (in the child: no Check assertions, an exit status instead).  In WAITER it
+ * takes a PROCESS before the PORT_TAKE and never answers it, and writes a byte to told when
+ * that PROCESS has come. */
+static int fake_daemon(int lfd, enum scenario sc, int told)
 {
         uint8_t in[4096], out[4096];
         struct snw_header h;
@@ -137,6 +142,13 @@ static int fake_daemon(int lfd, enum scenario sc)
                 struct snw_registration it[3] = { 0 };
                 uint8_t *p;
 
+                if (sc == WAITER) {
+                        /* The other thread's wait, never answered. */
+                        n = recv_msg(c, in, sizeof(in));
+                        if (n <= 0 || sn_msg_check(in, (size_t)n, &h, &d) < 0 ||
+                            h.type != SN_MSG_PROCESS || write(told, "w", 1) != 1)
+                                return 22;
+                }
                 n = recv_msg(c, in, sizeof(in));
                 if (n <= 0 || sn_msg_check(in, (size_t)n, &h, &d) < 0 ||
                     h.type != SN_MSG_PORT_TAKE)
@@ -148,6 +160,7 @@ static int fake_daemon(int lfd, enum scenario sc)
                 nfds = 2;
                 switch (sc) {
                 case DUP_INDEX:
+                case WAITER:
                         break; /* items below: both name 0 */
                 case INDEX_PAST:
                         break;
@@ -192,7 +205,7 @@ static int fake_daemon(int lfd, enum scenario sc)
                                 .fd_index = i, .client_fd = 3 + i,
                         };
                 }
-                if (sc == DUP_INDEX)
+                if (sc == DUP_INDEX || sc == WAITER)
                         it[1].fd_index = 0;
                 if (sc == INDEX_PAST)
                         it[1].fd_index = 5;
@@ -218,6 +231,20 @@ static int fake_daemon(int lfd, enum scenario sc)
         return 0;
 }
 
+struct waiter {
+        sn_port_t *port;
+        int r;
+};
+
+static void *wait_without_end(void *arg)
+{
+        struct waiter *w = arg;
+        sn_entry_t e;
+
+        w->r = sn_port_dequeue(w->port, &e, 1, SN_INFINITE);
+        return NULL;
+}
+
 START_TEST(test_hostile_reply)
 {
         enum scenario sc = (enum scenario)_i;
@@ -227,7 +254,7 @@ START_TEST(test_hostile_reply)
         struct stat before, after;
         sn_conn_t *c;
         sn_port_t *port = NULL;
-        int lfd, unrelated, base, r, st;
+        int lfd, unrelated, base, r, st, told[2];
         pid_t pid;
 
         ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -236,11 +263,13 @@ START_TEST(test_hostile_reply)
         ck_assert_int_ge(lfd, 0);
         ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         ck_assert_int_eq(listen(lfd, 1), 0);
+        ck_assert_int_eq(pipe2(told, O_CLOEXEC), 0);
         pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0)
-                _exit(fake_daemon(lfd, sc));
+                _exit(fake_daemon(lfd, sc, told[1]));
         close(lfd);
+        close(told[1]);
 
         ck_assert_int_eq(sn_conn_open(sa.sun_path, &c), 0);
         unrelated = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -284,6 +313,25 @@ START_TEST(test_hostile_reply)
         } else if (sc == FDS_ON_CREATE) {
                 r = sn_port_create(c, 1, &port);
                 ck_assert_msg(r == -EBADMSG, "%s: sn_port_create: %d", names[sc], r);
+        } else if (sc == WAITER) {
+                /* Another thread waits without end, the one reading the connection; this one's
+                 * reply is hostile: the loss ends that wait too, at once. */
+                struct waiter w = { .r = 1 };
+                struct timespec until;
+                pthread_t th;
+                char b;
+
+                ck_assert_int_eq(sn_port_create(c, 1, &port), 0);
+                w.port = port;
+                ck_assert_int_eq(pthread_create(&th, NULL, wait_without_end, &w), 0);
+                ck_assert_int_eq(read(told[0], &b, 1), 1);
+                r = sn_port_take_sockets(port, out, 2, NULL);
+                ck_assert_msg(r == -EBADMSG, "%s: sn_port_take_sockets: %d", names[sc], r);
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += test_timeout_ms(5000) / 1000;
+                ck_assert_msg(pthread_timedjoin_np(th, NULL, &until) == 0,
+                              "%s: the other thread's wait did not end", names[sc]);
+                ck_assert_int_eq(w.r, -ECONNRESET);
         } else {
                 ck_assert_int_eq(sn_port_create(c, 1, &port), 0);
                 r = sn_port_take_sockets(port, out, 2, NULL);
@@ -307,6 +355,7 @@ START_TEST(test_hostile_reply)
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: fake daemon status %d",
                       names[sc], st);
+        close(told[0]);
         unlink(sa.sun_path);
         rmdir(dir);
 }
