@@ -24,7 +24,7 @@ def build_dir() -> Path:
 def asan_runtime(lib: Path) -> str | None:
     """The AddressSanitizer runtime lib needs (a --enable-sanitizers build), or None."""
     out = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
-    m = re.search(r"^\s*libasan\.so\S* => (\S+)", out, re.M)
+    m = re.search(r"^\s*lib(?:asan|clang_rt\.asan\S*)\.so\S* => (\S+)", out, re.M)
     return m.group(1) if m else None
 
 
