@@ -440,13 +440,21 @@ static int call_send(sn_conn_t *c, struct sn_call *k, sn_port_t *port, uint8_t *
                 first += n;
         }
         /* Before send_lock goes: a resume takes it before its last look at the pending
-         * calls, so it either finds this one sent (and fails it over) or not on the list. */
+         * calls, so it either finds this one sent (and fails it over) or not on the list.
+         * Until sending is cleared nobody completes the call, so it is still this thread's
+         * to look at; once completed, another thread may collect and free it at once. */
         pthread_mutex_lock(&c->lock);
         k->pend.sending = false;
-        if (r == 0 && c->broken && !k->pend.done)
-                r = c->lost_err; /* lost meanwhile: the loss left this call to its sender */
-        if (r < 0)
-                sn__pending_unlink(c, &k->pend);
+        if (k->pend.done) {
+                /* Its reply came while it was being sent; the reader left it to this thread. */
+                r = 0;
+                call_done(c, &k->pend);
+        } else {
+                if (r == 0 && c->broken)
+                        r = c->lost_err; /* lost meanwhile: the loss left it to its sender */
+                if (r < 0)
+                        sn__pending_unlink(c, &k->pend);
+        }
         pthread_mutex_unlock(&c->lock);
         pthread_mutex_unlock(&c->send_lock);
         return r;

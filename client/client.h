@@ -34,9 +34,11 @@ struct sn_pending {
         bool waiting;     /* asleep on cond, waiting for the reader */
         bool async;       /* belongs to a submitted call (async.c): completed, not signalled */
         /* A submitted call whose thread is sending it (under send_lock): a loss or resume in
-         * the meantime leaves it to that thread, which takes it off the list itself when the
-         * send fails and, when it succeeded, clears this under conn->lock before it lets
-         * send_lock go, so that the resume's second pass (conn_resume()) fails it. */
+         * the meantime leaves it to that thread, and so does its reply if it comes first (the
+         * reader marks it done without completing it).  That thread clears this under
+         * conn->lock before it lets send_lock go, then completes the call if it was answered,
+         * takes it off the list if its send failed, or leaves it to the resume's second pass
+         * (conn_resume()), which fails it. */
         bool sending;
         int status;       /* 0 or negative errno, from the reply header or the transport */
         pthread_cond_t cond;

@@ -343,7 +343,9 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
                 free(p);
                 return;
         }
-        if (p->async)
+        if (p->async && p->sending)
+                ; /* answered before its sender was done sending: completed by it (async.c) */
+        else if (p->async)
                 c->hooks.call_done(c, p); /* p may be gone now */
         else
                 pthread_cond_signal(&p->cond);
