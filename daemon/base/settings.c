@@ -14,8 +14,9 @@
  *
  * "no-io-uring" (true or false, as the option) is read at start: the daemon's io_uring is made
  * once.  Limits whose value clients were told in HELLO_REPLY and sized their messages by
- * (max-message, max-fds) take effect only at the next start; every other limit applies to the next
- * request that allocates, and nothing held above a lowered limit is taken away.
+ * (max-message, max-fds) apply only to connections made after the next start or re-exec (a
+ * connection keeps what it was told); every other limit applies to the next request that
+ * allocates, and nothing held above a lowered limit is taken away.
  */
 #include "config.h"
 
@@ -66,7 +67,8 @@ const struct limits settings_default_limits = {
 #define LIMIT_COMPUTED(n, field, lo, hi, h, from) \
         { n, offsetof(struct limits, field), lo, hi, h, from }
 const struct limit_option settings_limit_options[] = {
-        LIMIT("max-message", max_message, 4096, 1u << 20, "largest message in bytes"),
+        LIMIT("max-message", max_message, SETTINGS_MAX_MESSAGE_MIN, SETTINGS_MAX_MESSAGE_MAX,
+              "largest message in bytes"),
         /* Below the kernel's SCM_MAX_FD only to test clients: a binding's split calls and its
          * ETOOMANYREFS path are reached with a few sockets (socknotifyd(8)). */
         LIMIT("max-fds", max_fds, 1, SN_PROTO_MAX_FDS, "descriptors in one message"),

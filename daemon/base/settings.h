@@ -15,6 +15,10 @@
  * descriptor or memory has a limit per user (uid from SO_PEERCRED), so that one user can never
  * take what others need.  socknotifyd(8) lists them; defaults are in main.c.
  */
+/* The range of max-message (bytes): a journal's recorded values outside it are not taken. */
+#define SETTINGS_MAX_MESSAGE_MIN 4096u
+#define SETTINGS_MAX_MESSAGE_MAX (1u << 20)
+
 struct limits {
         uint32_t max_message;
         uint32_t max_fds;

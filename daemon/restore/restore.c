@@ -296,10 +296,11 @@ static void conn_limits(const struct reader *rd, const struct jr_record *r,
                         uint32_t *ret_max_message, uint32_t *ret_max_fds)
 {
         const struct jr_header *h = (const void *)rd->recs;
-        uint32_t m = journal_limit(r->data + JR_CONN_LIMITS, 4096, 1u << 20);
+        const uint32_t lo = SETTINGS_MAX_MESSAGE_MIN, hi = SETTINGS_MAX_MESSAGE_MAX;
+        uint32_t m = journal_limit(r->data + JR_CONN_LIMITS, lo, hi);
         uint32_t f = journal_limit(r->data + JR_CONN_LIMITS + 4, 1, SN_PROTO_MAX_FDS);
 
-        *ret_max_message = m ? m : journal_limit((const uint8_t *)&h->max_message, 4096, 1u << 20);
+        *ret_max_message = m ? m : journal_limit((const uint8_t *)&h->max_message, lo, hi);
         *ret_max_fds = f ? f : journal_limit((const uint8_t *)&h->max_fds, 1, SN_PROTO_MAX_FDS);
 }
 
