@@ -851,7 +851,9 @@ class Connection:
                 continue
             if err and eio and err == _AGAIN_AFTER_EIO.get(mtype):
                 return m, gen  # the attempt the daemon died handling took effect
-            if err == _errno.EDQUOT:
+            if err == _errno.EDQUOT and mtype != w.LIMIT_INFO:
+                # (LIMIT_INFO itself is not asked about: a daemon refusing it with EDQUOT
+                # would otherwise be asked again, without end.)
                 le = self._limit_error(msg_id, None, text)
                 le._gen = gen
                 raise le

@@ -32,6 +32,7 @@ import selectors
 import select
 import stat
 import threading
+import time
 from typing import Any, Iterator, Mapping
 
 from ._client import (Connection, Event, Filter, Op, Port, Registration, SocknotifyError,
@@ -97,10 +98,17 @@ class _LocalSet:
             ready = dict(poller.poll())
             if self._stop_r in ready:
                 return
-            try:
-                self._port.post(0)
-            except OSError:
-                return  # the port or its connection is closed: nothing waits any more
+            while True:
+                try:
+                    self._port.post(0)
+                    break
+                except OSError as e:
+                    # EIO (the daemon ended while it posted, resumed since) and EDQUOT
+                    # (max-posted reached) pass: the waiting select() must still be woken.
+                    # Anything else means the port or its connection is gone.
+                    if e.errno not in (errno.EIO, errno.EDQUOT) or self._closing:
+                        return
+                time.sleep(0.01)
 
     def arm(self) -> None:
         with self._cond:
