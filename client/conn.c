@@ -1029,7 +1029,7 @@ static void pending_fail_all(sn_conn_t *c)
                 struct sn_pending *p = *pp;
 
                 if (p->async) {
-                        pp = &p->next; /* a call being sent: left to its sender (sending) */
+                        pp = &p->next; /* calls_fail() left only calls being sent: their senders' */
                         continue;
                 }
                 *pp = p->next;

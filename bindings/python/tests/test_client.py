@@ -542,7 +542,7 @@ def test_small_max_fds_splits_calls(make_daemon, max_fds):
             assert port.register(regs) == [0] * 5
             keys = set()
             while len(keys) < 5:
-                got = port.dequeue(8, timeout=5)
+                got = port.dequeue(8, timeout=scaled(5))
                 assert got, f"only {sorted(keys)} fired"
                 keys |= {e.key for e in got}
             assert keys == {100 + i for i in range(5)}
@@ -606,6 +606,6 @@ def test_supervised_kill9_keeps_session(monkeypatch, tmp_path):
             conn.close_socket(srv)
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 0
+        assert proc.wait(scaled(60)) == 0
         for s in (cli, srv, lst):
             s.close()
