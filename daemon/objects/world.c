@@ -42,8 +42,8 @@ static uint64_t limit_value(struct server *srv, const char *name)
 }
 
 /* Keeps s's refusal by limit for LIMIT_INFO: a refusal of the same request by the same limit
- * as the newest record extends it (the items of a PROCESS call refused in a row), else it
- * takes the ring's next record.  Cheap: a refusal is rare and already logged. */
+ * as the newest record extends it when its item is the record's last one plus one (a run of
+ * items of a PROCESS call, all refused), else it takes the ring's next record.  Cheap: a refusal is rare and already logged. */
 static void session_note_refusal(struct server *srv, struct session *s, const char *limit)
 {
         uint16_t n = sn_limit_number(limit);
@@ -51,7 +51,7 @@ static void session_note_refusal(struct server *srv, struct session *s, const ch
                                         : NULL;
 
         if (r && r->request == s->req_id && r->limit == n && s->req_item != SESSION_NO_ITEM &&
-            r->first != SESSION_NO_ITEM && s->req_item > r->last) {
+            r->first != SESSION_NO_ITEM && s->req_item == r->last + 1) {
                 r->last = s->req_item;
         } else {
                 r = &s->refusals[s->nrefused % SESSION_REFUSALS];

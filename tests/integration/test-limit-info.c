@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/raw.h"
 
 static struct test_daemon D;
 static sn_conn_t *C;
@@ -126,6 +128,80 @@ START_TEST(test_registrations_per_port)
         ck_assert_int_eq(sn_conn_refusal(C, SN_REFUSAL_CALL, &(sn_refusal_t){ 0 }), -ENOENT);
         check_detail("max-registrations", 2);
         for (int i = 0; i < 5; i++) {
+                close(sp[i][0]);
+                close(sp[i][1]);
+        }
+}
+END_TEST
+
+/* What LIMIT_INFO says, read with the protocol itself: a record covers only items refused one
+ * after another.  Items 1 and 3 of one PROCESS are refused by max-registrations (1); item 2
+ * between them fails without a limit (a DISABLE of a socket never registered): two records,
+ * 1..1 and 3..3, not one run 1..3 that would claim item 2.  (The libraries ask only about
+ * items whose result was EDQUOT, so only the wire shows it.) */
+START_TEST(test_refusal_runs_are_contiguous)
+{
+        static const char *const args[] = { "--max-registrations=1", NULL };
+        static const uint32_t want[4] = { 0, EDQUOT, ENOENT, EDQUOT };
+        uint8_t buf[1024], *p;
+        struct snw_process body = { 0 };
+        struct snw_refusal rec[2];
+        const struct sn_msg_desc *d;
+        struct snw_header h;
+        struct stat st;
+        int fd, sp[3][2], fds[3];
+        ssize_t n;
+
+        start_with(args);
+        fd = raw_hello2(D.path);
+        body.port = raw_port_create(fd, 2, NULL);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[i]), 0);
+                fds[i] = sp[i][0];
+        }
+        ck_assert_int_eq(fstat(sp[2][0], &st), 0);
+        /* ENABLE 0, ENABLE 1 (refused), DISABLE of 2 by identity (ENOENT), ENABLE 2 (refused). */
+        p = snw_process_encode(sn_msg_begin(buf, SN_MSG_PROCESS, 3, 0, 3, 4, 0), &body);
+        for (uint32_t i = 0; i < 4; i++) {
+                struct snw_registration r = { .key = 7 + i, .op = SN_OP_ENABLE,
+                                              .filter = SN_REGISTER_EVENT_IN,
+                                              .trigger = SN_TRIGGER_LEVEL,
+                                              .fd_index = i < 2 ? i : 2 };
+
+                if (i == 2) {
+                        r.op = SN_OP_DISABLE;
+                        r.dev = (uint64_t)st.st_dev;
+                        r.ino = (uint64_t)st.st_ino;
+                        r.fd_index = SN_PROTO_NO_FD;
+                }
+                p = snw_registration_encode(p, &r);
+        }
+        raw_send(fd, buf, (size_t)(p - buf), fds, 3);
+        n = raw_recv(fd, buf, sizeof(buf));
+        ck_assert_int_ge(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+        ck_assert_uint_eq(h.type, SN_MSG_PROCESS_REPLY);
+        ck_assert_uint_eq(h.count, 4);
+        for (int i = 0; i < 4; i++)
+                ck_assert_uint_eq(sn_get_u32(sn_msg_array(buf, d, 0) + 4 * i), want[i]);
+
+        sn_msg_begin(buf, SN_MSG_LIMIT_INFO, 4, 0, 0, 0, 0);
+        raw_send(fd, buf, sn_msg_size(SN_MSG_LIMIT_INFO, 0, 0), NULL, 0);
+        n = raw_recv(fd, buf, sizeof(buf));
+        ck_assert_int_ge(sn_msg_check(buf, (size_t)n, &h, &d), 0);
+        ck_assert_uint_eq(h.type, SN_MSG_LIMIT_INFO_REPLY);
+        ck_assert_uint_eq(h.count, 2);
+        for (int i = 0; i < 2; i++)
+                snw_refusal_decode(sn_msg_array(buf, d, 0) + (size_t)i * SN_WIRE_SIZE_refusal,
+                                   &rec[i]);
+        ck_assert_uint_eq(rec[0].request, 3);
+        ck_assert_msg(rec[0].first == 1 && rec[0].last == 1, "first record: items %u..%u",
+                      rec[0].first, rec[0].last);
+        ck_assert_uint_eq(rec[1].request, 3);
+        ck_assert_msg(rec[1].first == 3 && rec[1].last == 3, "second record: items %u..%u",
+                      rec[1].first, rec[1].last);
+
+        close(fd);
+        for (int i = 0; i < 3; i++) {
                 close(sp[i][0]);
                 close(sp[i][1]);
         }
@@ -311,6 +387,7 @@ int main(void)
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, test_waits_per_user);
         tcase_add_test(tc, test_registrations_per_port);
+        tcase_add_test(tc, test_refusal_runs_are_contiguous);
         tcase_add_test(tc, test_ports_and_posted);
         tcase_add_test(tc, test_sockets_per_user);
         tcase_add_test(tc, test_nothing_refused);
