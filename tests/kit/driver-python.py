@@ -185,12 +185,16 @@ class Driver:
             # The daemon must read this thread as running all along.  A loop of Python code
             # would wait for the GIL (asleep, for /proc) whenever another thread of this
             # driver runs or is preempted while holding it: pbkdf2_hmac computes without the
-            # GIL, in rounds of up to 3 s (at the rate measured at start), so that the GIL is
-            # taken at the start and rarely after.
+            # GIL, in rounds of up to half a second, so that the GIL is taken only a few times.
+            # Each round is sized at the rate the last one ran: on a machine busier than at
+            # start, rounds sized at the first rate would overrun the time asked by seconds.
             end = time.monotonic() + int(w[1]) / 1000
+            rate = PBKDF2_RATE
             while (left := end - time.monotonic()) > 0:
-                hashlib.pbkdf2_hmac("sha256", b"kit", b"busy",
-                                    max(1, int(min(left, 3.0) * PBKDF2_RATE)))
+                n = max(1, int(min(left, 0.5) * rate))
+                t0 = time.monotonic()
+                hashlib.pbkdf2_hmac("sha256", b"kit", b"busy", n)
+                rate = n / max(time.monotonic() - t0, 1e-6)
             return "ok"
         if c in ("tcp_pair", "udp_pair", "unix_pair") and n <= 2:
             return self.pair(c, w[1] if n == 2 else None)
