@@ -60,6 +60,12 @@ struct sn_pending {
         int *fds;
         unsigned nfds;
         bool fds_cut;
+        /* A reply handed to this call's sleeping thread through the completion ring: its space
+         * (from cq_start) is given back, which tells the daemon it was read, only once the
+         * thread has woken with it (conn.c, cq_give_back()).  In conn->held while so. */
+        bool held;
+        uint32_t cq_start;
+        struct sn_pending *held_next;
 };
 
 /* Entries that reached a cancelled sn_port_dequeue(): the next call on the port returns them
@@ -143,6 +149,10 @@ struct sn_conn {
         struct sn_conn_hooks hooks;
         struct sn_port *ports;     /* ports to replay (port.c) */
         struct sn_pending *pending;
+        /* The completion ring (transport.h): replies delivered up to cq_delivered; the calls
+         * whose replies are kept from the daemon until their threads have them. */
+        uint32_t cq_delivered;
+        struct sn_pending *held;
         uint32_t next_id;
         uint8_t *rbuf;
         sn_limits_t limits;

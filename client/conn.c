@@ -105,12 +105,84 @@ int sn__send(sn_conn_t *c, const uint8_t *buf, size_t len, const int *fds, unsig
         return r;
 }
 
+#define CQ_HOLD_POLL_MS 10
+
+/* With c->lock held: no reply is held any more (their threads find nothing to give back). */
+static void cq_forget_holds(sn_conn_t *c)
+{
+        while (c->held) {
+                c->held->held = false;
+                c->held = c->held->held_next;
+        }
+}
+
 /* Closes the transport: the socket and the rings (never touched again).  Returns -1, for
  * c->fd.  The caller holds c->lock, and send_lock unless the connection is not shared yet. */
 static int transport_close(sn_conn_t *c)
 {
+        /* Replies held for their threads were in these rings: nothing to give back any more. */
+        cq_forget_holds(c);
+        c->cq_delivered = 0;
         sn__ring_detach(&c->ring);
         return sn_close(c->fd);
+}
+
+/*
+ * The completion ring's space, and with it the daemon's knowledge that a reply was read, is
+ * given back only up to the first reply still held for its thread (transport.h).  The daemon
+ * counts a thread it gave entries to as running until that reply is read (PROTOCOL.md, section
+ * 4); a thread asleep here while another thread reads its reply for it is on its way to run,
+ * and must not be read as blocked elsewhere, which would let one more thread run than the port
+ * allows.  So a reply that wakes a sleeping thread is held until that thread has it.  With
+ * c->lock held; every reader sets cq_delivered before it gives back.
+ */
+static void cq_give_back(sn_conn_t *c)
+{
+        uint32_t to = c->cq_delivered;
+
+        for (struct sn_pending *q = c->held; q; q = q->held_next)
+                if ((int32_t)(to - q->cq_start) > 0)
+                        to = q->cq_start;
+        /* A thread that stays asleep long after it was woken (a signal handler that blocks)
+         * must not keep the ring from the daemon and the other threads: once the daemon waits
+         * for room, the replies held are given back, read or not (a reader waits at most
+         * CQ_HOLD_POLL_MS at a time while any is held, to look). */
+        if (to != c->cq_delivered && sn__transport_cq_wanted(&c->ring)) {
+                cq_forget_holds(c);
+                to = c->cq_delivered;
+        }
+        sn__transport_cq_release(&c->ring, to);
+}
+
+/* With c->lock held, by the thread of p once it has its reply (or leaves it). */
+static void cq_unhold(sn_conn_t *c, struct sn_pending *p)
+{
+        if (!p->held)
+                return;
+        for (struct sn_pending **pp = &c->held; *pp; pp = &(*pp)->held_next) {
+                if (*pp == p) {
+                        *pp = p->held_next;
+                        break;
+                }
+        }
+        p->held = false;
+        cq_give_back(c);
+}
+
+/* With c->lock held, by a reader that took a message from [start, end) of the completion ring
+ * (nothing taken: start == end) and, if a thread waits for it, gave it to woken. */
+static void cq_delivered(sn_conn_t *c, uint32_t start, uint32_t end, struct sn_pending *woken)
+{
+        if (!sn__ring_active(&c->ring))
+                return;
+        c->cq_delivered = end;
+        if (woken && start != end && !woken->held) {
+                woken->held = true;
+                woken->cq_start = start;
+                woken->held_next = c->held;
+                c->held = woken;
+        }
+        cq_give_back(c);
 }
 
 /* Fire and forget (id 0 is never a pending request's): thread is gone on this connection. */
@@ -223,6 +295,8 @@ static void pending_add(sn_conn_t *c, struct sn_pending *p, uint16_t expect, sn_
         p->fds = NULL;
         p->nfds = 0;
         p->fds_cut = false;
+        p->held = false;
+        p->held_next = NULL;
         pthread_cond_init(&p->cond, NULL);
         pthread_mutex_lock(&c->lock);
         if (++c->next_id == 0)
@@ -273,6 +347,7 @@ void sn__pending_remove(sn_conn_t *c, struct sn_pending *p)
 {
         pthread_mutex_lock(&c->lock);
         sn__pending_unlink(c, p);
+        cq_unhold(c, p);
         hand_off(c);
         pthread_mutex_unlock(&c->lock);
         pthread_cond_destroy(&p->cond);
@@ -289,8 +364,8 @@ static void conn_ended(sn_conn_t *c);
  * kernel dropped some (we ran out of descriptors).  Descriptors on any other reply (another
  * type, a status other than 0, no such request) break the protocol (PROTOCOL.md, "Descriptors
  * in replies"): they are closed, the request fails with -EBADMSG and the connection is lost. */
-static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsigned nfds,
-                    bool fds_cut)
+static struct sn_pending *deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds,
+                                  unsigned nfds, bool fds_cut)
 {
         const struct sn_msg_desc *d;
         struct snw_header h;
@@ -299,7 +374,7 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
 
         if (sn_msg_check(buf, len, &h, &d) < 0) {
                 sn__fds_close(fds, nfds);
-                return; /* nothing in it can be trusted, not even its id */
+                return NULL; /* nothing in it can be trusted, not even its id */
         }
         for (p = c->pending; p; p = p->next)
                 if (p->id == h.id)
@@ -312,7 +387,7 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
         if (!p) {
                 if (unexpected)
                         conn_lost(c);
-                return;
+                return NULL;
         }
         sn__pending_unlink(c, p);
         if (unexpected)
@@ -341,14 +416,17 @@ static void deliver(sn_conn_t *c, const uint8_t *buf, size_t len, int *fds, unsi
         if (p->abandoned) {
                 pthread_cond_destroy(&p->cond);
                 free(p);
-                return;
+                return NULL;
         }
-        if (p->async && p->sending)
-                ; /* answered before its sender was done sending: completed by it (async.c) */
-        else if (p->async)
-                c->hooks.call_done(c, p); /* p may be gone now */
-        else
-                pthread_cond_signal(&p->cond);
+        if (p->async) {
+                /* Answered before its sender was done sending: completed by it (async.c). */
+                if (!p->sending)
+                        c->hooks.call_done(c, p); /* p may be gone now */
+                return NULL;
+        }
+        pthread_cond_signal(&p->cond);
+        /* Whoever read it, its thread has it only once it leaves sn__wait() (cq_delivered). */
+        return p;
 }
 
 static void conn_lost(sn_conn_t *c)
@@ -399,6 +477,8 @@ static void conn_idle(sn_conn_t *c)
                 return;
         if (sn__transport_idle(&c->ring, true))
                 pump_locked(c);
+        else if (c->held)
+                cq_give_back(c); /* the daemon may wait for room already: it rang nobody */
 }
 
 void sn__conn_arm(sn_conn_t *c)
@@ -427,6 +507,7 @@ static void wait_cancelled(void *arg)
         if (w->reading)
                 c->reader_active = false;
         p->waiting = false;
+        cq_unhold(c, p);
         if (p->done) {
                 /* The reply came just before: what it dequeued must not die with the caller. */
                 sn_entry_t *e;
@@ -499,6 +580,10 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                         p->waiting = false;
                         continue;
                 }
+                /* While replies are held, the reader looks now and then whether the daemon
+                 * waits for room (cq_give_back()). */
+                int wait_ms = c->held ? CQ_HOLD_POLL_MS : -1;
+
                 c->reader_active = true;
                 w.reading = true;
                 w.locked = false;
@@ -509,6 +594,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                 bool cut = false;
                 /* The rings change only with the reader role, which this thread holds. */
                 bool rings = sn__ring_active(&c->ring);
+                uint32_t start = sn__transport_cq_taken(&c->ring);
                 ssize_t n = 0;
 
                 /* Wait in poll(), which consumes nothing, so that a cancellation never drops
@@ -519,7 +605,7 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                         int wr;
 
                         pthread_setcancelstate(block_state, NULL);
-                        while ((wr = sn__transport_wait(c->fd, &c->ring, -1)) == -EINTR)
+                        while ((wr = sn__transport_wait(c->fd, &c->ring, wait_ms)) == -EINTR)
                                 ;
                         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
                         if (wr < 0)
@@ -530,12 +616,16 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                                                fds, &nfds, &cut, rings ? MSG_DONTWAIT : 0);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
+                uint32_t end = sn__transport_cq_taken(&c->ring);
+
                 pthread_mutex_lock(&c->lock);
                 w.locked = true;
                 w.reading = false;
                 c->reader_active = false;
-                if (n <= 0)
+                if (n <= 0) {
                         sn__fds_close(fds, nfds);
+                        cq_delivered(c, start, end, NULL);
+                }
                 if (n == -EMSGSIZE || n == -EAGAIN || n == -EWOULDBLOCK)
                         continue;
                 if (n == -EPROTO) {
@@ -546,9 +636,10 @@ int sn__wait(sn_conn_t *c, struct sn_pending *p)
                         conn_ended(c);
                         continue;
                 }
-                deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
+                cq_delivered(c, start, end, deliver(c, c->rbuf, (size_t)n, fds, nfds, cut));
         }
         pthread_cleanup_pop(0);
+        cq_unhold(c, p);
         conn_idle(c);
         hand_off(c);
         pthread_mutex_unlock(&c->lock);
@@ -568,16 +659,21 @@ static void pump_locked(sn_conn_t *c)
                 bool cut;
                 ssize_t n;
 
+                uint32_t start = sn__transport_cq_taken(&c->ring), end;
+
                 c->reader_active = true;
                 pthread_mutex_unlock(&c->lock);
                 n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, fds,
                                        &nfds, &cut, MSG_DONTWAIT);
                 if (n > 0 && c->trace)
                         trace(c, "<-", c->rbuf, (size_t)n);
+                end = sn__transport_cq_taken(&c->ring);
                 pthread_mutex_lock(&c->lock);
                 c->reader_active = false;
-                if (n <= 0)
+                if (n <= 0) {
                         sn__fds_close(fds, nfds);
+                        cq_delivered(c, start, end, NULL);
+                }
                 if (n == -EAGAIN || n == -EWOULDBLOCK) {
                         /* Nothing more: the next reply must ring the doorbell the application
                          * polls (records that came meanwhile are read now). */
@@ -595,7 +691,7 @@ static void pump_locked(sn_conn_t *c)
                         conn_ended(c);
                         continue;
                 }
-                deliver(c, c->rbuf, (size_t)n, fds, nfds, cut);
+                cq_delivered(c, start, end, deliver(c, c->rbuf, (size_t)n, fds, nfds, cut));
         }
 }
 
@@ -1198,6 +1294,8 @@ int sn__conn_exchange(sn_conn_t *c, uint8_t *buf, size_t len, const int *fds, un
 
                 n = sn__transport_recv(c->fd, &c->ring, c->rbuf, c->limits.max_message, rfds,
                                        &rnfds, &cut, MSG_DONTWAIT);
+                /* Read here by the thread that waits for it (under c->lock): given back. */
+                cq_delivered(c, 0, sn__transport_cq_taken(&c->ring), NULL);
                 if (n == -EAGAIN || n == -EWOULDBLOCK) {
                         /* A daemon that stops answering must not hold the resume for ever. */
                         r = sn__transport_wait(c->fd, &c->ring, timeout);

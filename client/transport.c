@@ -200,6 +200,7 @@ int sn__ring_attach(struct sn_ring *r, const int *fds, unsigned nfds)
                 .phead = &r->hdr->cq_head,
                 .ptail = &r->hdr->cq_tail,
         };
+        r->cq_given = r->cq.head;
         return 0;
 fail:
         sn__fds_close(fds, nfds);
@@ -324,10 +325,7 @@ static ssize_t ring_take(int sock, struct sn_ring *r, void *buf, size_t cap, int
                         if (e < 0)
                                 return -EPROTO;
                         if (e > 0) {
-                                sn_ring_rx_publish(&r->cq);
-                                sn_ring_fence();
-                                if (sn_ring_claim_wake(&r->hdr->daemon_blocked))
-                                        bell_ring(r->daemon_bell);
+                                /* Taken, not yet given back: sn__transport_cq_release(). */
                                 if (kind == SN_RING_MSG)
                                         return len;
                                 r->socket_next = true;
@@ -483,6 +481,22 @@ static bool idle(struct sn_ring *r, bool want_wake)
         sn_ring_store(&r->hdr->client_sleeps, 1);
         sn_ring_fence();
         return sn_ring_rx_ready(&r->cq) || r->socket_next;
+}
+
+void sn__transport_cq_release(struct sn_ring *r, uint32_t pos)
+{
+        if (!r->map)
+                return;
+        /* Forward only (pos is never past what was taken: the caller's word, since the
+         * receiving thread may be taking more meanwhile).  Our own copy, not the shared word,
+         * which the daemon could overwrite. */
+        if ((int32_t)(pos - r->cq_given) <= 0)
+                return;
+        r->cq_given = pos;
+        sn_ring_store(r->cq.phead, pos);
+        sn_ring_fence();
+        if (sn_ring_claim_wake(&r->hdr->daemon_blocked))
+                bell_ring(r->daemon_bell);
 }
 
 /*

@@ -30,6 +30,7 @@ struct sn_ring {
         int client_bell; /* datagram socket: the daemon sends on it to wake us */
         struct sn_ring_tx sq;
         struct sn_ring_rx cq;
+        uint32_t cq_given;  /* the completion head last published (sn__transport_cq_release) */
         bool socket_next;   /* a SOCKET record was taken: the next reply is on the socket */
         bool sock_quiet;    /* the last wait saw nothing on the socket: an empty ring need not
                              * ask it whether the daemon is still there */
@@ -82,6 +83,28 @@ int sn__transport_send(int sock, struct sn_ring *r, const void *buf, size_t len,
  */
 ssize_t sn__transport_recv(int sock, struct sn_ring *r, void *buf, size_t cap, int *fds,
                            unsigned *ret_nfds, bool *ret_cut, int flags);
+
+/*
+ * The completion ring's records stay the daemon's space until given back: a message received
+ * from the rings is taken (sn__transport_cq_taken(), the position after it, read by the
+ * receiving thread) but its space is given back, and the daemon told it is read, only by
+ * sn__transport_cq_release(pos), which moves the published head forward to pos (never back,
+ * never past what was taken) and wakes the daemon if it waits for room.  The caller chooses
+ * when: the daemon reads a thread handed entries as possibly blocked only once its answer is
+ * given back (PROTOCOL.md, section 4), so conn.c gives an answer meant for another, sleeping
+ * thread back only once that thread has it.  Calls to release are serialized by the caller
+ * (conn.c's lock); without rings both do nothing (taken is 0).
+ */
+static inline uint32_t sn__transport_cq_taken(const struct sn_ring *r)
+{
+        return r->map ? r->cq.head : 0;
+}
+/* Whether the daemon waits for room in the completion ring (its word: a hint). */
+static inline bool sn__transport_cq_wanted(const struct sn_ring *r)
+{
+        return r->map && sn_ring_load(&r->hdr->daemon_blocked) != 0;
+}
+void sn__transport_cq_release(struct sn_ring *r, uint32_t pos);
 
 /*
  * Waits up to timeout_ms (-1: no limit) until sn__transport_recv() may have something.

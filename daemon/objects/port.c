@@ -571,6 +571,7 @@ bool port_may_run(const struct port *port)
 #define RUNNERS_WALK 256u /* runners a pass visits, read or not */
 #define STALL_FIRST_MS 1u
 #define STALL_MAX_MS 16u
+#define SOCKET_HANDOFF_MS 16 /* runner_answered() */
 #define MAP_MIN_BUDGET 16u /* threads of a nested namespace's process a mapping may read */
 
 static void runner_set_blocked(struct runner *r, bool blocked)
@@ -614,8 +615,46 @@ static pid_t runner_task(struct runner *r, unsigned *budget)
         return r->task = t > 0 ? t : -1;
 }
 
-/* Reads r's state (one /proc file) when it has a thread to read; false when it has none. */
-static bool runner_read(struct runner *r, unsigned *budget)
+/* Whole milliseconds since t (rounded down, also across a second's boundary). */
+static int64_t mono_ms_since(const struct timespec *t)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return ((int64_t)(now.tv_sec - t->tv_sec) * 1000000000 + (now.tv_nsec - t->tv_nsec)) /
+               1000000;
+}
+
+/* Whether r's thread has the answer with its entries.  On the rings the client says so.  On
+ * the socket the daemon sees only that the process received it: the thread that read it may
+ * still have to wake the one it is for, and may be kept from the CPU a while before it does
+ * (a waiting thread read then would let one thread more run than the port allows).  So it
+ * counts from SOCKET_HANDOFF_MS after the daemon first saw it received. */
+static bool runner_answered(struct runner *r, int64_t *due_ms)
+{
+        int64_t since;
+
+        switch (session_answer_read(r->session, &r->answer)) {
+        case SESSION_TAKEN:
+                return true;
+        case SESSION_RECEIVED:
+                if (!r->received) {
+                        r->received = true;
+                        clock_gettime(CLOCK_MONOTONIC, &r->received_at);
+                }
+                since = mono_ms_since(&r->received_at);
+                if (since >= SOCKET_HANDOFF_MS)
+                        return true;
+                *due_ms = SN_MIN(*due_ms, SOCKET_HANDOFF_MS - since);
+                return false;
+        default:
+                return false;
+        }
+}
+
+/* Reads r's state (one /proc file) when it has a thread to read; false when it has none.
+ * *due_ms: lowered to when a reading could find r blocked that this one could not. */
+static bool runner_read(struct runner *r, unsigned *budget, int64_t *due_ms)
 {
         pid_t t = runner_task(r, budget);
         int w;
@@ -625,24 +664,18 @@ static bool runner_read(struct runner *r, unsigned *budget)
                 return t != -1 && *budget;
         }
         (*budget)--;
+        /* Windows counts a released thread as running from its release.  Until the client has
+         * read the answer with its entries, the thread is still on its way (asleep in the
+         * library, or waiting for the thread that reads for it to wake it), not blocked.
+         * Looked at before the state: a state read first could be the sleep before the answer,
+         * with the answer read only after it. */
+        if (!r->answered)
+                r->answered = runner_answered(r, due_ms);
         w = taskstate_waits(r->session->pid, t, r->session->uid);
         if (w < 0)
                 r->task = -1; /* gone, or hidden: it counts, as it always did */
-        /* Windows counts a released thread as running from its release.  Until the client has
-         * read the answer with its entries, the thread is still on its way (asleep in the
-         * library, or waiting for the thread that reads for it to wake it), not blocked. */
-        if (w == 1 && !r->answered)
-                r->answered = session_answer_read(r->session, r->answer);
         runner_set_blocked(r, w == 1 && r->answered);
         return true;
-}
-
-static int64_t mono_ms_since(const struct timespec *t)
-{
-        struct timespec now;
-
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        return (int64_t)(now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
 }
 
 /* A full pass over the port's runners (bounded); adjusts the timer's period. */
@@ -651,6 +684,7 @@ static void port_read_runners(struct port *port)
         unsigned budget = RUNNERS_READS;
         uint32_t left = SN_MIN(port->nrunning, RUNNERS_WALK), before = port->nblocked;
         bool readable = false;
+        int64_t due = INT64_MAX;
 
         clock_gettime(CLOCK_MONOTONIC, &port->checked);
         while (left-- && budget) {
@@ -658,7 +692,7 @@ static void port_read_runners(struct port *port)
 
                 sn_list_del(&r->port_link);
                 sn_list_add_tail(&port->runners, &r->port_link);
-                readable |= runner_read(r, &budget);
+                readable |= runner_read(r, &budget, &due);
         }
         if (!readable)
                 port->stall_ms = STALL_MAX_MS; /* nothing can change: poll slowly */
@@ -666,6 +700,10 @@ static void port_read_runners(struct port *port)
                 port->stall_ms = STALL_FIRST_MS;
         else
                 port->stall_ms = SN_MIN(port->stall_ms * 2, STALL_MAX_MS);
+        /* A hand-over on the socket ends at a known time: the next pass then (or when a timer
+         * already set runs out, at most one period later). */
+        if (due < (int64_t)port->stall_ms)
+                port->stall_ms = due > STALL_FIRST_MS ? (uint32_t)due : STALL_FIRST_MS;
 }
 
 /* Reads again the runners last read as blocked, at most RUNNERS_READS of them; the others
@@ -679,7 +717,7 @@ static void port_confirm_blocked(struct port *port)
                 struct runner *r = sn_list_entry(pos, struct runner, blocked_link);
 
                 if (budget)
-                        runner_read(r, &budget);
+                        runner_read(r, &budget, &(int64_t){ 0 });
                 else
                         runner_set_blocked(r, false);
         }
@@ -749,7 +787,9 @@ static void port_stall_cb(evutil_socket_t fd, short what, void *arg)
         port_dispatch(port);
 }
 
-void port_mark_running(struct port *port, struct session *session, uint32_t thread)
+/* The runner of (session, thread) on port, made when new; NULL when it already ran there or
+ * is not recorded (see port_mark_running()). */
+static struct runner *runner_new(struct port *port, struct session *session, uint32_t thread)
 {
         struct runner *r;
         struct sn_list *pos, *tmp;
@@ -759,17 +799,17 @@ void port_mark_running(struct port *port, struct session *session, uint32_t thre
         sn_list_foreach_safe(pos, tmp, &session->runners) {
                 r = sn_list_entry(pos, struct runner, conn_link);
                 if (r->port == port && r->thread == thread)
-                        return;
+                        return NULL;
         }
         /* Thread ids are the client's numbers and concurrency can be 2^32-1: a session
          * running more threads than it may park calls (max-waits) has the rest not recorded,
          * as when out of memory, so what it makes the daemon hold and scan stays bounded.
          * Only its own ports (per user) run more threads than asked. */
         if (session->nrunners >= session->srv->limits.max_waits)
-                return;
+                return NULL;
         r = calloc(1, sizeof(*r));
         if (!r)
-                return; /* it then simply does not count: never blocks anyone */
+                return NULL; /* it then simply does not count: never blocks anyone */
         r->session = session;
         r->port = port;
         r->thread = thread;
@@ -779,6 +819,22 @@ void port_mark_running(struct port *port, struct session *session, uint32_t thre
         session->nrunners++;
         port->nrunning++;
         live_runner(r);
+        return r;
+}
+
+void port_mark_running(struct port *port, struct session *session, uint32_t thread)
+{
+        runner_new(port, session, thread);
+}
+
+void port_mark_restored(struct port *port, struct session *session, uint32_t thread)
+{
+        struct runner *r = runner_new(port, session, thread);
+
+        /* Its answer went out before the restart: somewhere before the end of what was sent,
+         * as for an answer that waited in the queue. */
+        if (r)
+                r->answer.queued = true;
 }
 
 void runner_free(struct runner *r)

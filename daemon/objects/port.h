@@ -26,6 +26,7 @@
 #include <event2/event_struct.h>
 
 #include "common/list.h"
+#include "daemon/objects/session.h"
 
 struct reg;
 struct server;
@@ -75,8 +76,10 @@ struct runner {
         struct sn_list blocked_link; /* in port->blocked while blocked */
         pid_t task;               /* its id in the daemon's PID namespace; 0: not looked up
                                    * yet; negative: none (it always counts, never read) */
-        uint32_t answer;          /* session_answer_mark() when it was given its entries */
+        struct session_mark answer; /* session_answer_mark() when it was given its entries */
         bool answered;            /* the client has read them (session_answer_read()) */
+        bool received;            /* ... on the socket: since received_at, and its thread? */
+        struct timespec received_at;
 };
 
 struct port {
@@ -201,6 +204,8 @@ bool port_check_runners(struct port *port);
 /* Entries were handed to (session, thread): it now runs on port.  A session has at most
  * max_waits threads recorded as running; beyond that they are not counted. */
 void port_mark_running(struct port *port, struct session *session, uint32_t thread);
+/* The same for a runner restored after a restart, whose answer was sent before it. */
+void port_mark_restored(struct port *port, struct session *session, uint32_t thread);
 /* Answers a wait with status and no entries, and frees it. */
 void wait_cancel(struct wait *w, uint32_t status);
 /* Frees a wait without answering it (detached or not). */

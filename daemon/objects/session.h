@@ -50,6 +50,24 @@ struct refusal {
 #define SESSION_REFUSALS 8
 #define SESSION_NO_ITEM 0xffffffffu
 
+/* Whether the client has read an answer (session_answer_read()).  On the rings the client
+ * gives an answer's space back once the thread it is for has it (PROTOCOL.md, section 4):
+ * TAKEN.  On the socket the daemon only sees that the process received it, maybe by another
+ * thread that is still to wake the one it is for: RECEIVED. */
+enum session_answer {
+        SESSION_UNREAD,
+        SESSION_TAKEN,
+        SESSION_RECEIVED,
+};
+
+/* Where an answer goes in the client's stream: on the rings the completion ring's position it
+ * starts at, unless the daemon's own queue held other answers before it (queued): then it is
+ * only known to come after them, and answer_read() fixes pos when the queue is empty. */
+struct session_mark {
+        uint32_t pos;
+        bool queued;
+};
+
 struct session_ops {
         /* Answers call id (a PROCESS request) with status, the per-registration results of the
          * call (nresults) and nentries wire-encoded entries (SN_WIRE_SIZE_entry each). */
@@ -61,10 +79,11 @@ struct session_ops {
         /* Ends the session (why: for the log), by the rules above. */
         void (*kill)(struct session *s, const char *why);
         /* A mark of where the next answer goes in the client's stream, and whether the client
-         * has read past mark (false when it cannot be told: conservative).  Read from memory
-         * the client writes, so only ever used to decide about the client's own threads. */
-        uint32_t (*answer_mark)(struct session *s);
-        bool (*answer_read)(struct session *s, uint32_t mark);
+         * has read past mark (SESSION_UNREAD when it cannot be told: conservative).  Read from
+         * memory the client writes, so only ever used to decide about the client's own
+         * threads. */
+        struct session_mark (*answer_mark)(struct session *s);
+        enum session_answer (*answer_read)(struct session *s, struct session_mark *mark);
 };
 
 /*
@@ -120,12 +139,13 @@ static inline void session_kill(struct session *s, const char *why)
         s->ops->kill(s, why);
 }
 
-static inline uint32_t session_answer_mark(struct session *s)
+static inline struct session_mark session_answer_mark(struct session *s)
 {
         return s->ops->answer_mark(s);
 }
 
-static inline bool session_answer_read(struct session *s, uint32_t mark)
+static inline enum session_answer session_answer_read(struct session *s,
+                                                      struct session_mark *mark)
 {
         return s->ops->answer_read(s, mark);
 }

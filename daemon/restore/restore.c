@@ -819,7 +819,7 @@ static int restore_regs(struct reader *rd)
                 struct port *p = port_of(rd, r->u32a);
 
                 if (c && p && port_handle_of(c, p->id))
-                        port_mark_running(p, c, r->u32b);
+                        port_mark_restored(p, c, r->u32b);
         }
         return 0;
 }

@@ -118,28 +118,37 @@ static void session_kill_cb(struct session *s, const char *why)
 }
 
 /* On the rings, the completion ring's tail: the client has read an answer once its head has
- * passed the answer's start.  On the socket nothing tells one answer from another: 0. */
-static uint32_t session_answer_mark_cb(struct session *s)
+ * passed the answer's start.  When replies wait in our queue, the answer goes into the ring
+ * after them, where is not known yet (queued).  On the socket nothing tells one answer from
+ * another: 0. */
+static struct session_mark session_answer_mark_cb(struct session *s)
 {
         struct conn *c = conn_of_session(s);
 
-        return c->ring ? c->ring->cq.tail : 0;
+        return (struct session_mark){ .pos = c->ring ? c->ring->cq.tail : 0,
+                                      .queued = !sn_list_empty(&c->outq) };
 }
 
 /* Whether the client has read past mark.  Nothing of it may still wait in the daemon's own
  * queue; on the rings the client's head (its word, any value) must be past mark; on the socket
  * the kernel must hold nothing unread (SIOCOUTQ, which for a Unix socket counts what the peer
  * has not yet taken), which also covers a ring's answers sent on the socket. */
-static bool session_answer_read_cb(struct session *s, uint32_t mark)
+static enum session_answer session_answer_read_cb(struct session *s, struct session_mark *mark)
 {
         struct conn *c = conn_of_session(s);
         int unread = 0;
 
         if (!sn_list_empty(&c->outq))
-                return false;
-        if (c->ring && (int32_t)(sn_ring_load(c->ring->cq.phead) - mark) <= 0)
-                return false;
-        return ioctl(c->fd, SIOCOUTQ, &unread) == 0 && unread == 0;
+                return SESSION_UNREAD;
+        /* A queued answer is in the ring by now, before its tail: read once the client's head
+         * has reached the tail (is past the record position just before it). */
+        if (c->ring && mark->queued)
+                *mark = (struct session_mark){ .pos = c->ring->cq.tail - 1 };
+        if (c->ring && (int32_t)(sn_ring_load(c->ring->cq.phead) - mark->pos) <= 0)
+                return SESSION_UNREAD;
+        if (ioctl(c->fd, SIOCOUTQ, &unread) < 0 || unread)
+                return SESSION_UNREAD;
+        return c->ring ? SESSION_TAKEN : SESSION_RECEIVED;
 }
 
 static const struct session_ops conn_session_ops = {
@@ -462,6 +471,14 @@ static int ring_put_reply(struct conn *c, const uint8_t *buf, size_t len)
                 sn_ring_fence();
                 err = on_socket ? sn_ring_put(&r->cq, SN_RING_SOCKET, NULL, 0)
                                 : sn_ring_put(&r->cq, SN_RING_MSG, buf, (uint32_t)len);
+                if (err == -EAGAIN) {
+                        /* A client that keeps answers from us until their threads have them
+                         * gives them back when we wait for room (PROTOCOL.md, section 4): one
+                         * that polls for its replies, reading none, must learn it. */
+                        r->bell_pending = true;
+                        if (!r->in_turn)
+                                ring_wake_client(r);
+                }
                 if (err)
                         return err;
                 sn_ring_store(&r->hdr->daemon_blocked, 0);

@@ -5,9 +5,11 @@
  */
 #include <jansson.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <check.h>
 
+#include "tests/helpers/daemon.h"
 #include "tests/helpers/status.h"
 
 long long test_status_number(sn_conn_t *c, const char *key)
@@ -23,4 +25,15 @@ long long test_status_number(sn_conn_t *c, const char *key)
         v = json_integer_value(json_object_get(doc, key));
         json_decref(doc);
         return v;
+}
+
+void test_status_wait_at_least(sn_conn_t *c, const char *key, long long want, int timeout_ms,
+                               const char *what)
+{
+        long long deadline = now_ms() + test_timeout_ms(timeout_ms);
+
+        while (test_status_number(c, key) < want) {
+                ck_assert_msg(now_ms() < deadline, "%s", what);
+                usleep(1000);
+        }
 }

@@ -11,3 +11,8 @@
  * the user's own otherwise); 0 when the key is absent.  Fails the running test when the call
  * fails or the document is not JSON. */
 long long test_status_number(sn_conn_t *c, const char *key);
+
+/* Waits up to timeout_ms (scaled, test_timeout_ms()) until that number is at least want;
+ * fails the running test with what as its message when it never is. */
+void test_status_wait_at_least(sn_conn_t *c, const char *key, long long want, int timeout_ms,
+                               const char *what);

@@ -7,14 +7,20 @@
  *    daemon maps its thread ids through NSpid;
  *  - a thread id the daemon cannot read counts as running, as it always did: no such thread,
  *    another process's blocked thread (never read as the client's), 0, an event-loop identity,
- *    the daemon's own pid; a blocked thread of the client's own is the control.
+ *    the daemon's own pid; a blocked thread of the client's own is the control;
+ *  - a thread handed its entries by another thread that read them for it, but not yet awake,
+ *    is on its way to run, not blocked: with the rings it counts until it has them, on the
+ *    socket (where the daemon cannot tell) for 16 ms after the daemon saw them read; held
+ *    for good, it does not stop the replies of the connection's other threads.
  * Posted packets are the entries; each case ends with the daemon at its baseline descriptors.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +29,15 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <semaphore.h>
+#include <sys/syscall.h>
 
 #include "common/macro.h"
 #include "proto/codec.h"
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
 #include "tests/helpers/raw.h"
+#include "tests/helpers/status.h"
 
 static struct test_daemon D;
 static int baseline;
@@ -319,6 +328,315 @@ START_TEST(test_unreadable_threads_count)
 }
 END_TEST
 
+/* ---- through the library: a thread whose entries another thread read for it ------------- */
+
+struct handed {
+        sn_port_t *port;
+        pid_t tid;
+        int res;
+        uint64_t key;
+        long long done_ms;
+        _Atomic bool done;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool let_go; /* the second thread, back with its entry, then blocks until this */
+};
+
+static sem_t in_handler, leave_handler;
+
+/* Holds the second thread inside its dequeue, asleep, as a scheduler would that kept it from
+ * the CPU after it was woken. */
+static void hold_thread(int sig)
+{
+        (void)sig;
+        sem_post(&in_handler);
+        while (sem_wait(&leave_handler) < 0)
+                ;
+}
+
+static void *handed_wait(void *arg)
+{
+        struct handed *h = arg;
+        sn_entry_t e = { 0 };
+
+        __atomic_store_n(&h->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+        h->res = sn_port_dequeue(h->port, &e, 1, (uint32_t)test_timeout_ms(20000));
+        h->key = e.key;
+        h->done_ms = now_ms();
+        atomic_store(&h->done, true);
+        pthread_mutex_lock(&h->lock);
+        while (!h->let_go)
+                pthread_cond_wait(&h->cond, &h->lock); /* blocked elsewhere */
+        pthread_mutex_unlock(&h->lock);
+        return NULL;
+}
+
+/* The system call tid sleeps in (-1: none, running). */
+static long thread_syscall(pid_t tid)
+{
+        char path[64];
+        long nr = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+        f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        if (fscanf(f, "%ld", &nr) != 1)
+                nr = -1;
+        fclose(f);
+        return nr;
+}
+
+/*
+ * On a new connection to the test daemon with a port of concurrency: A waits first (and so
+ * reads for the connection), B waits behind it, asleep in the library, and is then held in
+ * its signal handler.  The caller restores *old and lets B go (leave_handler).
+ */
+static sn_conn_t *hold_b_behind_a(uint32_t concurrency, struct handed *a, struct handed *b,
+                                  pthread_t *ta, pthread_t *tb, struct sigaction *old)
+{
+        struct sigaction sa = { .sa_handler = hold_thread };
+        long long deadline;
+        sn_conn_t *c;
+
+        sem_init(&in_handler, 0, 0);
+        sem_init(&leave_handler, 0, 0);
+        ck_assert_int_eq(sigaction(SIGUSR1, &sa, old), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, concurrency, &a->port), 0);
+        b->port = a->port;
+        pthread_create(ta, NULL, handed_wait, a);
+        test_status_wait_at_least(c, "waiters", 1, 5000, "A's wait never parked");
+        pthread_create(tb, NULL, handed_wait, b);
+        test_status_wait_at_least(c, "waiters", 2, 5000, "B's wait never parked");
+        /* B asleep in the library (futex: its condition variable), A reading. */
+        deadline = now_ms() + test_timeout_ms(5000);
+        while (!__atomic_load_n(&b->tid, __ATOMIC_ACQUIRE) || thread_syscall(b->tid) != SYS_futex) {
+                ck_assert_msg(now_ms() < deadline, "B never slept");
+                usleep(1000);
+        }
+        pthread_kill(*tb, SIGUSR1);
+        while (sem_wait(&in_handler) < 0)
+                ;
+        return c;
+}
+
+/*
+ * A reads for the connection (the first to wait); B waits behind it, asleep in the library,
+ * and is held there by a signal handler.  Packet 1 goes to B (the most recent waiter); A reads
+ * it for B and wakes it, but B does not run.  Packet 2 then waits for the one slot: B is not
+ * blocked elsewhere, only not yet back, so A must not get it while B is held (with the rings,
+ * which give B's answer back only once B has it).  On the socket the daemon cannot tell, and
+ * counts B as running for 16 ms after it first saw the answer read.
+ */
+static void handed_scene(bool rings)
+{
+        struct handed a = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER },
+                      b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        struct sigaction old;
+        sn_conn_t *c;
+        pthread_t ta, tb;
+        long long deadline, posted;
+
+        start();
+        if (rings)
+                unsetenv("SOCKNOTIFY_NO_SHM");
+        else
+                setenv("SOCKNOTIFY_NO_SHM", "1", 1);
+        c = hold_b_behind_a(1, &a, &b, &ta, &tb, &old);
+        ck_assert_int_eq(sn_port_post(a.port, 1, 0, 0), 0);
+        posted = now_ms();
+        ck_assert_int_eq(sn_port_post(a.port, 2, 0, 0), 0);
+        if (rings) {
+                /* The daemon reads B at once, after 1 ms, then at intervals doubling to 16 ms:
+                 * a few dozen readings, and B, asleep, counts in all of them. */
+                while (now_ms() < posted + 300) {
+                        ck_assert_msg(!atomic_load(&a.done),
+                                      "A was given packet %llu while B had not woken",
+                                      (unsigned long long)a.key);
+                        usleep(5000);
+                }
+                /* B held for good must not hold the ring's space for good: the replies after
+                 * its answer still flow (4,000 posts are about twice the completion ring). */
+                for (int i = 0; i < 4000; i++)
+                        ck_assert_int_eq(sn_port_post(a.port, 100 + (uint64_t)i, 0, 0), 0);
+        } else {
+                deadline = now_ms() + test_timeout_ms(5000);
+                while (!atomic_load(&a.done)) {
+                        ck_assert_msg(now_ms() < deadline, "A never got packet 2");
+                        usleep(1000);
+                }
+                ck_assert_int_eq(a.res, 1);
+                ck_assert_uint_eq(a.key, 2);
+                ck_assert_msg(a.done_ms >= posted + 16, "A released %lld ms after the post",
+                              a.done_ms - posted);
+        }
+        /* B wakes with packet 1 and blocks elsewhere: now A gets packet 2 (with the rings). */
+        sem_post(&leave_handler);
+        deadline = now_ms() + test_timeout_ms(5000);
+        while (!atomic_load(&a.done) || !atomic_load(&b.done)) {
+                ck_assert_msg(now_ms() < deadline, "A %d, B %d", a.done, b.done);
+                usleep(1000);
+        }
+        ck_assert_int_eq(b.res, 1);
+        ck_assert_uint_eq(b.key, 1);
+        ck_assert_int_eq(a.res, 1);
+        ck_assert_uint_eq(a.key, 2);
+        pthread_mutex_lock(&a.lock);
+        a.let_go = true;
+        pthread_cond_signal(&a.cond);
+        pthread_mutex_unlock(&a.lock);
+        pthread_mutex_lock(&b.lock);
+        b.let_go = true;
+        pthread_cond_signal(&b.cond);
+        pthread_mutex_unlock(&b.lock);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        sigaction(SIGUSR1, &old, NULL);
+        sn_port_close(a.port);
+        sn_conn_close(c);
+        unsetenv("SOCKNOTIFY_NO_SHM");
+        test_daemon_finish(&D, baseline);
+}
+
+/* Lets a handed_wait() thread that came back go. */
+static void handed_let_go(struct handed *h, pthread_t t)
+{
+        pthread_mutex_lock(&h->lock);
+        h->let_go = true;
+        pthread_cond_signal(&h->cond);
+        pthread_mutex_unlock(&h->lock);
+        pthread_join(t, NULL);
+}
+
+/*
+ * B's answer held for good (B in its signal handler), and then no thread reads for the
+ * connection: the application submits calls and polls sn_conn_fd() for their answers.  Once
+ * the answers behind B's fill the ring, the daemon must ring the application's doorbell, and
+ * the library give everything back when the application collects: 4,000 calls are about twice
+ * the completion ring.
+ */
+START_TEST(test_held_answer_with_polled_calls)
+{
+        struct handed a = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER },
+                      b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        struct sigaction old;
+        long long deadline;
+        sn_conn_t *c;
+        pthread_t ta, tb;
+        int fd, collected = 0;
+
+        start();
+        unsetenv("SOCKNOTIFY_NO_SHM");
+        c = hold_b_behind_a(2, &a, &b, &ta, &tb, &old);
+        /* Packet 1 to B (held), packet 2 to A, which comes back and blocks elsewhere. */
+        ck_assert_int_eq(sn_port_post(a.port, 1, 0, 0), 0);
+        ck_assert_int_eq(sn_port_post(a.port, 2, 0, 0), 0);
+        deadline = now_ms() + test_timeout_ms(5000);
+        while (!atomic_load(&a.done)) {
+                ck_assert_msg(now_ms() < deadline, "A never got a packet");
+                usleep(1000);
+        }
+        fd = sn_conn_fd(c);
+        ck_assert_int_ge(fd, 0);
+        for (int i = 0; i < 4000; i++) {
+                sn_call_t *call;
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+                ck_assert_int_eq(sn_port_submit(a.port, NULL, 0, 1, 0, SN_WAITER_MIN + 1, NULL,
+                                                &call), 0);
+                while (collected <= i) {
+                        ck_assert_msg(poll(&pfd, 1, test_timeout_ms(5000)) == 1,
+                                      "%d of %d calls answered", collected, i + 1);
+                        while (sn_conn_collect(c, &call) == 1) {
+                                ck_assert_int_eq(sn_call_result(call, NULL, NULL), -ETIMEDOUT);
+                                sn_call_free(call);
+                                collected++;
+                        }
+                }
+        }
+        sem_post(&leave_handler);
+        deadline = now_ms() + test_timeout_ms(5000);
+        while (!atomic_load(&b.done)) {
+                ck_assert_msg(now_ms() < deadline, "B never came back");
+                usleep(1000);
+        }
+        ck_assert_int_eq(b.res, 1);
+        ck_assert_int_eq(a.res, 1);
+        ck_assert_uint_eq(a.key + b.key, 3);
+        handed_let_go(&a, ta);
+        handed_let_go(&b, tb);
+        sigaction(SIGUSR1, &old, NULL);
+        sn_port_close(a.port);
+        sn_conn_close(c);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
+/*
+ * A runner restored by a re-exec: B took packet 1 on c1 and blocked elsewhere; the daemon
+ * re-executes; A waits on c2 and packet 2 comes.  B's answer went out before the re-exec and
+ * was read: A must be released, though c1 gets no reply any more that would pass a mark set
+ * after the restart.
+ */
+START_TEST(test_restored_runner_blocks)
+{
+        struct handed a = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER },
+                      b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        long long deadline, before;
+        sn_conn_t *c1, *c2;
+        pthread_t ta, tb;
+
+        start();
+        unsetenv("SOCKNOTIFY_NO_SHM");
+        ck_assert_int_eq(sn_conn_open(D.path, &c1), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &c2), 0);
+        ck_assert_int_eq(sn_port_create_named(c1, "restored-runner", 1, &b.port), 0);
+        ck_assert_int_eq(sn_port_open(c2, "restored-runner", &a.port), 0);
+        pthread_create(&tb, NULL, handed_wait, &b);
+        test_status_wait_at_least(c2, "waiters", 1, 5000, "B's wait never parked");
+        ck_assert_int_eq(sn_port_post(a.port, 1, 0, 0), 0);
+        deadline = now_ms() + test_timeout_ms(5000);
+        while (!atomic_load(&b.done)) {
+                ck_assert_msg(now_ms() < deadline, "B never got packet 1");
+                usleep(1000);
+        }
+        before = test_status_number(c2, "reexecs");
+        ck_assert_int_eq(kill(D.pid, SIGUSR2), 0);
+        test_status_wait_at_least(c2, "reexecs", before + 1, 10000, "the daemon never re-executed");
+        pthread_create(&ta, NULL, handed_wait, &a);
+        test_status_wait_at_least(c2, "waiters", 1, 5000, "A's wait never parked");
+        ck_assert_int_eq(sn_port_post(a.port, 2, 0, 0), 0);
+        deadline = now_ms() + test_timeout_ms(5000);
+        while (!atomic_load(&a.done)) {
+                ck_assert_msg(now_ms() < deadline,
+                              "A was never released: B, restored, counts as running for good");
+                usleep(1000);
+        }
+        ck_assert_int_eq(a.res, 1);
+        ck_assert_uint_eq(a.key, 2);
+        handed_let_go(&a, ta);
+        handed_let_go(&b, tb);
+        sn_port_close(a.port);
+        sn_port_close(b.port);
+        sn_conn_close(c2);
+        sn_conn_close(c1);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
+START_TEST(test_handed_entries_rings)
+{
+        handed_scene(true);
+}
+END_TEST
+
+START_TEST(test_handed_entries_socket)
+{
+        handed_scene(false);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("blocked");
@@ -331,6 +649,10 @@ int main(void)
         tcase_add_test(tc, test_same_namespace);
         tcase_add_test(tc, test_child_pid_namespace);
         tcase_add_test(tc, test_unreadable_threads_count);
+        tcase_add_test(tc, test_handed_entries_rings);
+        tcase_add_test(tc, test_handed_entries_socket);
+        tcase_add_test(tc, test_held_answer_with_polled_calls);
+        tcase_add_test(tc, test_restored_runner_blocks);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

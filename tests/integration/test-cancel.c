@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include <check.h>
-#include <jansson.h>
 
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/status.h"
 
 static struct test_daemon D;
 static sn_conn_t *C;
@@ -49,28 +49,13 @@ static void teardown(void)
 /* The daemon's count of parked waits (STATUS), asked on conn. */
 static int daemon_waiters(sn_conn_t *conn)
 {
-        char *doc = NULL;
-        json_t *j;
-        int n;
-
-        ck_assert_int_eq(sn_conn_status(conn, &doc), 0);
-        j = json_loads(doc, 0, NULL);
-        ck_assert_ptr_nonnull(j);
-        n = (int)json_integer_value(json_object_get(j, "waiters"));
-        json_decref(j);
-        free(doc);
-        return n;
+        return (int)test_status_number(conn, "waiters");
 }
 
 /* Waits up to 5 s until want waits are parked. */
 static void wait_parked(sn_conn_t *conn, int want)
 {
-        long long deadline = now_ms() + test_timeout_ms(5000);
-
-        while (daemon_waiters(conn) < want) {
-                ck_assert_msg(now_ms() < deadline, "%d waits never parked", want);
-                usleep(2000);
-        }
+        test_status_wait_at_least(conn, "waiters", want, 5000, "waits never parked");
 }
 
 struct waiter {
