@@ -60,9 +60,9 @@ struct sn_pending {
         int *fds;
         unsigned nfds;
         bool fds_cut;
-        /* A reply handed to this call's sleeping thread through the completion ring: its space
-         * (from cq_start) is given back, which tells the daemon it was read, only once the
-         * thread has woken with it (conn.c, cq_give_back()).  In conn->held while so. */
+        /* This call's reply, taken from the completion ring by whichever thread reads: its
+         * space (from cq_start) is given back, which tells the daemon it was read, only once
+         * the call's own thread has it (conn.c, cq_give_back()).  In conn->held while so. */
         bool held;
         uint32_t cq_start;
         struct sn_pending *held_next;

@@ -133,8 +133,8 @@ static int transport_close(sn_conn_t *c)
  * counts a thread it gave entries to as running until that reply is read (PROTOCOL.md, section
  * 4); a thread asleep here while another thread reads its reply for it is on its way to run,
  * and must not be read as blocked elsewhere, which would let one more thread run than the port
- * allows.  So a reply that wakes a sleeping thread is held until that thread has it.  With
- * c->lock held; every reader sets cq_delivered before it gives back.
+ * allows.  So a reply to a call a thread waits for is held until that thread has it (leaves
+ * sn__wait()).  With c->lock held; every reader sets cq_delivered before it gives back.
  */
 static void cq_give_back(sn_conn_t *c)
 {

@@ -91,8 +91,8 @@ ssize_t sn__transport_recv(int sock, struct sn_ring *r, void *buf, size_t cap, i
  * sn__transport_cq_release(pos), which moves the published head forward to pos (never back,
  * never past what was taken) and wakes the daemon if it waits for room.  The caller chooses
  * when: the daemon reads a thread handed entries as possibly blocked only once its answer is
- * given back (PROTOCOL.md, section 4), so conn.c gives an answer meant for another, sleeping
- * thread back only once that thread has it.  Calls to release are serialized by the caller
+ * given back (PROTOCOL.md, section 4), so conn.c gives an answer back only once the thread it
+ * is for has it.  Calls to release are serialized by the caller
  * (conn.c's lock); without rings both do nothing (taken is 0).
  */
 static inline uint32_t sn__transport_cq_taken(const struct sn_ring *r)

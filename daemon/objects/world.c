@@ -43,7 +43,8 @@ static uint64_t limit_value(struct server *srv, const char *name)
 
 /* Keeps s's refusal by limit for LIMIT_INFO: a refusal of the same request by the same limit
  * as the newest record extends it when its item is the record's last one plus one (a run of
- * items of a PROCESS call, all refused), else it takes the ring's next record.  Cheap: a refusal is rare and already logged. */
+ * items of a PROCESS call, all refused), else it takes the ring's next record.  Cheap: a
+ * refusal is rare and already logged. */
 static void session_note_refusal(struct server *srv, struct session *s, const char *limit)
 {
         uint16_t n = sn_limit_number(limit);
