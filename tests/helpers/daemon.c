@@ -554,3 +554,19 @@ bool peer_closed(int fd, int timeout_ms)
                 return false;
         return recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
 }
+
+long test_thread_syscall(pid_t tid)
+{
+        char path[64];
+        long nr = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        if (fscanf(f, "%ld", &nr) != 1)
+                nr = -1;
+        fclose(f);
+        return nr;
+}

@@ -81,3 +81,6 @@ int test_timeout_ms(int ms);
 /* True when fd's peer has closed (recv returns 0) within timeout_ms, scaled as
  * test_timeout_ms(). */
 bool peer_closed(int fd, int timeout_ms);
+/* The number of the system call that thread tid of this process is blocked in (-1 when it
+ * runs or cannot be read). */
+long test_thread_syscall(pid_t tid);

@@ -486,23 +486,6 @@ START_TEST(test_close_with_calls_in_every_state)
 }
 END_TEST
 
-/* The number of the system call that thread tid is blocked in (-1 if running or unknown). */
-static long blocked_in(pid_t tid)
-{
-        char path[64];
-        long nr = -1;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        if (fscanf(f, "%ld", &nr) != 1)
-                nr = -1;
-        fclose(f);
-        return nr;
-}
-
 struct poller {
         int pollfd;   /* the connection's descriptor */
         int wake;     /* read end of a pipe: what ends the poll */
@@ -546,7 +529,8 @@ START_TEST(test_close_while_polled)
         w.wake = wake[0];
         ck_assert_int_eq(sn_port_submit(P, NULL, 0, 1, SN_INFINITE, SN_WAITER_MIN, NULL, &k), 0);
         ck_assert_int_eq(pthread_create(&t, NULL, poll_conn, &w), 0);
-        while (!__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE) || !in_poll(blocked_in(w.tid))) {
+        while (!__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE) ||
+               !in_poll(test_thread_syscall(w.tid))) {
                 ck_assert_msg(now_ms() < end, "the poller never blocked in poll()");
                 sched_yield();
         }

@@ -377,22 +377,6 @@ static void *handed_wait(void *arg)
         return NULL;
 }
 
-/* The system call tid sleeps in (-1: none, running). */
-static long thread_syscall(pid_t tid)
-{
-        char path[64];
-        long nr = -1;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-        f = fopen(path, "r");
-        ck_assert_ptr_nonnull(f);
-        if (fscanf(f, "%ld", &nr) != 1)
-                nr = -1;
-        fclose(f);
-        return nr;
-}
-
 /*
  * On a new connection to the test daemon with a port of concurrency: A waits first (and so
  * reads for the connection), B waits behind it, asleep in the library, and is then held in
@@ -418,7 +402,8 @@ static sn_conn_t *hold_b_behind_a(uint32_t concurrency, struct handed *a, struct
         test_status_wait_at_least(c, "waiters", 2, 5000, "B's wait never parked");
         /* B asleep in the library (futex: its condition variable), A reading. */
         deadline = now_ms() + test_timeout_ms(5000);
-        while (!__atomic_load_n(&b->tid, __ATOMIC_ACQUIRE) || thread_syscall(b->tid) != SYS_futex) {
+        while (!__atomic_load_n(&b->tid, __ATOMIC_ACQUIRE) ||
+               test_thread_syscall(b->tid) != SYS_futex) {
                 ck_assert_msg(now_ms() < deadline, "B never slept");
                 usleep(1000);
         }

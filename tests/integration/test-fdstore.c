@@ -799,6 +799,25 @@ static void forget_journaled_limits(struct manager *m, bool keep_header)
         ck_assert_uint_eq(found, 1);
 }
 
+/* Restarts d under m from a journal whose connection limits are forgotten (keep_header: not
+ * those of its header), then asks for six sockets of rport on raw: want come, left remain. */
+static void restart_and_take(struct manager *m, struct test_daemon *d, bool keep_header, int raw,
+                             uint32_t id, uint32_t rport, uint32_t want, uint32_t left)
+{
+        int fds[SN_PROTO_MAX_FDS];
+        uint64_t keys[SN_PROTO_MAX_FDS];
+        uint32_t remaining, n;
+
+        orderly_stop(d);
+        forget_journaled_limits(m, keep_header);
+        manager_start_daemon(m, d, NULL);
+        n = raw_port_take(raw, id, rport, 6, fds, keys, &remaining);
+        ck_assert_uint_eq(n, want);
+        ck_assert_uint_eq(remaining, left);
+        for (uint32_t i = 0; i < n; i++)
+                close(fds[i]);
+}
+
 /* A journal without the connections' limits (left by an older daemon): a connection gets the
  * limits its header says the old daemon ran with, and without those too the new daemon's, as
  * before they were journaled.  --max-fds=2, then the default: a PORT_TAKE asking for six gets
@@ -809,9 +828,8 @@ START_TEST(test_restart_old_journal_limits)
         char mdir[] = "/tmp/sn-manager-XXXXXX";
         struct test_daemon d;
         struct manager m;
-        int raw, orph[6][2], fds[SN_PROTO_MAX_FDS];
-        uint64_t keys[SN_PROTO_MAX_FDS];
-        uint32_t rport, remaining, n;
+        int raw, orph[6][2];
+        uint32_t rport;
 
         setenv("FDSTORE", "64", 1);
         ck_assert_ptr_nonnull(mkdtemp(mdir));
@@ -820,23 +838,8 @@ START_TEST(test_restart_old_journal_limits)
         raw = raw_hello2(d.path);
         rport = orphan_port(d.path, raw, orph);
 
-        orderly_stop(&d);
-        forget_journaled_limits(&m, true);
-        manager_start_daemon(&m, &d, NULL);
-        n = raw_port_take(raw, 10, rport, 6, fds, keys, &remaining);
-        ck_assert_uint_eq(n, 2);
-        ck_assert_uint_eq(remaining, 4);
-        for (uint32_t i = 0; i < n; i++)
-                close(fds[i]);
-
-        orderly_stop(&d);
-        forget_journaled_limits(&m, false);
-        manager_start_daemon(&m, &d, NULL);
-        n = raw_port_take(raw, 11, rport, 6, fds, keys, &remaining);
-        ck_assert_uint_eq(n, 4);
-        ck_assert_uint_eq(remaining, 0);
-        for (uint32_t i = 0; i < n; i++)
-                close(fds[i]);
+        restart_and_take(&m, &d, true, raw, 10, rport, 2, 4);
+        restart_and_take(&m, &d, false, raw, 11, rport, 4, 0);
 
         close(raw);
         ck_assert_int_eq(test_daemon_stop(&d), 0);
