@@ -938,8 +938,12 @@ int port_post(struct port *port, struct session *session, const uint8_t *items, 
 
 /* One epoll_wait; returns how many events it returned and adds the new packets to *ret_new.
  * *ret_again counts registrations that left the fresh state (rule 14): the kernel re-polled
- * them and they are on the ready list again, to be read before the caller answers. */
-static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new, uint32_t *ret_again)
+ * them and they are on the ready list again, to be read before the caller answers.
+ * *ret_quiet counts events that reported nothing (an EDGE OUT side woken by a FIN while OUT
+ * held, a condition already reported): they left the ready list, and what is behind them may
+ * be new. */
+static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new, uint32_t *ret_again,
+                        uint32_t *ret_quiet)
 {
         struct server *srv = port->srv;
         int n;
@@ -960,8 +964,10 @@ static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new, uin
                 m = reg_translate(g, srv->evbuf[i].events, out_side);
                 if (was_fresh && !g->fresh)
                         (*ret_again)++;
-                if (!m)
+                if (!m) {
+                        (*ret_quiet)++;
                         continue;
+                }
                 if (!g->queued)
                         (*ret_new)++;
                 port_queue_reg(port, g, m);
@@ -970,19 +976,35 @@ static int harvest_once(struct port *port, uint32_t want, uint32_t *ret_new, uin
         return n;
 }
 
+/*
+ * A zero-timeout dequeue is answered from what this harvest finds, so it must see every
+ * condition that began before it (rule 16).  A round whose events all reported nothing is no
+ * reason to stop: an EDGE registration with OUT and IN or HANGUP has two items, and the peer's
+ * FIN wakes both, the OUT side (nothing new to say, OUT held) possibly ahead of the IN side
+ * (IN|HANGUP) on the ready list; asked for one event, the harvest stopped on the OUT side and
+ * the dequeue found nothing.  An item is on the ready list at most once, and one that reported
+ * nothing has left it (edge-triggered, or made quiet or parked by reg_translate()); reading
+ * past at most twice as many quiet events as the port has registrations (two items each)
+ * reaches everything that was ready, and keeps an item that might come back from holding the
+ * harvest.
+ */
 void port_harvest(struct port *port, uint32_t want)
 {
         struct server *srv = port->srv;
+        uint64_t quiet_left = 2 * (uint64_t)port->nregs;
 
         while (want) {
-                uint32_t fresh = 0, again = 0;
+                uint32_t fresh = 0, again = 0, quiet = 0;
                 uint32_t ask = SN_MIN(want, srv->evcap);
-                int n = harvest_once(port, ask, &fresh, &again);
+                int n = harvest_once(port, ask, &fresh, &again, &quiet);
+                bool read_on = quiet && quiet_left;
 
+                quiet_left -= SN_MIN(quiet_left, quiet);
                 /* Stop when the ready list is exhausted or only re-reported old packets, unless
                  * a registration just left the fresh state: what it reports now (a connect
-                 * completing: OUT) belongs to this dequeue, not the next one. */
-                if ((n < (int)ask || !fresh) && !again)
+                 * completing: OUT) belongs to this dequeue, not the next one; or unless some
+                 * events reported nothing: what follows them may be new. */
+                if ((n < (int)ask || (!fresh && !read_on)) && !again)
                         break;
                 want -= SN_MIN(want, fresh);
         }
@@ -998,9 +1020,10 @@ void port_harvest_skips(struct port *port)
          * is trimmed by reg_translate().  Level-triggered items come back round-robin, so a
          * bounded number of rounds reaches every item of the list. */
         for (unsigned round = 0; round < 64 && !sn_list_empty(&port->skips); round++) {
-                uint32_t fresh = 0, again = 0;
+                uint32_t fresh = 0, again = 0, quiet = 0;
 
-                if (harvest_once(port, srv->evcap, &fresh, &again) < (int)srv->evcap && !again)
+                if (harvest_once(port, srv->evcap, &fresh, &again, &quiet) < (int)srv->evcap &&
+                    !again)
                         break;
         }
         /* An item not reported is no longer ready: its skip must not hide a later edge. */

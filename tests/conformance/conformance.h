@@ -138,6 +138,7 @@
         X(rule_13, 0, "DISABLE/REMOVE through another port: ERROR_NOT_FOUND")                       \
         X(rule_14, 0, "a never-connected stream socket reports no OUT or HANGUP")                   \
         X(rule_15, 0, "EDGE: the exact rule of docs/compatibility.md")                              \
+        X(rule_16, 0, "a 0 ms dequeue sees what began before it: the peer's FIN, every trigger")   \
         X(L1, DIVERGES, "closesocket drops the daemon's copy; plain close keeps the connection")           \
         X(L2, 0, "the socket, not the fd number, is the registration")                              \
         X(L3, 0, "a killed client leaves nothing behind; its peers see EOF")                        \

@@ -285,6 +285,94 @@ void conf_rule_15(int _i)
         close(b);
 }
 
+/* What the peer of fin_then_zero_timeout() does before it closes. */
+enum {
+        DATA_NONE,  /* nothing */
+        DATA_SENT,  /* sends a byte */
+        DATA_TAKEN, /* sends a byte, whose IN is dequeued and which is read */
+};
+
+/* A TCP pair, sv registered with (filter, trig) under key, with a dequeue between the ENABLE and
+ * the rest (looked) or not; the peer does what data says and closes.  Once sv itself polls as
+ * hung up, the FIN began before the next call, so the very first zero-timeout dequeue, with
+ * room for cc entries, must report IN|HANGUP (rule 16).  Returns whether it did, and prints
+ * what it got otherwise. */
+static bool fin_then_zero_timeout(uintptr_t key, UINT16 filter, UINT8 trig, int data,
+                                  bool looked, ULONG cc)
+{
+        struct pollfd pfd;
+        OVERLAPPED_ENTRY e[4];
+        ULONG n;
+        UINT32 ev = 0;
+        int cl, sv;
+
+        tcp_pair(&cl, &sv);
+        ck_assert_uint_eq(reg(P, sv, key, filter, OP_ENABLE, trig), ERROR_SUCCESS);
+        if (looked) {
+                /* LEVEL reports the OUT that holds; EDGE has nothing yet. */
+                if (trig & LEVEL && filter & F_OUT)
+                        ck_assert_uint_eq(collect(P, key, E_OUT, 1000), E_OUT);
+                else
+                        none(P, 0);
+        }
+        if (data)
+                ck_assert_int_eq(send(cl, "x", 1, 0), 1);
+        if (data == DATA_TAKEN) {
+                /* Its IN dequeued and the byte read, as a server does; a one-shot enabled again. */
+                ck_assert_uint_eq(collect(P, key, E_IN, 1000) & E_IN, E_IN);
+                drain(sv);
+                if (trig & ONESHOT)
+                        ck_assert_uint_eq(reg(P, sv, key, filter, OP_ENABLE, trig), ERROR_SUCCESS);
+        }
+        close(cl);
+        pfd = (struct pollfd){ .fd = sv, .events = POLLRDHUP };
+        ck_assert_int_eq(poll(&pfd, 1, test_timeout_ms(5000)), 1);
+        ck_assert(pfd.revents & POLLRDHUP);
+        n = deq(P, e, cc, 0);
+        if (n == 1 && e[0].lpCompletionKey == key)
+                ev = SocketNotificationRetrieveEvents(&e[0]);
+        if ((ev & (E_IN | E_HUP)) != (E_IN | E_HUP))
+                fprintf(stderr,
+                        "filter %#x, trigger %#x, data %s, %s dequeue before, cc=%lu: the first "
+                        "0 ms dequeue after the FIN returned %lu entries, events %#x\n",
+                        (unsigned)filter, (unsigned)trig,
+                        data == DATA_NONE ? "none" : data == DATA_SENT ? "sent" : "taken",
+                        looked ? "a" : "no", (unsigned long)cc, (unsigned long)n, ev);
+        closesocket(sv);
+        return (ev & (E_IN | E_HUP)) == (E_IN | E_HUP);
+}
+
+void conf_rule_16(int _i)
+{
+        static const struct {
+                UINT16 filter;
+                UINT8 trig;
+        } modes[] = {
+                { F_IN | F_OUT | F_HUP, EDGE | PERSISTENT },
+                { F_IN | F_OUT | F_HUP, EDGE | ONESHOT },
+                { F_IN | F_HUP, EDGE | PERSISTENT },
+                { F_IN | F_OUT | F_HUP, LEVEL | PERSISTENT },
+                /* LEVEL+ONESHOT with OUT would fire at once on the OUT that holds. */
+                { F_IN | F_HUP, LEVEL | ONESHOT },
+        };
+        uintptr_t key = 1;
+        int runs = 0, missed = 0;
+
+        for (ULONG cc = 1; cc <= 4; cc += 3) {
+                for (int data = DATA_NONE; data <= DATA_TAKEN; data++) {
+                        for (int looked = 0; looked < 2; looked++) {
+                                for (size_t m = 0; m < SN_ARRAY_SIZE(modes); m++) {
+                                        runs++;
+                                        missed += !fin_then_zero_timeout(key++, modes[m].filter,
+                                                                         modes[m].trig, data,
+                                                                         looked, cc);
+                                }
+                        }
+                }
+        }
+        ck_assert_msg(!missed, "%d of %d first zero-timeout dequeues missed the FIN", missed, runs);
+}
+
 void conf_L1(int _i)
 {
         int cl, sv, cl2, sv2;
