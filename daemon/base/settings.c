@@ -5,12 +5,13 @@
  * configuration file (JSON, read with jansson), merged in that order of rising precedence.
  *
  * The file is a flat JSON object whose keys are the long option names of socknotifyd(8):
- * { "log-level": "debug", "max-waits": 2048 }.  Every key is checked against the same table and
- * the same ranges as the command line, so a file can express exactly what options can.  A bad
- * file is refused whole, with its path, the line and the key; what the daemon then does (it
- * never stops for it) is main.c's and server.c's business.  Only a regular file of at most
- * SETTINGS_FILE_MAX bytes is read, opened without blocking (a FIFO), into one bounded buffer (a
- * device such as /dev/zero is refused, never read without end).
+ * { "log-level": "debug", "max-waits": 2048 }.  Every key and every option is checked by one
+ * function, settings_take(), against the same table and ranges, so a file can express exactly
+ * what options can, and both say what is wrong in the same words.  A bad file is refused whole,
+ * with its path, the line and the key; what the daemon then does (a fresh start exits, a start
+ * that takes sessions over and a reload go on) is main.c's and server.c's business.  Only a
+ * regular file of at most SETTINGS_FILE_MAX bytes is read, opened without blocking (a FIFO),
+ * into one bounded buffer (a device such as /dev/zero is refused, never read without end).
  *
  * "no-io-uring" (true or false, as the option) is read at start: the daemon's io_uring is made
  * once.  Limits whose value clients were told in HELLO_REPLY and sized their messages by
