@@ -7,13 +7,14 @@
  *
  *   bench/sn-restore                      everything, 3 runs a point (a quarter of an hour)
  *   bench/sn-restore --quick              1,000 items, one run a point (20 seconds)
- *   bench/sn-restore [--kinds connections,ports,registrations,posted,waits]
+ *   bench/sn-restore [--kinds connections,ports,named-ports,registrations,posted,waits]
  *                    [--sizes 1000,10000,100000] [--scenarios reexec,crash,stop,nostore]
  *                    [--runs N] [--no-memory] [--daemon PATH]
  *
- * Kinds: N client connections; N ports on one connection; N registrations (idle UDP sockets)
- * on one port; N posted packets queued on one port and not dequeued; N dequeues parked on one
- * port (submitted with sn_port_submit, each its own waiter).  Connections, ports (one epoll
+ * Kinds: N client connections; N ports on one connection; N named ports on one connection
+ * (each name 255 bytes, the longest, all alike but their last 11); N registrations (idle UDP
+ * sockets) on one port; N posted packets queued on one port and not dequeued; N dequeues
+ * parked on one port (submitted with sn_port_submit, each its own waiter).  Connections, ports (one epoll
  * descriptor each in the daemon) and registrations hold descriptors: they stop at the
  * descriptor limit less 2,000, and the row says "capped".
  *
@@ -34,8 +35,13 @@
  * registrations, waits, posted) are compared with those before: "exact" says whether they
  * match.
  *
- * Output: one JSON line per point on stdout, the median of the runs and each run, with the
- * load average; a markdown table on stderr at the end (docs/performance.md, "Restore time").
+ * Output: one JSON line per point on stdout, the median of the runs and each run, the restore
+ * time per item (us_per_item: the daemon's own time, else until served, over the items) and
+ * its ratio to the previous size of the same kind (ratio_to_previous: 2.0 for a linear
+ * restore of twice the items), with the load average; the same per point on stderr, and a
+ * markdown table at the end (docs/performance.md, "Restore time").  Restore linearity:
+ *   bench/sn-restore --kinds connections,ports,named-ports,registrations \
+ *                    --sizes 4000,8000,16000 --scenarios crash --no-memory
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,11 +71,11 @@
 
 extern char **environ;
 
-enum kind { K_CONNECTIONS, K_PORTS, K_REGISTRATIONS, K_POSTED, K_WAITS, K_MAX };
+enum kind { K_CONNECTIONS, K_PORTS, K_NAMED_PORTS, K_REGISTRATIONS, K_POSTED, K_WAITS, K_MAX };
 enum scenario { S_REEXEC, S_CRASH, S_STOP, S_NOSTORE, S_MAX };
 
-static const char *const kind_names[K_MAX] = { "connections", "ports", "registrations",
-                                               "posted", "waits" };
+static const char *const kind_names[K_MAX] = { "connections", "ports", "named-ports",
+                                               "registrations", "posted", "waits" };
 static const char *const scenario_names[S_MAX] = { "reexec", "crash", "stop", "nostore" };
 static const char *const scenario_titles[S_MAX] = {
         "re-exec (SIGUSR2)", "kill -9, store", "SIGTERM, store", "kill -9, no store"
@@ -399,6 +405,17 @@ struct items {
         char before[512]; /* this user's counts in the status document */
 };
 
+/* The longest name a port may have (PROTOCOL.md): the journal keeps it in four records. */
+#define NAME_LEN 255
+
+/* Named port i's name: NAME_LEN bytes that differ only at the end, as names of one service
+ * often do (a common prefix makes every comparison read most of the name). */
+static void port_name(char *name, int i)
+{
+        memset(name, 'p', NAME_LEN);
+        snprintf(name + NAME_LEN - 11, 12, "-%010d", i);
+}
+
 static int open_conn(const char *path, sn_conn_t **ret)
 {
         int r = sn_conn_open(path, ret);
@@ -428,6 +445,16 @@ static void items_create(struct items *it, const char *path)
                 for (int i = 0; i < it->n; i++)
                         if ((err = sn_port_create(it->conn, 0, &it->ports[i])) < 0)
                                 die("port", err);
+                break;
+        case K_NAMED_PORTS:
+                it->ports = calloc((size_t)it->n, sizeof(*it->ports));
+                for (int i = 0; i < it->n; i++) {
+                        char name[NAME_LEN + 1];
+
+                        port_name(name, i);
+                        if ((err = sn_port_create_named(it->conn, name, 0, &it->ports[i])) < 0)
+                                die("named port", err);
+                }
                 break;
         case K_REGISTRATIONS:
                 if ((err = sn_port_create(it->conn, 0, &it->port)) < 0)
@@ -813,8 +840,17 @@ static void print_number(const char *name, double v)
         printf(v >= 0 ? ", \"%s\": %.6f" : ", \"%s\": null", name, v);
 }
 
-static void run_point(struct point *pt, enum scenario sc)
+/* The time a point took to restore: the daemon's own when it logged it, else until served. */
+static double restore_time(const struct point *pt, enum scenario sc)
 {
+        return pt->restore[sc] >= 0 ? pt->restore[sc] : pt->served[sc];
+}
+
+/* Measures pt in scenario sc; prev is the point of the same kind with fewer items before it
+ * (NULL for the first), against which the growth of the restore time is given. */
+static void run_point(struct point *pt, const struct point *prev, enum scenario sc)
+{
+        double t, tp;
         double served[MAX_RUNS], restore[MAX_RUNS], all[MAX_RUNS], load = loadavg();
         struct outcome o = { 0 };
         bool exact = true;
@@ -851,9 +887,25 @@ static void run_point(struct point *pt, enum scenario sc)
                 printf(", \"errno\": \"%s\", \"error\": \"%s\"",
                        strerrorname_np(-pt->error[sc]) ? strerrorname_np(-pt->error[sc]) : "?",
                        sn_strerror(pt->error[sc]));
+        /* Linear restores take time in proportion to the items: the time per item, and the
+         * ratio of the time to that of the previous size (2 for twice the items, if linear). */
+        t = restore_time(pt, sc);
+        tp = prev && prev->done[sc] && !prev->lost[sc] ? restore_time(prev, sc) : -1;
+        print_number("us_per_item", t >= 0 && pt->n ? t * 1e6 / pt->n : -1);
+        if (tp > 0 && t >= 0) {
+                print_number("ratio_to_previous", t / tp);
+                printf(", \"previous_items\": %d", prev->n);
+        }
         printf(", \"exact\": %s, \"load\": %.2f}\n",
                lost == runs ? "null" : exact ? "true" : "false", load);
         fflush(stdout);
+        if (t >= 0 && pt->n) {
+                fprintf(stderr, "sn-restore: %s %d %s: restore %.3f s, %.1f us per item",
+                        kind_names[pt->kind], pt->n, scenario_names[sc], t, t * 1e6 / pt->n);
+                if (tp > 0)
+                        fprintf(stderr, ", %.2fx the time of %d", t / tp, prev->n);
+                fprintf(stderr, "\n");
+        }
 }
 
 static void cell(char *buf, size_t sz, double v)
@@ -934,7 +986,7 @@ static void usage(FILE *f)
 {
         fprintf(f, "Usage: sn-restore [--quick] [--kinds LIST] [--sizes LIST] [--scenarios LIST]\n"
                    "                  [--runs N] [--no-memory] [--daemon PATH]\n"
-                   "kinds: connections ports registrations posted waits\n"
+                   "kinds: connections ports named-ports registrations posted waits\n"
                    "scenarios: reexec crash stop nostore\n");
 }
 
@@ -1036,13 +1088,14 @@ int main(int argc, char **argv)
                         continue;
                 for (int i = 0; i < nsizes; i++) {
                         struct point *pt = &pts[npts++];
-                        bool fds = k == K_CONNECTIONS || k == K_PORTS || k == K_REGISTRATIONS;
+                        bool fds = k == K_CONNECTIONS || k == K_PORTS || k == K_NAMED_PORTS ||
+                                   k == K_REGISTRATIONS;
 
                         *pt = (struct point){ .kind = (enum kind)k, .asked = sizes[i],
                                               .n = fds && sizes[i] > fd_cap ? fd_cap : sizes[i] };
                         for (int s = 0; s < S_MAX; s++)
                                 if (want_sc[s])
-                                        run_point(pt, (enum scenario)s);
+                                        run_point(pt, i ? pt - 1 : NULL, (enum scenario)s);
                 }
         }
         print_table(pts, npts, want_sc);

@@ -5,12 +5,13 @@
  * configuration file (JSON, read with jansson), merged in that order of rising precedence.
  *
  * The file is a flat JSON object whose keys are the long option names of socknotifyd(8):
- * { "log-level": "debug", "max-waits": 2048 }.  Every key is checked against the same table and
- * the same ranges as the command line, so a file can express exactly what options can.  A bad
- * file is refused whole, with its path, the line and the key; what the daemon then does (it
- * never stops for it) is main.c's and server.c's business.  Only a regular file of at most
- * SETTINGS_FILE_MAX bytes is read, opened without blocking (a FIFO), into one bounded buffer (a
- * device such as /dev/zero is refused, never read without end).
+ * { "log-level": "debug", "max-waits": 2048 }.  Every key and every option is checked by one
+ * function, settings_take(), against the same table and ranges, so a file can express exactly
+ * what options can, and both say what is wrong in the same words.  A bad file is refused whole,
+ * with its path, the line and the key; what the daemon then does (a fresh start exits, a start
+ * that takes sessions over and a reload go on) is main.c's and server.c's business.  Only a
+ * regular file of at most SETTINGS_FILE_MAX bytes is read, opened without blocking (a FIFO),
+ * into one bounded buffer (a device such as /dev/zero is refused, never read without end).
  *
  * "no-io-uring" (true or false, as the option) is read at start: the daemon's io_uring is made
  * once.  Limits whose value clients were told in HELLO_REPLY and sized their messages by
@@ -22,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,11 +187,84 @@ static void key_place(char *out, size_t outsz, const char *name, const char *tex
         snprintf(out, outsz, "%s", name);
 }
 
+/* What option i accepts, as both sources say it. */
+static void expect_limit(char *what, size_t whatsz, size_t i)
+{
+        snprintf(what, whatsz, "key \"%s\": an integer from %u to %u",
+                 settings_limit_options[i].name, settings_limit_options[i].min,
+                 settings_limit_options[i].max);
+}
+
+/* A decimal number with nothing around it ("", "-1", "0x10", "1 " are not). */
+static bool parse_decimal(const char *s, uint64_t *ret)
+{
+        char *end;
+        unsigned long long v;
+
+        if (!s || *s < '0' || *s > '9')
+                return false;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || *end)
+                return false;
+        *ret = v;
+        return true;
+}
+
+int settings_take(struct settings *c, const char *key, const json_t *value, const char *arg,
+                  char *what, size_t whatsz)
+{
+        uint64_t v = 0;
+        bool number;
+        size_t i;
+
+        if (!strcmp(key, "log-level")) {
+                const char *s = value ? json_string_value(value) : arg;
+                int level = s ? settings_parse_log_level(s) : -EINVAL;
+
+                if (level < 0) {
+                        snprintf(what, whatsz, "key \"log-level\": one of \"error\", "
+                                 "\"warning\", \"notice\", \"info\", \"debug\"");
+                        return -EINVAL;
+                }
+                c->log_level = level;
+                return 0;
+        }
+        if (!strcmp(key, "no-io-uring")) {
+                if (!value || !json_is_boolean(value)) {
+                        snprintf(what, whatsz, "key \"no-io-uring\": true or false");
+                        return -EINVAL;
+                }
+                c->no_io_uring = json_is_true(value);
+                return 0;
+        }
+        for (i = 0; i < settings_nlimit_options; i++)
+                if (!strcmp(key, settings_limit_options[i].name))
+                        break;
+        if (i == settings_nlimit_options) {
+                snprintf(what, whatsz, "unknown key \"%s\"", key);
+                return -ENOENT;
+        }
+        if (value) {
+                number = json_is_integer(value) && json_integer_value(value) >= 0;
+                if (number)
+                        v = (uint64_t)json_integer_value(value);
+        } else {
+                number = parse_decimal(arg, &v);
+        }
+        if (!number || settings_set_limit(c, i, v) < 0) {
+                expect_limit(what, whatsz, i);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int settings_parse(const char *name, const char *text, size_t len, struct settings *ret,
                    char *err, size_t errsz)
 {
         struct settings c;
         char at[1024]; /* "PATH:LINE" of a bad key */
+        char what[256];
         json_error_t je;
         json_t *doc, *value;
         const char *key;
@@ -207,50 +282,9 @@ int settings_parse(const char *name, const char *text, size_t len, struct settin
                 goto out;
         }
         json_object_foreach(doc, key, value) {
-                size_t i;
-
-                if (!strcmp(key, "log-level")) {
-                        int level = json_is_string(value)
-                                            ? settings_parse_log_level(json_string_value(value))
-                                            : -EINVAL;
-
-                        if (level < 0) {
-                                key_place(at, sizeof(at), name, text, len, key);
-                                snprintf(err, errsz,
-                                         "%s: key \"log-level\": one of \"error\", "
-                                         "\"warning\", \"notice\", \"info\", \"debug\"",
-                                         at);
-                                r = -EINVAL;
-                                goto out;
-                        }
-                        c.log_level = level;
-                        continue;
-                }
-                if (!strcmp(key, "no-io-uring")) {
-                        if (!json_is_boolean(value)) {
-                                key_place(at, sizeof(at), name, text, len, key);
-                                snprintf(err, errsz, "%s: key \"no-io-uring\": true or false",
-                                         at);
-                                r = -EINVAL;
-                                goto out;
-                        }
-                        c.no_io_uring = json_is_true(value);
-                        continue;
-                }
-                for (i = 0; i < settings_nlimit_options; i++)
-                        if (!strcmp(key, settings_limit_options[i].name))
-                                break;
-                if (i == settings_nlimit_options) {
+                if (settings_take(&c, key, value, NULL, what, sizeof(what)) < 0) {
                         key_place(at, sizeof(at), name, text, len, key);
-                        snprintf(err, errsz, "%s: unknown key \"%s\"", at, key);
-                        r = -EINVAL;
-                        goto out;
-                }
-                if (!json_is_integer(value) || json_integer_value(value) < 0 ||
-                    settings_set_limit(&c, i, (uint64_t)json_integer_value(value)) < 0) {
-                        key_place(at, sizeof(at), name, text, len, key);
-                        snprintf(err, errsz, "%s: key \"%s\": an integer from %u to %u", at, key,
-                                 settings_limit_options[i].min, settings_limit_options[i].max);
+                        snprintf(err, errsz, "%s: %s", at, what);
                         r = -EINVAL;
                         goto out;
                 }

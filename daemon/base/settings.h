@@ -119,6 +119,18 @@ int settings_load_file(const char *path, bool must_exist, struct settings *ret, 
 /* As settings_load_file(), from a descriptor it borrows (read with pread from offset 0); name
  * stands for the file in err. */
 int settings_read_fd(int fd, const char *name, struct settings *ret, char *err, size_t errsz);
+/*
+ * The one check of a setting, for the file and the command line alike: sets the option called
+ * key (a configuration key, the long option's name) in *s from the file's JSON value (value)
+ * or, when value is NULL, the command line's text (arg: a decimal number for a limit, a level's
+ * name for "log-level").  Returns 0; -ENOENT for a key that is no setting; -EINVAL for a value
+ * of the wrong type or out of its range (settings_limit_options[]).  On error what holds what
+ * is wrong, naming the key ("key \"max-ports\": an integer from 1 to 1048576"); the caller
+ * says where (the file and line, or the option as given).
+ */
+struct json_t;
+int settings_take(struct settings *s, const char *key, const struct json_t *value,
+                  const char *arg, char *what, size_t whatsz);
 /* Parses a configuration text of len bytes (text[len] must be 0) named name; returns 0 or
  * -EINVAL with err as settings_load_file(). */
 int settings_parse(const char *name, const char *text, size_t len, struct settings *ret,

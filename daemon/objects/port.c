@@ -14,6 +14,8 @@
  *  - Waiters are a stack: the most recent waiter is served first (row 73); packets leave FIFO.
  *  - Port names are per user: (uid, name) is the key, so no user can take or probe another
  *    user's names.  A port and its posted packets are charged to the user that created it.
+ *  - Ports are found by id and by (uid, name), handles by (session, port), in the server's
+ *    keyed hash tables (htable.h): no lookup, creation or restore walks every port.
  *  - Any answer may kill its session (session.h), which frees nothing: a wait being answered
  *    stays valid until its holder frees it, and a dead session's waits are off every port.
  *  - A runner's scheduler state is read only while its port is stalled: no free slot, a thread
@@ -67,6 +69,66 @@ static void port_watch(struct port *port)
                 port->ev_added = true;
 }
 
+/* ---- the indexes: ports by (uid, name) and by id, handles by (session, port) ------------- */
+
+static uint64_t name_hash(const struct server *srv, uid_t uid, const char *name)
+{
+        return htable_hash(&srv->port_names, uid, name, strlen(name));
+}
+
+static uint64_t id_hash(const struct server *srv, uint32_t id)
+{
+        return htable_hash(&srv->port_ids, id, NULL, 0);
+}
+
+static uint64_t handle_hash(const struct server *srv, const struct session *s,
+                            const struct port *p)
+{
+        uint64_t x = (uint64_t)(uintptr_t)p;
+
+        return htable_hash(&srv->handles, (uint64_t)(uintptr_t)s, &x, sizeof(x));
+}
+
+/* Puts p in the server's indexes (its id set; its name, if any). */
+static void port_index(struct port *p)
+{
+        htable_add(&p->srv->port_ids, &p->id_node, id_hash(p->srv, p->id));
+        if (p->name)
+                htable_add(&p->srv->port_names, &p->name_node,
+                           name_hash(p->srv, p->uid, p->name));
+}
+
+static void port_unindex(struct port *p)
+{
+        htable_del(&p->srv->port_ids, &p->id_node);
+        if (p->name)
+                htable_del(&p->srv->port_names, &p->name_node);
+}
+
+static struct port *port_by_name(struct server *srv, uid_t uid, const char *name)
+{
+        for (struct htable_node *n = htable_first(&srv->port_names, name_hash(srv, uid, name)); n;
+             n = htable_next(n)) {
+                struct port *p = SN_CONTAINER_OF(n, struct port, name_node);
+
+                if (p->uid == uid && !strcmp(p->name, name))
+                        return p;
+        }
+        return NULL;
+}
+
+static struct port *port_by_id(const struct server *srv, uint32_t id)
+{
+        for (struct htable_node *n = htable_first(&srv->port_ids, id_hash(srv, id)); n;
+             n = htable_next(n)) {
+                struct port *p = SN_CONTAINER_OF(n, struct port, id_node);
+
+                if (p->id == id)
+                        return p;
+        }
+        return NULL;
+}
+
 int port_handle_add(struct session *session, struct port *p)
 {
         struct handle *h;
@@ -82,6 +144,7 @@ int port_handle_add(struct session *session, struct port *p)
         h->port = p;
         sn_list_add_head(&session->handles, &h->conn_link);
         sn_list_add_tail(&p->handles, &h->port_link);
+        htable_add(&session->srv->handles, &h->node, handle_hash(session->srv, session, p));
         session->nports++;
         p->nhandles++;
         live_handle(h);
@@ -92,19 +155,6 @@ int port_handle_add(struct session *session, struct port *p)
                 live_port_linger(p);
         }
         return 0;
-}
-
-static struct port *port_by_name(struct server *srv, uid_t uid, const char *name)
-{
-        struct sn_list *pos, *tmp;
-
-        sn_list_foreach_safe(pos, tmp, &srv->ports) {
-                struct port *p = sn_list_entry(pos, struct port, srv_link);
-
-                if (p->name && p->uid == uid && !strcmp(p->name, name))
-                        return p;
-        }
-        return NULL;
 }
 
 /* ---- handoff: lingering ports and taking registrations over ------------------------------- */
@@ -231,12 +281,7 @@ void port_take_commit(struct port *p, struct session *session, uint32_t n)
  */
 static bool port_id_taken(const struct server *srv, uint32_t id)
 {
-        struct sn_list *pos, *tmp;
-
-        sn_list_foreach_safe(pos, tmp, &srv->ports)
-                if (sn_list_entry(pos, struct port, srv_link)->id == id)
-                        return true;
-        return false;
+        return port_by_id(srv, id) != NULL;
 }
 
 static uint32_t port_id_of(const struct server *srv, uint32_t n)
@@ -320,6 +365,7 @@ int port_new(struct session *session, uint32_t concurrency, const char *name,
                 p->id = port_id_of(srv, ++srv->next_port_id);
         while (!p->id || port_id_taken(srv, p->id));
         sn_list_add_tail(&srv->ports, &p->srv_link);
+        port_index(p);
         srv->nports++;
         user_charge_ports(p->user, 1);
         live_port(p);
@@ -365,6 +411,7 @@ struct port *port_adopt(struct server *srv, uint32_t id, const char *name, uid_t
         evtimer_assign(&p->stall_timer, srv->base, port_stall_cb, p);
         event_assign(&p->ev, srv->base, p->epfd, EV_READ | EV_PERSIST | EV_ET, port_ready_cb, p);
         sn_list_add_tail(&srv->ports, &p->srv_link);
+        port_index(p);
         srv->nports++;
         user_charge_ports(p->user, 1);
         return p;
@@ -428,6 +475,7 @@ void port_free(struct port *p, uint32_t status)
 
                 sn_list_del(&h->port_link);
                 sn_list_del(&h->conn_link);
+                htable_del(&srv->handles, &h->node);
                 h->session->nports--;
                 live_handle_gone(h);
                 free(h);
@@ -457,6 +505,7 @@ void port_free(struct port *p, uint32_t status)
                 reg_free(sn_list_first(&p->regs, struct reg, port_link));
         live_port_gone(p);
         sn_list_del(&p->srv_link);
+        port_unindex(p);
         srv->nports--;
         user_charge_ports(p->user, -1);
         user_release(p->user);
@@ -503,6 +552,7 @@ void port_close_handle(struct handle *h, uint32_t status)
         }
         sn_list_del(&h->port_link);
         sn_list_del(&h->conn_link);
+        htable_del(&session->srv->handles, &h->node);
         session->nports--;
         p->nhandles--;
         live_handle_gone(h);
@@ -515,18 +565,17 @@ void port_close_handle(struct handle *h, uint32_t status)
 
 struct handle *port_handle_of(struct session *session, uint32_t id)
 {
-        struct sn_list *pos, *tmp;
+        struct server *srv = session->srv;
+        struct port *p = port_by_id(srv, id);
 
-        sn_list_foreach_safe(pos, tmp, &session->handles) {
-                struct handle *h = sn_list_entry(pos, struct handle, conn_link);
+        if (!p)
+                return NULL;
+        for (struct htable_node *n = htable_first(&srv->handles, handle_hash(srv, session, p)); n;
+             n = htable_next(n)) {
+                struct handle *h = SN_CONTAINER_OF(n, struct handle, node);
 
-                if (h->port->id == id) {
-                        if (pos != session->handles.next) { /* most recently used first */
-                                sn_list_del(pos);
-                                sn_list_add_head(&session->handles, pos);
-                        }
+                if (h->session == session && h->port == p)
                         return h;
-                }
         }
         return NULL;
 }

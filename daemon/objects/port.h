@@ -26,6 +26,7 @@
 #include <event2/event_struct.h>
 
 #include "common/list.h"
+#include "daemon/base/htable.h"
 #include "daemon/objects/session.h"
 
 struct reg;
@@ -60,6 +61,7 @@ struct handle {
         struct session *session;
         struct port *port;
         uint32_t jr;              /* journal record (persist.c), 0 for none */
+        struct htable_node node;  /* in server->handles, by (session, port) */
 };
 
 /* A client thread that took entries from a port and has not come back to wait.  While the
@@ -91,6 +93,8 @@ struct port {
         uid_t uid;                /* who may open it by name: names are per user */
         struct user *user;        /* charged for the port and its posted packets */
         uint32_t id;
+        struct htable_node id_node;   /* in server->port_ids */
+        struct htable_node name_node; /* in server->port_names when named, by (uid, name) */
         uint32_t concurrency;
         struct sn_list runners;   /* struct runner */
         uint32_t nrunning;        /* runners, blocked ones included */

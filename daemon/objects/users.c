@@ -25,11 +25,13 @@
 
 struct user *user_get(struct server *srv, uid_t uid)
 {
-        struct sn_list *pos, *tmp;
+        uint64_t hash = htable_hash(&srv->users_by_uid, uid, NULL, 0);
         struct user *u;
 
-        sn_list_foreach_safe(pos, tmp, &srv->users) {
-                u = sn_list_entry(pos, struct user, link);
+        /* By uid in a table: a restore of connections of many users costs each the same. */
+        for (struct htable_node *n = htable_first(&srv->users_by_uid, hash); n;
+             n = htable_next(n)) {
+                u = SN_CONTAINER_OF(n, struct user, node);
                 if (u->uid == uid)
                         return u;
         }
@@ -37,6 +39,8 @@ struct user *user_get(struct server *srv, uid_t uid)
         if (!u)
                 return NULL;
         u->uid = uid;
+        u->table = &srv->users_by_uid;
+        htable_add(u->table, &u->node, hash);
         /* Privileged: root and the user the daemon runs as (the owner of a per-user daemon). */
         u->pool = uid == 0 || uid == geteuid() ? NULL : &srv->unprivileged;
         sn_list_add_tail(&srv->users, &u->link);
@@ -108,6 +112,7 @@ void user_release(struct user *u)
         if (u && !u->nconns && !u->nports && !u->nsockets && !u->nregs && !u->nwaits &&
             !u->nposted && !u->nstaged && !u->output) {
                 sn_list_del(&u->link);
+                htable_del(u->table, &u->node);
                 free(u);
         }
 }

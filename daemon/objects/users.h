@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "common/list.h"
+#include "daemon/base/htable.h"
 
 struct session;
 struct server;
@@ -39,6 +40,8 @@ struct pool {
  */
 struct user {
         struct sn_list link; /* in server->users */
+        struct htable_node node; /* in server->users_by_uid */
+        struct htable *table;    /* that table, to leave it */
         uid_t uid;
         struct pool *pool;  /* the server's pool of unprivileged users; NULL when privileged */
         uint32_t nconns;

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "daemon/base/counters.h"
 #include "daemon/base/epctl.h"
+#include "daemon/base/htable.h"
 #include "daemon/base/settings.h"
 #include "daemon/objects/registry.h"
 #include "daemon/objects/users.h"
@@ -75,7 +76,11 @@ struct server {
         uint32_t nconns;
         uint32_t nrings;             /* connections with shared-memory rings */
         struct sn_list ports;
+        /* The ports by id and by (uid, name), the handles by (session, port) (port.c): a
+         * lookup, a creation and a restore cost the same whatever the number of ports. */
+        struct htable port_ids, port_names, handles;
         struct sn_list users;
+        struct htable users_by_uid;
         struct pool unprivileged; /* what users other than root and ours hold together */
         struct sn_list dead;
         uint32_t next_port_id;       /* ports created; ids are a keyed permutation of it */

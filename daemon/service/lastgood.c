@@ -5,6 +5,7 @@
  * without error, kept where the next image of the daemon finds it.  A start that takes over
  * clients (a restart, a restore after a crash, a re-exec) and finds the file bad runs on them:
  * a bad file never stops the service nor changes the limits its clients were served under.
+ * (A fresh start, with no clients to take over, refuses a bad file: main.c.)
  *
  * They travel as a configuration text (settings_format(): the file's own JSON, read back with
  * the file's own parser) in a sealed memfd, independent of the state formats:

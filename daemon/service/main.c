@@ -6,11 +6,15 @@
  * The daemon runs in the foreground and never forks; a supervisor (systemd, a shell, a test)
  * owns its lifetime.  Exit status: 0 after SIGTERM/SIGINT, 1 when start-up fails, 2 on bad usage.
  *
- * A bad configuration file never stops it (socknotifyd(8), CONFIGURATION): the error is logged
- * at err, with the file, the line and the key, and the daemon runs on the last good settings
- * the previous daemon left (lastgood.c: in the descriptor store after a restart or a crash,
- * SOCKNOTIFY_SETTINGS_FD after a re-exec), else on the defaults and the command line.
- * `socknotifyd --check-config` is how an operator checks a file first (exit 0 or 1).
+ * A bad configuration file (socknotifyd(8), CONFIGURATION) never stops a daemon that takes
+ * over a previous one's sessions: the error is logged at err, with the file, the line and the
+ * key, and it runs on the last good settings the previous daemon left (lastgood.c: in the
+ * descriptor store after a restart or a crash, SOCKNOTIFY_SETTINGS_FD after a re-exec), else
+ * on the defaults and the command line.  A fresh start (nothing to take over) with a bad or
+ * missing named file exits 1 with the error at err, as an invalid option exits 2: neither
+ * serves on settings the administrator did not write.  The file and the command line are
+ * checked by one function (settings_take()).  `socknotifyd --check-config` is how an
+ * operator checks a file first (exit 0 or 1).
  */
 #include "config.h"
 #include "sn-paths.h"
@@ -259,13 +263,17 @@ static int check_config(const char *path, bool named)
 }
 
 /*
- * The file's settings at start, into *ret.  A bad file never stops the daemon: the error is
- * logged at err (file, line, key) and the last good settings (carried_fd: a memfd of
- * lastgood.c, -1 for none; closed here) are used instead, else none (the defaults and the
- * command line apply).  The outcome for STATUS= goes to note ("" when the file was fine).
+ * The file's settings at start, into *ret.  A start that takes over a previous daemon's state
+ * (keeps: a re-exec, a restart or a restore after a crash through the descriptor store) never
+ * stops for a bad file: the error is logged at err (file, line, key) and the last good
+ * settings (carried_fd: a memfd of lastgood.c, -1 for none; closed here) are used instead,
+ * else none (the defaults and the command line apply); the outcome for STATUS= goes to note
+ * ("" when the file was fine).  A fresh start has no session to keep and no settings its
+ * clients were served under: it refuses, as the file is bad, with the error logged at err.
+ * Returns 0, or -1 when the daemon must not start.
  */
-static void start_settings(const char *path, bool named, int carried_fd, struct settings *ret,
-                           char *note, size_t notesz)
+static int start_settings(const char *path, bool named, int carried_fd, bool keeps,
+                          struct settings *ret, char *note, size_t notesz)
 {
         struct settings carried;
         char err[512], cerr[512];
@@ -279,12 +287,17 @@ static void start_settings(const char *path, bool named, int carried_fd, struct 
                 rc = settings_read_fd(carried_fd, "the last good settings", &carried, cerr,
                                       sizeof(cerr));
                 close(carried_fd);
-                if (rc < 0)
+                if (rc < 0 && keeps)
                         log_warning("%s: not used", cerr);
         }
         if (r >= 0)
-                return;
+                return 0;
         settings_init(ret);
+        if (!keeps) {
+                log_error("configuration: %s; not starting: no session to keep (a fresh start); "
+                          "check the file with socknotifyd --check-config", err);
+                return -1;
+        }
         if (rc == 0) {
                 *ret = carried;
                 log_error("configuration: %s; running on the last good settings, kept by the "
@@ -297,6 +310,7 @@ static void start_settings(const char *path, bool named, int carried_fd, struct 
                 snprintf(note, notesz, "; configuration error: running on the defaults (see "
                          "the log)");
         }
+        return 0;
 }
 
 /* Descriptors open in this process now (0 when /proc is not there). */
@@ -355,9 +369,11 @@ enum {
         OPT_LIMIT, /* OPT_LIMIT + i: settings_limit_options[i] */
 };
 
-/* One option of the command line into st: 0, a negative errno (an invalid value), or 1 when
- * it is not one of ours. */
-static int take_option(struct start *st, int c, const char *arg)
+/* One option of the command line into st: 0, a negative errno (an invalid value; what is
+ * wrong in what, or "" when the value is only not one the option takes), or 1 when it is not
+ * one of ours.  A setting the file may hold too is checked by settings_take(), as in the
+ * file. */
+static int take_option(struct start *st, int c, const char *arg, char *what, size_t whatsz)
 {
         uint32_t v;
         int r = 0;
@@ -380,7 +396,7 @@ static int take_option(struct start *st, int c, const char *arg)
                 st->opt.group = arg;
                 break;
         case OPT_LOG_LEVEL:
-                r = st->opt.cmdline.log_level = settings_parse_log_level(arg);
+                r = settings_take(&st->opt.cmdline, "log-level", NULL, arg, what, whatsz);
                 break;
         case 'v':
                 st->opt.cmdline.log_level = LOG_DEBUG;
@@ -402,9 +418,8 @@ static int take_option(struct start *st, int c, const char *arg)
         default:
                 if (c < OPT_LIMIT || c >= OPT_LIMIT + (int)settings_nlimit_options)
                         return 1;
-                r = parse_u32(arg, 0, UINT32_MAX, 10, &v);
-                if (r == 0)
-                        r = settings_set_limit(&st->opt.cmdline, (size_t)(c - OPT_LIMIT), v);
+                r = settings_take(&st->opt.cmdline, settings_limit_options[c - OPT_LIMIT].name,
+                                  NULL, arg, what, whatsz);
                 break;
         }
         return r < 0 ? r : 0;
@@ -440,6 +455,7 @@ static int parse_args(int argc, char **argv, struct start *st)
                                                    required_argument, NULL, OPT_LIMIT + (int)i };
         options[nopt] = (struct option){ 0 };
         while ((c = getopt_long(argc, argv, "s:c:vhV", options, &index)) >= 0) {
+                char what[256] = "";
                 int r;
 
                 if (c == 'h') {
@@ -451,9 +467,16 @@ static int parse_args(int argc, char **argv, struct start *st)
                                SN_PROTO_VERSION);
                         return 0;
                 }
-                r = take_option(st, c, optarg);
+                r = take_option(st, c, optarg, what, sizeof(what));
                 if (r > 0) {
                         usage(stderr);
+                        return 2;
+                }
+                /* A setting says what is wrong as the file's check does, the option as given
+                 * standing for the file and the line. */
+                if (r < 0 && what[0]) {
+                        fprintf(stderr, "socknotifyd: --%s=%s: %s\n",
+                                index >= 0 ? options[index].name : "?", optarg, what);
                         return 2;
                 }
                 if (r < 0) {
@@ -676,8 +699,9 @@ int main(int argc, char **argv)
                 return 1;
         if (st.settings_fd < 0)
                 st.settings_fd = fdstore_take_settings();
-        start_settings(st.opt.config_path, st.opt.config_named, st.settings_fd, &st.file,
-                       st.note, sizeof(st.note));
+        if (start_settings(st.opt.config_path, st.opt.config_named, st.settings_fd,
+                           st.have_prev, &st.file, st.note, sizeof(st.note)) < 0)
+                return 1;
         settings_resolve(&st.opt.cmdline, &st.file, st.cap, &st.opt.limits, &level);
         sn_log_set_level(level);
         /* The option wins; without it the file's "no-io-uring" decides. */

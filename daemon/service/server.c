@@ -671,7 +671,11 @@ static struct server *server_alloc(const struct server_options *opt)
         clamp_max_message(&srv->limits);
         sn_list_init(&srv->conns);
         sn_list_init(&srv->ports);
+        htable_init(&srv->port_ids);
+        htable_init(&srv->port_names);
+        htable_init(&srv->handles);
         sn_list_init(&srv->users);
+        htable_init(&srv->users_by_uid);
         sn_list_init(&srv->dead);
         sn_list_init(&srv->take_unread);
         sn_list_init(&srv->monitors);
@@ -865,6 +869,10 @@ void server_free(struct server *srv)
         if (srv->owns_path)
                 unlink(srv->path);
         registry_deinit(&srv->registry);
+        htable_deinit(&srv->port_ids);
+        htable_deinit(&srv->port_names);
+        htable_deinit(&srv->handles);
+        htable_deinit(&srv->users_by_uid);
         free(srv->slots);
         free(srv->slot_next);
         free(srv->slot_gen);

@@ -6,9 +6,11 @@
  * memory stays small and its loop keeps answering), `--check-config` (exit 0 or 1, the file,
  * the line and the key), an explicitly named missing file (an error), and that a bad file
  * never takes the service down: a reload keeps the running settings and says so in full to
- * `socknotifyctl reload` (exit 1) and on a STATUS= line cut only between words; a start (a
- * fresh one, a re-exec, a restart or a crash restore through the descriptor store) keeps every
- * session, runs on the last good settings (else the defaults) and logs the error at err.
+ * `socknotifyctl reload` (exit 1) and on a STATUS= line cut only between words; a start that
+ * takes sessions over (a re-exec, a restart or a crash restore through the descriptor store)
+ * keeps every session, runs on the last good settings (else the defaults) and logs the error
+ * at err.  A fresh start, with no session to keep, refuses a bad file: exit 1, the error at
+ * err, nothing served.
  *
  * The daemon's log is its stderr, captured to a file per test.  Time bounds scale with
  * CK_TIMEOUT_MULTIPLIER.
@@ -321,31 +323,65 @@ END_TEST
 
 /* ---- a bad file at start ------------------------------------------------------------------- */
 
-/* A fresh start with an explicitly named missing file, or a bad one: an error at err, and the
- * daemon serves on the defaults. */
-START_TEST(test_start_with_bad_file)
+/* Runs a fresh daemon (no previous state) on dir/fresh.sock with args, its stderr into out;
+ * returns its exit status, or 124 when it was still running (serving) after a bound. */
+static int fresh_start(char *out, size_t size, const char *args)
 {
-        struct test_daemon d;
-        char conf[128], arg[160];
-        const char *args[] = { arg, NULL };
+        char cmd[1024];
 
-        snprintf(conf, sizeof(conf), "%s/missing.json", dir);
-        snprintf(arg, sizeof(arg), "--config=%s", conf);
-        start(&d, args, NULL, 0, NULL);
-        ck_assert_msg(strstr(daemon_log(), "error: configuration: ") &&
-                      strstr(daemon_log(), "missing.json: No such file or directory; running "
-                                           "on the defaults"), "%s", daemon_log());
-        ck_assert_uint_eq(limits_of(&d).max_waits, 1024);
-        ck_assert_int_eq(test_daemon_stop(&d), 0);
+        snprintf(cmd, sizeof(cmd), "(timeout -s KILL %d %s/daemon/socknotifyd --socket "
+                 "%s/fresh.sock %s 2>&1; st=$?; [ $st -eq 137 ] && st=124; exit $st)",
+                 scaled(10000) / 1000, builddir(), dir, args);
+        return run(out, size, cmd);
+}
 
-        snprintf(conf, sizeof(conf), "%s/bad.json", dir);
-        snprintf(arg, sizeof(arg), "--config=%s", conf);
-        write_file(conf, "{\n \"max-waits\": 7,\n \"max-wiats\": 2\n}\n");
-        start(&d, args, NULL, 0, NULL);
-        ck_assert_msg(strstr(daemon_log(), "bad.json:3: unknown key \"max-wiats\"; running on "
-                                           "the defaults"), "%s", daemon_log());
-        ck_assert_uint_eq(limits_of(&d).max_waits, 1024);
-        ck_assert_int_eq(test_daemon_stop(&d), 0);
+/* A fresh start (no session to keep) with a named file that is missing, has a syntax error (a
+ * trailing comma) or a value out of its range: exit 1 with the error at err, nothing served;
+ * the same value on the command line is refused with the same words (exit 2). */
+START_TEST(test_fresh_start_refuses_bad_file)
+{
+        static const struct {
+                const char *file, *text, *want;
+        } cases[] = {
+                { "missing.json", NULL, "missing.json: No such file or directory; not starting" },
+                { "comma.json", "{\n  \"max-ports-per-user\": 8,\n}\n",
+                  "comma.json:3: string or '}' expected near '}'; not starting" },
+                { "zero.json", "{\n  \"max-ports\": 0\n}\n",
+                  "zero.json:2: key \"max-ports\": an integer from 1 to 1048576; not starting" },
+        };
+        char conf[128], args[256], out[8192], sock[128];
+        struct stat sb;
+
+        snprintf(sock, sizeof(sock), "%s/fresh.sock", dir);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                snprintf(conf, sizeof(conf), "%s/%s", dir, cases[i].file);
+                if (cases[i].text)
+                        write_file(conf, cases[i].text);
+                snprintf(args, sizeof(args), "--config='%s'", conf);
+                ck_assert_msg(fresh_start(out, sizeof(out), args) == 1,
+                              "%s: the daemon did not exit 1: %s", cases[i].file, out);
+                ck_assert_msg(strstr(out, "error: configuration: ") &&
+                              strstr(out, cases[i].want), "%s: %s", cases[i].file, out);
+                ck_assert_msg(stat(sock, &sb) < 0 && errno == ENOENT,
+                              "%s: the socket was made", cases[i].file);
+        }
+        /* One check for both: the command line names the option where the file names its
+         * line, and says the same of the value. */
+        ck_assert_int_eq(fresh_start(out, sizeof(out), "--max-ports=0"), 2);
+        ck_assert_msg(strstr(out, "--max-ports=0: key \"max-ports\": an integer from 1 to "
+                                  "1048576"), "%s", out);
+        /* A good file still starts. */
+        snprintf(conf, sizeof(conf), "%s/good.json", dir);
+        write_file(conf, "{ \"max-waits\": 7 }\n");
+        snprintf(args, sizeof(args), "--config=%s", conf);
+        {
+                struct test_daemon d;
+                const char *argv[] = { args, NULL };
+
+                start(&d, argv, NULL, 0, NULL);
+                ck_assert_uint_eq(limits_of(&d).max_waits, 7);
+                ck_assert_int_eq(test_daemon_stop(&d), 0);
+        }
 }
 END_TEST
 
@@ -645,7 +681,7 @@ int main(void)
         tcase_add_test(tc, test_check_config);
         tcase_add_test(tc, test_dev_zero_reload);
         tcase_add_test(tc, test_fifo_reload);
-        tcase_add_test(tc, test_start_with_bad_file);
+        tcase_add_test(tc, test_fresh_start_refuses_bad_file);
         tcase_add_test(tc, test_ctl_reload_reports_failure);
         tcase_add_test(tc, test_reload_keeps_max_fds);
         tcase_add_test(tc, test_status_never_cut_mid_word);

@@ -345,7 +345,7 @@ static int run_with_config(const char *text, char *err, size_t errsz)
 }
 
 /* A bad file found by --check-config: exit 1, naming file, line and key.  (A start with a bad
- * file stays up: test-config.) */
+ * file: a fresh one exits 1, one that takes sessions over stays up; test-config.) */
 START_TEST(test_bad_config_at_start)
 {
         char err[1024];

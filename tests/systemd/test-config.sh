@@ -2,13 +2,18 @@
 # SPDX-License-Identifier: MIT
 # Copyright (c) 2026 The socknotify authors
 #
-# test-config.sh - a bad configuration file never takes the service down, under a real
-# systemd 252 (tests/systemd/harness.sh).  Root only: otherwise, or without namespaces, cgroup2
-# or overlayfs, it prints "SKIP: <why>" and exits 77.
+# test-config.sh - a bad configuration file never takes a running service down, and never
+# starts a fresh one, under a real systemd 252 (tests/systemd/harness.sh).  Root only:
+# otherwise, or without namespaces, cgroup2 or overlayfs, it prints "SKIP: <why>" and exits 77.
 #
 # The installed units, with a drop-in that names a configuration file (--config=, so it must
-# exist) setting max-waits=77; a client holds a connection, a port, a registration and a
-# parked dequeue through all of it.  Then, the file bad (an unknown key on line 3):
+# exist).  First, a fresh start (as after a reboot: no session to keep, no last good settings):
+#   0  the file with a trailing comma, then missing: `systemctl start` fails, the service ends
+#      failed (never active), the journal has the error at err naming file and line and
+#      saying it did not start.
+# Then the file good, setting max-waits=77, and started; a client holds a connection, a port,
+# a registration and a parked dequeue through all of it.  Then, the file bad (an unknown key
+# on line 3):
 #   1  `socknotifyd --check-config` exits 1 naming file, line and key; `systemctl reload`
 #      (ExecReload= runs socknotifyctl reload) fails, the service stays active with the same
 #      MainPID and max-waits 77, the journal has the error at priority err, and STATUS= says
@@ -113,6 +118,33 @@ check "install: daemon, socknotifyctl, units, sysusers snippet" \
 check "drop-in: the daemon reads $conf (named: it must exist)" sdh_dropin "$name" $unit config \
         "$(printf '[Service]\nExecStart=\nExecStart=/usr/local/sbin/socknotifyd --config=%s' \
         "$conf")"
+
+# ---- 0. a fresh start ------------------------------------------------------------------------
+echo "# 0. a fresh start with a broken, then a missing file"
+# fresh_err PATTERN: the journal of the service has a refused start naming PATTERN at err.
+fresh_err() {
+        inside journalctl --no-pager -u $unit -p err -o cat | grep -F "configuration: $1" |
+                grep -qF "; not starting: no session to keep"
+}
+# fresh_refused WHAT PATTERN: systemctl start fails, the service ends failed, never active.
+fresh_refused() {
+        local rc
+        inside timeout 60 systemctl start socknotifyd.socket $unit > "$tmp/start.out" 2>&1
+        rc=$?
+        if [ "$rc" -ne 0 ]; then ok "$1: systemctl start fails (exit $rc)"
+        else ko "$1: systemctl start fails (it exited 0; the service is $(prop $unit ActiveState))"; fi
+        check "$1: the service ends failed" sdh_wait_state "$name" $unit failed 30
+        check "$1: the journal has the error at err, and that it did not start" \
+                sdh_wait 10 fresh_err "$2"
+        inside systemctl stop socknotifyd.socket > /dev/null 2>&1
+        inside systemctl reset-failed $unit socknotifyd.socket > /dev/null 2>&1
+}
+check "a broken file: per-user ports 8, and a trailing comma" \
+        write_conf '{\n  "max-ports-per-user": 8,\n}\n'
+fresh_refused "broken file" "$conf:3: "
+check "the file is removed" inside rm -f $conf
+fresh_refused "missing file" "$conf: No such file or directory"
+
 check "a good file: max-waits 77" write_conf '{ "max-waits": 77 }\n'
 check "socknotifyd --check-config: exit 0" inside /usr/local/sbin/socknotifyd --check-config \
         --config=$conf
