@@ -15,9 +15,11 @@
  * The ring file's last ring ends the file, so a record header read or written at the ring's
  * last 4 bytes reaches past the end of the library's mapping.  Before it connects, the test
  * leaves a hole of exactly the file's size in its address space with a page of its own right
- * after it, where the kernel puts the library's mapping (the highest hole that fits; a smaller
- * one above takes other mappings made meanwhile); the test checks that it did.  That page is a canary (filled, compared) where the library would write,
- * and PROT_NONE (a read faults: SIGSEGV fails the case) where it would read.  Each case checks
+ * after it, where the kernel puts the library's mapping (the highest hole that fits: holes
+ * above that would fit are filled first, and a smaller one above takes other mappings made
+ * meanwhile); where the library attaches, the test looks whether it did and says so if not.
+ * That page is a canary (filled, compared) where the library would write, and PROT_NONE (a
+ * read faults: SIGSEGV fails the case) where it would read.  Each case checks
  * that the library refuses: sn_conn_open() fails with -EPROTO when the positions it would start
  * from are impossible; a record or a tail that is impossible later loses the connection (the
  * call and every later one fail with -ECONNRESET, as for any reply that breaks the protocol).
@@ -406,7 +408,7 @@ START_TEST(test_hostile_ring)
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: fake daemon status %d",
                       names[sc], st);
         munmap(guard, page);
-        munmap(guard + size - page, page);
+        munmap(guard + size - page, 2 * page); /* what is left of the reservation above */
         while (nfillers)
                 munmap(fillers[--nfillers], size);
         unlink(sa.sun_path);
