@@ -8,11 +8,12 @@
  *
  * Everything in the ring file is the daemon's to write at any time, so it is input like a
  * socket message: the header's first block is copied and checked once when the rings are
- * attached and never read again; the daemon's positions and records are read once each by
- * common/ring.h's verbs, which reject what cannot be.  The file is sealed against shrinking
- * (checked), so a mapped page never disappears under us (no SIGBUS).  Nothing here waits
- * without bound on the daemon's memory: a sleeping side waits in poll() on its doorbell and
- * on the socket, whose hang-up says the daemon is gone.
+ * attached and never read again; so are the positions we start from, our own two of which we
+ * never read from the file again (positions_ok()); the daemon's positions and records are read
+ * once each by common/ring.h's verbs, which reject what cannot be.  The file is sealed against
+ * shrinking (checked), so a mapped page never disappears under us (no SIGBUS).  Nothing here
+ * waits without bound on the daemon's memory: a sleeping side waits in poll() on its doorbell
+ * and on the socket, whose hang-up says the daemon is gone.
  *
  * Order of the two paths: a message that carries descriptors, or is larger than a record,
  * travels on the socket, announced by a SOCKET record in the same ring; the announcement is
@@ -104,6 +105,24 @@ static bool pow2(uint32_t v)
         return v && !(v & (v - 1));
 }
 
+/*
+ * Whether the rings can start from our positions sq_tail and cq_head, the copies we go on from
+ * (first: the checked layout).  The daemon wrote them, and the verbs never look at the shared
+ * words of our own positions again, so they are checked here: each a multiple of 8 (a record
+ * header at an unaligned offset could reach past the ring's end, and a ring may end the file),
+ * and the daemon's positions, read once here, at most one ring from ours on the side they can
+ * be, as the daemon's ring_adopt() checks the client's.  The verbs check the daemon's again at
+ * each batch.
+ */
+static bool positions_ok(const struct sn_ring_header *h, const struct sn_ring_header *first,
+                         uint32_t sq_tail, uint32_t cq_head)
+{
+        uint32_t sq_head = sn_ring_load(&h->sq_head), cq_tail = sn_ring_load(&h->cq_tail);
+
+        return (sq_tail | sq_head | cq_head | cq_tail) % 8 == 0 &&
+               sq_tail - sq_head <= first->sq_size && cq_tail - cq_head <= first->cq_size;
+}
+
 /* Whether [off, off + size) lies in a file of file_size bytes, after the header block. */
 static bool span_ok(uint32_t off, uint32_t size, size_t file_size)
 {
@@ -183,23 +202,29 @@ int sn__ring_attach(struct sn_ring *r, const int *fds, unsigned nfds)
         r->map_size = (size_t)st.st_size;
         r->owner = getpid();
         r->hdr = map;
-        r->daemon_bell = fds[SN_PROTO_RING_FD_DAEMON];
-        r->client_bell = fds[SN_PROTO_RING_FD_CLIENT];
-        keep_compact(r, fds[SN_PROTO_RING_FD_FILE]);
         r->sq = (struct sn_ring_tx){
                 .data = r->map + first.sq_offset,
                 .size = first.sq_size,
-                .tail = sn_ring_load(&r->hdr->sq_tail),
                 .ptail = &r->hdr->sq_tail,
                 .phead = &r->hdr->sq_head,
         };
         r->cq = (struct sn_ring_rx){
                 .data = r->map + first.cq_offset,
                 .size = first.cq_size,
-                .head = sn_ring_load(&r->hdr->cq_head),
                 .phead = &r->hdr->cq_head,
                 .ptail = &r->hdr->cq_tail,
         };
+        /* Where we go on from: the daemon's words, once each, checked before they are ours. */
+        r->sq.tail = sn_ring_load(&r->hdr->sq_tail);
+        r->cq.head = sn_ring_load(&r->hdr->cq_head);
+        if (!positions_ok(r->hdr, &first, r->sq.tail, r->cq.head)) {
+                munmap(map, (size_t)st.st_size);
+                sn__ring_init(r);
+                goto fail;
+        }
+        r->daemon_bell = fds[SN_PROTO_RING_FD_DAEMON];
+        r->client_bell = fds[SN_PROTO_RING_FD_CLIENT];
+        keep_compact(r, fds[SN_PROTO_RING_FD_FILE]);
         r->cq_given = r->cq.head;
         return 0;
 fail:

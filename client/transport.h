@@ -19,8 +19,8 @@
 #include "common/ring.h"
 
 /* The rings of one connection; all zero but the descriptors (-1) while the socket carries
- * everything.  The header's first block is copied and checked once at sn__ring_attach(): only
- * the copy in sq and cq is used afterwards. */
+ * everything.  The header's first block and the positions to start from are copied and checked
+ * once at sn__ring_attach(): only the copy in sq and cq is used afterwards. */
 struct sn_ring {
         uint8_t *map; /* NULL: the socket transport */
         size_t map_size;
@@ -44,8 +44,9 @@ struct sn_ring {
 void sn__ring_init(struct sn_ring *r);
 /* Maps and checks the rings of a HELLO_REPLY whose transport is the rings: fds in the order
  * of SN_PROTO_RING_FD_*, consumed on every outcome.  Returns 0, or -EPROTO when what the daemon
- * passed is not a ring file and two doorbells as PROTOCOL.md describes them (-ENOMEM and the
- * like when mapping fails); r is then without rings. */
+ * passed is not a ring file and two doorbells as PROTOCOL.md describes them (its layout, or a
+ * position to start from that cannot be; -ENOMEM and the like when mapping fails); r is then
+ * without rings and nothing is mapped. */
 int sn__ring_attach(struct sn_ring *r, const int *fds, unsigned nfds);
 /* Unmaps and closes; r is without rings afterwards (accepts one without). */
 void sn__ring_detach(struct sn_ring *r);

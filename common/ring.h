@@ -21,6 +21,11 @@
  * it is checked, and only the copy is used.  The memory may change under the reader at any
  * time; nothing here reads a word of it twice.
  *
+ * A side's own position starts from the shared memory too (the daemon's after a restart, the
+ * library's when it attaches): whoever seeds it checks it there (ring_adopt(),
+ * sn__ring_attach()).  The verbs refuse a private position that is not a multiple of 8 as well,
+ * since only a seeded one can be: from one, a record header would reach past the ring's end.
+ *
  * Sleep and wake-up: a side that will sleep sets its flag (sleeping), then re-checks the ring;
  * the other side, after publishing, rings that side's doorbell (an eventfd) only when it can
  * swap the flag from 1 to 0, so there is at most one wake-up per sleep.
@@ -146,8 +151,8 @@ struct sn_ring_rx {
 /*
  * Appends one record of kind with len bytes of msg (NULL when len is 0).  Returns 0; -EAGAIN
  * when it does not fit now (nothing written); -EMSGSIZE when it never fits; -EPROTO when the
- * consumer's head is impossible (the peer broke the ring).  The record is visible to the
- * consumer only after sn_ring_tx_publish().
+ * consumer's head, or the tail it was seeded with, is impossible (the peer broke the ring;
+ * nothing written).  The record is visible to the consumer only after sn_ring_tx_publish().
  */
 static inline int sn_ring_put(struct sn_ring_tx *tx, uint32_t kind, const void *msg, uint32_t len)
 {
@@ -158,7 +163,7 @@ static inline int sn_ring_put(struct sn_ring_tx *tx, uint32_t kind, const void *
 
         if (len > sn_ring_max_message(tx->size))
                 return -EMSGSIZE;
-        if (used > tx->size || used % 8)
+        if (used > tx->size || (used | tx->tail) % 8)
                 return -EPROTO;
         if (room < need) {
                 /* The rest of the ring, then the record from offset 0. */
@@ -210,7 +215,7 @@ static inline int sn_ring_get(struct sn_ring_rx *rx, void *out, uint32_t max, ui
                 if (rx->avail == 0) {
                         uint32_t tail = sn_ring_load(rx->ptail), n = tail - rx->head;
 
-                        if (n > rx->size || n % 8)
+                        if (n > rx->size || (n | rx->head) % 8)
                                 return -EPROTO;
                         if (n == 0)
                                 return 0;

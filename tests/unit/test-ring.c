@@ -33,10 +33,13 @@
 #include "common/ring.h"
 #include "tests/helpers/daemon.h"
 
-/* One ring of size bytes with its producer and its consumer, each on its own mapping. */
+/* One ring of size bytes with its producer and its consumer, each on its own mapping.  The
+ * ring ends where a page ends, and the page after it is mapped PROT_NONE in both: a verb that
+ * touches a byte past the ring faults (SIGSEGV fails the case) instead of going unseen. */
 struct ring {
         uint32_t size;
         size_t map_size;
+        size_t data_off; /* where the ring starts in the file (past the header's 4096 bytes) */
         uint8_t *pmap; /* the producer's mapping: header, then the ring */
         uint8_t *cmap; /* the consumer's */
         struct sn_ring_tx tx;
@@ -52,24 +55,28 @@ static struct sn_ring_header *hdr_of(uint8_t *map)
 static void ring_init(struct ring *r, uint32_t size, uint32_t start)
 {
         int fd = memfd_create("test-ring", MFD_CLOEXEC);
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
         struct sn_ring_header *ph, *ch;
 
         ck_assert_int_ge(fd, 0);
         r->size = size;
-        r->map_size = SN_RING_HEADER_SIZE + size;
+        r->data_off = (SN_RING_HEADER_SIZE + size + page - 1) / page * page - size;
+        r->map_size = r->data_off + size + page;
         ck_assert_int_eq(ftruncate(fd, (off_t)r->map_size), 0);
         r->pmap = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         r->cmap = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         ck_assert_ptr_ne(r->pmap, MAP_FAILED);
         ck_assert_ptr_ne(r->cmap, MAP_FAILED);
+        ck_assert_int_eq(mprotect(r->pmap + r->map_size - page, page, PROT_NONE), 0);
+        ck_assert_int_eq(mprotect(r->cmap + r->map_size - page, page, PROT_NONE), 0);
         close(fd);
         ph = hdr_of(r->pmap);
         ch = hdr_of(r->cmap);
         ph->sq_tail = start;
         ph->sq_head = start;
-        r->tx = (struct sn_ring_tx){ .data = r->pmap + SN_RING_HEADER_SIZE, .size = size,
+        r->tx = (struct sn_ring_tx){ .data = r->pmap + r->data_off, .size = size,
                                      .tail = start, .ptail = &ph->sq_tail, .phead = &ph->sq_head };
-        r->rx = (struct sn_ring_rx){ .data = r->cmap + SN_RING_HEADER_SIZE, .size = size,
+        r->rx = (struct sn_ring_rx){ .data = r->cmap + r->data_off, .size = size,
                                      .head = start, .phead = &ch->sq_head, .ptail = &ch->sq_tail };
 }
 
@@ -82,7 +89,7 @@ static void ring_deinit(struct ring *r)
 /* The consumer's view of the ring's bytes, for writing records as a hostile producer would. */
 static uint8_t *rx_bytes(struct ring *r)
 {
-        return r->cmap + SN_RING_HEADER_SIZE;
+        return r->cmap + r->data_off;
 }
 
 static void fill(uint8_t *p, uint32_t len, uint32_t seed)
@@ -501,6 +508,49 @@ START_TEST(test_hostile_head)
 }
 END_TEST
 
+/*
+ * Positions a side starts from, seeded from the shared memory (the library attaching, the
+ * daemon adopting a ring after a restart), that are not a multiple of 8: both verbs refuse them
+ * and touch nothing.  At the ring's last 4 bytes a record header would reach 4 bytes past the
+ * ring's end (the guard page: SIGSEGV); at offset 4 it would be misaligned.
+ */
+START_TEST(test_unaligned_start)
+{
+        static const uint32_t starts[] = { 1024 - 4, 4, 0xfffffffcu, 1024 + 1 };
+        uint8_t msg[8] = { 0 }, out[64];
+        uint32_t len, kind;
+
+        for (size_t i = 0; i < sizeof(starts) / sizeof(starts[0]); i++) {
+                struct ring r;
+                uint32_t start = starts[i];
+
+                ring_init(&r, 1024, 0);
+                memset(rx_bytes(&r), 0x5a, r.size);
+                /* A producer seeded with the unaligned tail, its consumer's head the same. */
+                r.tx.tail = start;
+                sn_ring_store(&hdr_of(r.cmap)->sq_head, start);
+                ck_assert_msg(sn_ring_put(&r.tx, SN_RING_MSG, msg, sizeof(msg)) == -EPROTO,
+                              "put from tail %#x", start);
+                ck_assert_int_eq(sn_ring_put(&r.tx, SN_RING_SOCKET, NULL, 0), -EPROTO);
+                ck_assert_uint_eq(r.tx.tail, start);
+                for (uint32_t b = 0; b < r.size; b++)
+                        ck_assert_msg(rx_bytes(&r)[b] == 0x5a, "put from tail %#x wrote byte %u",
+                                      start, b);
+                /* A consumer seeded with the unaligned head, one record's worth published. */
+                r.rx.head = start;
+                r.rx.avail = 0;
+                sn_ring_store(&hdr_of(r.pmap)->sq_tail, start + 8);
+                memset(out, 0xa5, sizeof(out));
+                ck_assert_msg(sn_ring_get(&r.rx, out, sizeof(out), &len, &kind) == -EPROTO,
+                              "get from head %#x", start);
+                ck_assert_uint_eq(r.rx.head, start);
+                for (size_t b = 0; b < sizeof(out); b++)
+                        ck_assert_uint_eq(out[b], 0xa5);
+                ring_deinit(&r);
+        }
+}
+END_TEST
+
 START_TEST(test_claim_wake)
 {
         uint32_t flag = 0;
@@ -537,7 +587,7 @@ static void *storm_run(void *arg)
 {
         struct storm *st = arg;
         struct sn_ring_header *h = hdr_of(st->r.pmap);
-        uint8_t *data = st->r.pmap + SN_RING_HEADER_SIZE;
+        uint8_t *data = st->r.pmap + st->r.data_off;
 
         while (!st->stop) {
                 uint64_t x = st->rng;
@@ -865,6 +915,7 @@ int main(void)
         tcase_add_test(tc, test_hostile_records);
         tcase_add_test(tc, test_copy_before_use);
         tcase_add_test(tc, test_hostile_head);
+        tcase_add_test(tc, test_unaligned_start);
         tcase_add_test(tc, test_claim_wake);
         suite_add_tcase(s, tc);
         /* Two threads each: seconds, more on a busy machine. */

@@ -11,14 +11,21 @@ raises SocknotifyError EBADMSG (not a raw OSError), that no socket object is han
 the connection is then lost (ECONNRESET), and that the process's descriptors are back to what
 they were: every received one closed, an unrelated descriptor opened before still open and
 still the same file.  One well-formed reply checks the fake peer itself.
+
+The binding maps no shared memory: it never asks for the rings of protocol version 3, and a
+daemon that offers them anyway (its HELLO_REPLY carrying a ring file whose positions would make
+a client that trusted them write past its mapping, and two doorbells) is refused with EPROTO,
+every descriptor closed and nothing mapped.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import socket
 import stat
+import struct
 import tempfile
 
 import pytest
@@ -187,4 +194,74 @@ def test_wellformed_reply() -> None:
         assert _count_fds() == base
     finally:
         conn.close()
+    _finish(pid, tmp)
+
+
+# ---- a daemon that offers the shared-memory rings --------------------------------------------
+
+RING_NAME = "hostile-ring"
+RING_OFFERS = ["v3-rings", "v2-rings", "socket-with-fds"]
+
+
+def _ring_file() -> int:
+    """A ring file as a hostile daemon would pass it (PROTOCOL.md section 8): sealed, the
+    layout valid with the SQ last in the file, and sq_tail = sq_head = sq_size - 4, where a
+    client that took them would write its first record header 4 bytes past the file."""
+    fd = os.memfd_create(RING_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, 102400)
+    os.pwrite(fd, struct.pack("<6I", 0x47524E53, 1, 4096 + 65536, 32768, 4096, 65536), 0)
+    os.pwrite(fd, struct.pack("<I", 32768 - 4), 64)  # sq_tail
+    os.pwrite(fd, struct.pack("<I", 32768 - 4), 128)  # sq_head
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def _ring_daemon(lsock: socket.socket, offer: str) -> None:
+    """Child side: checks that HELLO does not ask for the rings, answers with them anyway
+    (version 3 and transport 1, the same at version 2, or transport 0 with the descriptors),
+    then waits for the client's end."""
+    c, _ = lsock.accept()
+    m = w.decode(c.recv(4096))
+    assert m.type == w.HELLO
+    _magic, _vmin, vmax, flags = w.HELLO_BODY.unpack(m.body)
+    assert flags & 1 == 0 and vmax < 3, "the binding asked for the rings"
+    version, transport = {"v3-rings": (3, 1), "v2-rings": (2, 1), "socket-with-fds": (2, 0)}[offer]
+    bell_daemon = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    bell_client = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    fds = [_ring_file(), bell_daemon[1].fileno(), bell_client[1].fileno()]
+    body = w.HELLO_REPLY_BODY.pack(version, transport, 65536, 253, 64, 1000, 1000, 64, 1000,
+                                   os.getpid())
+    socket.send_fds(c, [_reply(w.HELLO | w.REPLY_BIT, m.id, body, nfds=3)], fds)
+    while c.recv(4096):
+        pass
+
+
+def _ring_mapped() -> bool:
+    with open("/proc/self/maps", encoding="ascii", errors="replace") as f:
+        return any("memfd:" + RING_NAME in line for line in f)
+
+
+@pytest.mark.parametrize("offer", RING_OFFERS)
+def test_ring_offer_refused(offer: str) -> None:
+    tmp = tempfile.mkdtemp(prefix="sn-py-hostile-")
+    path = os.path.join(tmp, "fake.sock")
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    lsock.bind(path)
+    lsock.listen(1)
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            _ring_daemon(lsock, offer)
+            status = 0
+        finally:
+            os._exit(status)
+    lsock.close()
+    base = _count_fds()
+    with pytest.raises(sn.SocknotifyError) as exc:
+        sn.Connection(path, reconnect_ms=0)
+    assert exc.value.errno == errno.EPROTO, exc.value
+    assert _count_fds() == base, f"{offer}: {_count_fds()} descriptors, {base} before"
+    assert not _ring_mapped(), f"{offer}: the ring file is mapped"
     _finish(pid, tmp)
