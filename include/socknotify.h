@@ -344,7 +344,9 @@ SN_EXPORT int sn_port_take_sockets(sn_port_t *port, sn_taken_socket_t *out, uint
  * socket parked on it, and stores their descriptors in fds (at most max, in key order; sockets
  * beyond max stay parked).  Returns how many (0: none without an owner), or -ENOENT (no such
  * port), -EMFILE (out of descriptors: none is kept, nothing parked is lost).
- * socknotify-handoff(1) does both for a program.
+ * A parked socket is registered on the port: registering it on another port fails with
+ * -EEXIST while it is parked.  socknotify-handoff(1) does the same for a program, parking each
+ * socket in a capsule (a Unix socket holding it in flight) so that the program may register it.
  */
 SN_EXPORT int sn_listen_fds_park(sn_conn_t *conn, const char *name, uint32_t linger_ms,
                                  sn_port_t **ret_port);

@@ -19,8 +19,14 @@
 #      open (refused, and the parked sockets are still there for the replacement)
 #   7. --linger on a take: the port goes when it has passed
 #   8. a manager that keeps its sockets (a socket unit) passes the same listener on each start:
-#      the replacement by itself loses nothing; at the end the daemon holds no more descriptors
-#      than before the test
+#      the replacement by itself loses nothing
+#   9. a program that knows nothing of socknotify (listen-echo), and programs that use
+#      socknotify for their listener (tests/helpers/listen-sn in C, an asyncio server on
+#      socknotify.Selector in Python), which register the inherited listener on a port of their
+#      own: each serves, outlives the port's 500 ms linger time (the tool's connection, inherited,
+#      holds the port while the program runs), is killed with SIGKILL, and the next start
+#      without activation finds the listener parked, with the client that connected meanwhile;
+#      at the end the daemon holds no more descriptors than before the test
 set -eu
 src="${SN_SRCDIR:-.}"
 build="${SN_BUILDDIR:-.}"
@@ -30,6 +36,7 @@ fi
 tool="$build/ctl/socknotify-handoff"
 ctl="$build/ctl/socknotifyctl"
 echo_="$build/tests/helpers/listen-echo"
+listen_sn="$build/tests/helpers/listen-sn"
 tmp=$(mktemp -d /tmp/sn-handoff-XXXXXX)
 dpid=
 cleanup() {
@@ -84,10 +91,15 @@ check "activated run: the program answered (\"$ans\")" test "$ans" = "$pid1 $p1 
 st=0; wait "$run1" || st=$?
 check "activated run: the program exited 0" test $st -eq 0
 check "activated run: the tool said it parked 2 sockets" has "$tmp/run1.err" "parked 2 socket(s) on port web"
-"$ctl" --json ports > "$tmp/ports1" || true
+# The program held the port through the tool's connection: once the daemon has seen that
+# end, the port lingers.
+lingers_web() {
+        "$ctl" --json ports > "$tmp/ports1" &&
+                grep -q '"name": "web"' "$tmp/ports1" && grep -q '"handles": 0,' "$tmp/ports1" &&
+                grep -q '"ownerless": 2,' "$tmp/ports1" && grep -q '"linger_ms": 60000,' "$tmp/ports1"
+}
 check "the port lingers with the program gone: no handle, 2 ownerless sockets, 60000 ms" \
-        sh -c "grep -q '\"name\": \"web\"' '$tmp/ports1' && grep -q '\"handles\": 0,' '$tmp/ports1' &&
-               grep -q '\"ownerless\": 2,' '$tmp/ports1' && grep -q '\"linger_ms\": 60000,' '$tmp/ports1'"
+        wait_for 10 lingers_web
 
 # ---- 2. a client while no instance runs --------------------------------------------------------
 "$echo_" connect "$p2" queued > "$tmp/queued.out" 2> "$tmp/queued.err" &
@@ -262,6 +274,73 @@ for i in range(2):
                 test "$ans" = "$pid8 $p5 after-unit"
         wait "$run8" || flunk "the run after the unit failed"
         "$tool" --name unit --linger 1 -- true || flunk "could not shorten the unit port's linger"
+fi
+
+# ---- 9. a program that uses socknotify for its listener, killed and started again -------------
+# run_killed NAME PROGRAM...: an activated run under the tool with a 500 ms linger, served once,
+# kept running past that linger, killed; a client connects while nothing runs; a second run
+# without activation must serve it and a new client.
+run_killed() {
+        nm=$1; shift
+        pk=$("$echo_" free-port)
+        timeout 60 systemd-socket-activate -l "127.0.0.1:$pk" -E SOCKNOTIFY_SOCKET -E PYTHONPATH \
+                "$tool" -v --name "$nm" --linger 500 -- "$@" > "$tmp/$nm.1.out" 2> "$tmp/$nm.1.err" &
+        k1=$!
+        wait_for 10 has "$tmp/$nm.1.err" "Listening on 127.0.0.1:$pk" || flunk "$nm: systemd-socket-activate did not listen"
+        ans=$("$echo_" connect "$pk" one 2>> "$tmp/clients.err") || true
+        kpid=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/$nm.1.out")
+        check "$nm: the activated program served (\"$ans\"; listen-sn and the Python one registered the listener themselves)" \
+                test -n "$kpid" -a "$ans" = "$kpid $pk one"
+        # The linger time must not run while the program runs: give it time to (wrongly) pass.
+        sleep 1
+        "$ctl" --json ports > "$tmp/$nm.ports" || true
+        check "$nm: the port is held while the program runs, past its 500 ms linger" \
+                sh -c "grep -q '\"name\": \"$nm\"' '$tmp/$nm.ports'"
+        [ -n "$kpid" ] && kill -9 "$kpid"
+        wait "$k1" 2>/dev/null || true
+        "$echo_" connect "$pk" queued > "$tmp/$nm.queued.out" 2> "$tmp/$nm.queued.err" &
+        kq=$!
+        wait_for 10 has "$tmp/$nm.queued.err" connected ||
+                flunk "$nm: no listener after the kill: $(cat "$tmp/$nm.queued.err")"
+        timeout 60 "$tool" -v --name "$nm" -- "$@" > "$tmp/$nm.2.out" 2> "$tmp/$nm.2.err" &
+        k2=$!
+        wait_for 10 test -s "$tmp/$nm.2.out" ||
+                flunk "$nm: the run after the kill did not start: $(cat "$tmp/$nm.2.err")"
+        kpid2=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$tmp/$nm.2.out")
+        st=0; wait "$kq" || st=$?
+        check "$nm: the run after the kill took the listener and served the client queued meanwhile ($(cat "$tmp/$nm.queued.out"))" \
+                test $st -eq 0 -a -n "$kpid2" -a "$(cat "$tmp/$nm.queued.out")" = "$kpid2 $pk queued"
+        ans=$("$echo_" connect "$pk" two 2>> "$tmp/clients.err") || true
+        check "$nm: and a new client (\"$ans\")" test "$ans" = "$kpid2 $pk two"
+        [ -n "$kpid2" ] && kill -9 "$kpid2"
+        wait "$k2" 2>/dev/null || true
+        # Done: the port goes (linger 1 ms), with the listener.
+        "$tool" --name "$nm" --linger 1 -- true || flunk "$nm: could not shorten the port's linger"
+        gone() { "$ctl" --json ports > "$tmp/$nm.ports" && ! grep -q "\"name\": \"$nm\"" "$tmp/$nm.ports"; }
+        wait_for 10 gone || flunk "$nm: the port outlived its 1 ms linger"
+}
+run_killed plain-program "$echo_" serve 100
+run_killed c-program "$listen_sn" serve 0
+if command -v python3 >/dev/null 2>&1; then
+        export PYTHONPATH="$src/bindings/python"
+        run_killed py-program python3 -c '
+import asyncio, os, socket, socknotify
+async def main():
+    ls = socket.socket(fileno=3)
+    port = ls.getsockname()[1]
+    async def handle(r, w):
+        line = await r.readline()
+        w.write(b"%d %d %s" % (os.getpid(), port, line))
+        await w.drain()
+        w.close()
+    await asyncio.start_server(handle, sock=ls)
+    sel = asyncio.get_running_loop()._selector
+    await asyncio.sleep(0)  # the listener registration goes with this select()
+    if sel.refusal(ls) is not None:
+        raise SystemExit(f"register the listener: {sel.refusal(ls)}")
+    print("pid", os.getpid(), "fds", os.environ["LISTEN_FDS"], "ports", port, flush=True)
+    await asyncio.Event().wait()
+asyncio.SelectorEventLoop(socknotify.Selector()).run_until_complete(main())'
 fi
 
 check "the daemon holds as many descriptors as before the test ($fds0)" \

@@ -19,6 +19,14 @@ Without this, asyncio's ``create_subprocess_exec`` hung for ever: ``register()``
 pipes inside a callback, asyncio only logged that, and the child's output was never read.
 Files epoll refuses (regular files) raise ``PermissionError`` as with the default selector.
 
+A registration the daemon refuses (a limit such as ``--max-registrations`` or
+``--max-sockets-per-user``, or any other error of its item) ends that socket alone, never the
+loop: ``select()`` does not raise, it shuts the socket down (``SHUT_RDWR``: its peer sees the
+end) and reports it ready with the events it was registered for, once, so that asyncio's
+transport reads the end of file (or fails to write) and closes; ``refusal()`` gives the error
+(a ``LimitError`` naming the limit).  A datagram socket cannot be made to fail that way: it
+is reported, and stays silent.
+
 When the connection resumes on a new daemon (see ``Connection``) the selector's port and
 registrations come back with it and a ``select()`` under way goes on waiting; nothing here
 needs to know.  Only a ``wakeup()`` packet still queued in the daemon that ended is lost.
@@ -30,6 +38,7 @@ import errno
 import os
 import selectors
 import select
+import socket
 import stat
 import threading
 import time
@@ -176,6 +185,10 @@ class Selector(selectors.BaseSelector):
         # fd -> (st_dev, st_ino) of the registration the daemon holds for it.
         self._registered: dict[int, tuple[int, int]] = {}
         self._changes: dict[int, int] = {}  # fd -> events to ENABLE at the next select()
+        # fd -> the error its registration was refused with; _report: those to report ready at
+        # the next select() (once after the refusal, and again after each modify()).
+        self._refused: dict[int, SocknotifyError] = {}
+        self._report: set[int] = set()
         self._map = _Map(self._keys)
         self._max_events = max_events
         self._local: _LocalSet | None = None  # made for the first descriptor not a socket
@@ -214,6 +227,8 @@ class Selector(selectors.BaseSelector):
             else:
                 raise KeyError(f"{fileobj!r} is not registered") from None
         self._changes.pop(fd, None)
+        self._refused.pop(fd, None)
+        self._report.discard(fd)
         if self._local is not None and fd in self._local.fds:
             self._local.fds.discard(fd)
             try:
@@ -240,7 +255,9 @@ class Selector(selectors.BaseSelector):
             if events != old.events:
                 self._local.epoll.modify(fd, _epoll_bits(events))
             return key
-        if events != old.events:
+        if fd in self._refused:
+            self._report.add(fd)  # ended: what it is now asked to wait for fails at once
+        elif events != old.events:
             self._changes[fd] = events
         return key
 
@@ -253,9 +270,12 @@ class Selector(selectors.BaseSelector):
         return regs
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        changes = dict(self._changes)
         regs = self._flush()
         if timeout is not None and timeout < 0:
             timeout = 0
+        if self._report:
+            timeout = 0  # refused sockets to report: collect the daemon's without waiting
         local = self._local if self._local is not None and self._local.fds else None
         held: list[tuple[int, int]] = []
         if local is not None:
@@ -264,10 +284,17 @@ class Selector(selectors.BaseSelector):
                 timeout = 0  # something holds already: collect the daemon's without waiting
             elif timeout != 0:
                 local.arm()
-        entries, _ = self.port._process_raw(regs, self._max_events, timeout, None)
+        try:
+            entries, _ = self.port._process_raw(regs, self._max_events, timeout, None)
+        except BaseException:
+            # The call failed as a whole (a limit on waits, the connection lost): nothing was
+            # applied, so the changes wait for the next select() (newer ones win).
+            for cfd, events in changes.items():
+                if cfd in self._keys:
+                    self._changes.setdefault(cfd, events)
+            raise
         if local is not None and not held:
             held = local.ready()
-        failed = None
         for reg in regs:
             fd = reg.sock
             assert isinstance(fd, int)
@@ -277,19 +304,52 @@ class Selector(selectors.BaseSelector):
                     self._registered[fd] = (st.st_dev, st.st_ino)
                 except OSError:
                     pass
-            elif fd in self._keys and failed is None:
-                failed = (fd, reg.result)
-        if failed is not None:
-            # The file object stays in the map (as asyncio expects of a registered one) but the
-            # daemon does not watch it: report it rather than let it hang.
-            fd, err = failed
-            raise SocknotifyError(err or errno.EIO, f"registering descriptor {fd}", entry=True)
+            elif fd in self._keys:
+                self._refuse(fd, reg)
         ready = self._ready(entries)
+        if self._report:
+            reported = {key.fd for key, _ev in ready}
+            for fd in self._report:
+                key = self._keys.get(fd)
+                if key is not None and fd not in reported:
+                    ready.append((key, key.events))
+            self._report.clear()
         for fd, ev in held:
             key = self._keys.get(fd)
             if key is not None and ev & key.events:
                 ready.append((key, ev & key.events))
         return ready
+
+    def _refuse(self, fd: int, reg: Registration) -> None:
+        """The daemon refused fd's registration: the file object stays in the map (as asyncio
+        expects of a registered one) but nobody watches it, so it is ended rather than left to
+        hang: shut down, reported ready by this select(), its error kept for refusal()."""
+        err = reg.error or SocknotifyError(errno.EIO, "registration", entry=True)
+        err.strerror = f"{err.strerror} (registering descriptor {fd})"
+        err.args = (err.errno, err.strerror)
+        self._refused[fd] = err
+        self._report.add(fd)
+        try:
+            dup = os.dup(fd)
+        except OSError:
+            return  # closed already: reported all the same
+        try:
+            s = socket.socket(fileno=dup)  # owns dup from here
+        except OSError:
+            os.close(dup)
+            return  # not a socket any more: reported all the same
+        with s:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # not connected (a datagram socket): reported all the same
+
+    def refusal(self, fileobj: Any) -> SocknotifyError | None:
+        """The error with which the daemon refused ``fileobj``'s registration (a
+        :class:`LimitError` naming the limit when a limit refused it), or None.  Such a socket
+        was shut down and reported ready once; it stays in the map until unregistered."""
+        fd = selectors._fileobj_to_fd(fileobj)  # type: ignore[attr-defined]
+        return self._refused.get(fd)
 
     def _ready(self, entries: list[tuple[int, int, int, int]]
                ) -> list[tuple[selectors.SelectorKey, int]]:
@@ -320,6 +380,8 @@ class Selector(selectors.BaseSelector):
         self._keys.clear()
         self._registered.clear()
         self._changes.clear()
+        self._refused.clear()
+        self._report.clear()
         if self._local is not None:
             self._local.close()
             self._local = None

@@ -7,6 +7,7 @@ writes, timeouts, cancellation, UDP, Unix sockets, wake-ups from other threads).
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import os
 import selectors
@@ -17,7 +18,7 @@ import threading
 import time
 
 import pytest
-from conftest import scaled
+from conftest import scaled, wait_waiters
 
 import socknotify as sn
 
@@ -378,3 +379,161 @@ def test_pipe_wakes_a_waiting_select(daemon):
             os.close(fd)
         a.close()
         b.close()
+
+
+def test_refused_registration_is_an_event_of_its_key(make_daemon):
+    """A registration the daemon refuses (--max-registrations=2, scope port) is reported on its
+    own key: select() does not raise, the socket is shut down (its peer reads the end), the
+    others stay watched, and refusal() names the limit.  Before, select() raised
+    "[Errno 122] Disk quota exceeded (registering descriptor N)"."""
+    d = make_daemon("--max-registrations=2")
+    pairs = [socket.socketpair() for _ in range(3)]
+    try:
+        with sn.Selector(path=d.path) as sel:
+            keys = [sel.register(a, selectors.EVENT_READ, i) for i, (a, _b) in enumerate(pairs)]
+            got = sel.select(0)
+            assert got == [(keys[2], selectors.EVENT_READ)]
+            e = sel.refusal(pairs[2][0])
+            assert isinstance(e, sn.LimitError) and e.errno == errno.EDQUOT
+            assert (e.limit, e.value, e.scope) == ("max-registrations", 2, "port")
+            assert f"registering descriptor {pairs[2][0].fileno()}" in str(e)
+            assert sel.refusal(pairs[0][0]) is None
+            pairs[2][1].settimeout(scaled(5))
+            assert pairs[2][1].recv(1) == b""  # shut down: its peer sees the end
+            assert pairs[2][0].recv(1) == b""  # and so does its transport
+            assert sel.select(0) == []  # reported once, not at every select()
+            key = sel.modify(pairs[2][0], selectors.EVENT_READ | selectors.EVENT_WRITE, "w")
+            assert sel.select(0) == [(key, selectors.EVENT_READ | selectors.EVENT_WRITE)]
+            pairs[1][1].send(b"x")
+            assert sel.select(scaled(5)) == [(keys[1], selectors.EVENT_READ)]
+            assert pairs[1][0].recv(1) == b"x"
+            sel.unregister(pairs[2][0])
+            assert sel.refusal(pairs[2][0]) is None
+            # The refused socket never held a registration: the others' limit is unchanged.
+            pairs[0][1].send(b"y")
+            assert sel.select(scaled(5)) == [(keys[0], selectors.EVENT_READ)]
+    finally:
+        for a, b in pairs:
+            a.close()
+            b.close()
+
+
+def test_select_refused_as_a_whole_keeps_its_registrations(make_daemon):
+    """A select() whose PROCESS call is refused as a whole (--max-waits-per-user=1 while another
+    connection of the user waits) raises the LimitError, and the registrations it carried go
+    with the next select(): the socket is watched.  Before, they were dropped with the call and
+    the socket was never watched."""
+    d = make_daemon("--max-waits-per-user=1")
+    a, b = socket.socketpair()
+    with d.connect() as other, other.create_port() as op:
+        t = threading.Thread(target=op.dequeue, args=(1, scaled(30)))
+        t.start()
+        try:
+            wait_waiters(other, 1)
+            with sn.Selector(path=d.path) as sel:
+                key = sel.register(a, selectors.EVENT_READ)
+                b.send(b"x")
+                with pytest.raises(sn.LimitError) as ei:
+                    sel.select(scaled(5))
+                assert ei.value.limit == "max-waits-per-user"
+                op.post(0)  # the other wait ends
+                t.join(scaled(10))
+                assert sel.select(scaled(5)) == [(key, selectors.EVENT_READ)]
+        finally:
+            op.post(0)
+            t.join(scaled(10))
+            a.close()
+            b.close()
+
+
+@pytest.mark.parametrize("limit", ["--max-registrations=12", "--max-sockets-per-user=12"])
+def test_service_over_a_limit_loses_only_the_refused_client(make_daemon, limit):
+    """An asyncio echo service on socknotify.Selector under a limit of 12 (the loop's own
+    socket pair, the listener and 10 clients): the 11th client's connection is ended (end of
+    file or reset), the 10 others go on being served, and once one of them has gone a new
+    client is served.  Before, the refusal ended the loop and every connection with it."""
+    d = make_daemon(limit)
+    ready = threading.Event()
+    closed = threading.Semaphore(0)
+    box: dict[str, object] = {}
+
+    def serve() -> None:
+        loop = asyncio.SelectorEventLoop(sn.Selector(path=d.path))
+
+        async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            try:
+                while data := await r.read(100):
+                    w.write(data)
+                    await w.drain()
+            except ConnectionError:
+                pass
+            finally:
+                w.close()
+                try:
+                    await w.wait_closed()
+                except ConnectionError:
+                    pass
+                closed.release()
+
+        async def main() -> None:
+            server = await asyncio.start_server(handle, "127.0.0.1", 0)
+            box["port"] = server.sockets[0].getsockname()[1]
+            box["stop"] = asyncio.Event()
+            ready.set()
+            await box["stop"].wait()  # type: ignore[union-attr]
+            server.close()
+
+        box["loop"] = loop
+        try:
+            loop.run_until_complete(main())
+        except BaseException as e:  # the test reads it
+            box["error"] = e
+            ready.set()
+        finally:
+            loop.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    assert ready.wait(scaled(30)) and "error" not in box, box.get("error")
+
+    def client() -> socket.socket:
+        c = socket.create_connection(("127.0.0.1", box["port"]))  # type: ignore[arg-type]
+        c.settimeout(scaled(20))
+        return c
+
+    def echo(c: socket.socket, text: bytes) -> bytes:
+        c.sendall(text)
+        try:
+            return c.recv(100)
+        except ConnectionResetError:
+            return b""
+
+    clients = [client() for _ in range(10)]
+    try:
+        for i, c in enumerate(clients):
+            assert echo(c, b"hello %d" % i) == b"hello %d" % i
+        over = client()
+        assert echo(over, b"over") == b"", "the 11th client was served over the limit"
+        over.close()
+        assert closed.acquire(timeout=scaled(20)), "the refused connection was not closed"
+        assert "error" not in box and t.is_alive(), f"the loop ended: {box.get('error')!r}"
+        for i, c in enumerate(clients):
+            assert echo(c, b"again %d" % i) == b"again %d" % i
+        clients.pop(0).close()
+        assert closed.acquire(timeout=scaled(20)), "the first client's end was not seen"
+        late = client()
+        clients.append(late)
+        assert echo(late, b"late") == b"late"
+        for c in clients:
+            c.close()
+        for _ in clients:
+            assert closed.acquire(timeout=scaled(20)), "a client's end was not seen"
+        clients.clear()
+    finally:
+        for c in clients:
+            c.close()
+        loop = box.get("loop")
+        if isinstance(loop, asyncio.AbstractEventLoop) and not loop.is_closed():
+            loop.call_soon_threadsafe(box["stop"].set)  # type: ignore[union-attr]
+        t.join(scaled(30))
+    assert "error" not in box, box.get("error")
