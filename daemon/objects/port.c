@@ -551,28 +551,100 @@ bool port_may_run(const struct port *port)
  * runs; the kernel tells it at once.  The daemon only sees /proc, so it reads the runners'
  * state when that can change a decision: the port has no free slot (nrunning >= concurrency),
  * a thread waits on it and entries are there for it (stalled).  Then:
- *  - a full pass reads up to RUNNERS_READS runners (about 15 us each), oldest read first (the
- *    pass moves each runner it reads to the tail), at most once per stall_ms;
+ *  - a pass reads runners oldest read first (the pass moves each runner it visits to the
+ *    tail), at most once per stall_ms; a runner read as blocked less than READ_FRESH_MS ago is
+ *    not read again;
  *  - while the stall lasts the port's timer makes a pass every stall_ms, 1 ms at first,
  *    doubling after each pass that finds no blocked runner, up to STALL_MAX_MS: a thread that
  *    blocks while waiters are parked frees its slot within that much, where Windows frees it at
  *    once;
- *  - a release that would rely on a runner last read as blocked reads that runner again
- *    first, so a thread that runs again is never left uncounted by an old reading.
+ *  - a release that would rely on a runner read as blocked more than READ_FRESH_MS ago reads
+ *    that runner again first, or, when it may not read, counts it again: a thread that runs
+ *    again is left uncounted for at most READ_FRESH_MS, as one that blocks waits at most
+ *    STALL_MAX_MS to be seen;
  *  - a thread given entries counts until its client has read that answer (session.h,
  *    answer_read): asleep in the library, it is only on its way to run.
+ * Every /proc file read is charged to the port's user (issue 39): its bucket holds at most
+ * TASK_READS_BURST reads and fills at TASK_READS_PER_MS a millisecond (task_budget_begin()), and
+ * one call reads at most what the bucket holds.  Whatever thread ids and counts a client sends,
+ * on however many ports and however often it calls, reading its threads costs the daemon at most
+ * about 4 x 15 us a millisecond, and no more than 4 reads (and one thread id mapping) at a time
+ * before another client is served.  A runner not read for want of budget counts as running and
+ * is read in a later pass.
  * A runner whose thread cannot be read counts as running, as before: an identity that is no
  * thread id (0, the event-loop identities), a client in another PID namespace whose thread is
  * not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state is then never
  * read again.  The thread ids are the client's numbers: they are only looked up among the
- * threads of the session's own process (taskstate.h), and every pass has a bounded cost.
+ * threads of the session's own process (taskstate.h).  runner_task() is the one place that says
+ * whether a runner's thread is read at all.
  */
-#define RUNNERS_READS 32u /* /proc files read per pass, mapping included */
+#define TASK_READS_PER_MS 4u /* a user's bucket of /proc reads fills at this rate ... */
+#define TASK_READS_BURST 4u  /* ... up to this many, what one call may read */
 #define RUNNERS_WALK 256u /* runners a pass visits, read or not */
 #define STALL_FIRST_MS 1u
 #define STALL_MAX_MS 16u
+#define READ_FRESH_MS STALL_MAX_MS /* how long a reading of "blocked" is relied on */
 #define SOCKET_HANDOFF_MS 16 /* runner_answered() */
 #define MAP_MIN_BUDGET 16u /* threads of a nested namespace's process a mapping may read */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static uint64_t mono_ns(void)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* What one call may read of its port's runners (task_budget_begin()), and what it read. */
+struct task_budget {
+        unsigned left;  /* /proc files it may still read */
+        unsigned spent; /* files read, charged to the port's user by task_budget_end() */
+};
+
+/* Fills the port's user's bucket for the time gone by (one read per 1/TASK_READS_PER_MS ms,
+ * at most TASK_READS_BURST held) and grants one call what it holds. */
+static struct task_budget task_budget_begin(struct port *port)
+{
+        const uint64_t per = 1000000u / TASK_READS_PER_MS; /* ns for one read */
+        struct user *u = port->user;
+        uint64_t now = mono_ns(), add;
+
+        if (!u->task_stamp_ns) {
+                u->task_tokens = TASK_READS_BURST;
+                u->task_stamp_ns = now;
+        } else if ((add = (now - u->task_stamp_ns) / per)) {
+                int64_t t = (int64_t)u->task_tokens +
+                            (int64_t)SN_MIN(add, (uint64_t)(TASK_READS_BURST + MAP_MIN_BUDGET));
+
+                u->task_tokens = (int32_t)SN_MIN(t, (int64_t)TASK_READS_BURST);
+                /* Full: the time beyond is not saved up. */
+                u->task_stamp_ns = u->task_tokens == TASK_READS_BURST ? now
+                                                                      : u->task_stamp_ns + add * per;
+        }
+        return (struct task_budget){ .left = u->task_tokens > 0 ? (unsigned)u->task_tokens : 0 };
+}
+
+static void task_spend(struct task_budget *b, unsigned n)
+{
+        b->spent += n;
+        b->left -= SN_MIN(b->left, n);
+}
+
+/* Charges what the call read: a mapping may leave the bucket below 0 (at most
+ * MAP_MIN_BUDGET), and nothing is read until it has filled above 0 again. */
+static void task_budget_end(struct port *port, const struct task_budget *b)
+{
+        port->user->task_tokens -= (int32_t)b->spent;
+        port->user->task_reads += b->spent;
+        port->srv->counters.thread_reads += b->spent;
+}
+
+/* Whether r's last reading as blocked is recent enough to be relied on at now. */
+static bool runner_fresh(const struct runner *r, uint64_t now)
+{
+        return r->blocked && (int64_t)(now - r->read_ns) < (int64_t)READ_FRESH_MS * 1000000;
+}
 
 static void runner_set_blocked(struct runner *r, bool blocked)
 {
@@ -588,12 +660,13 @@ static void runner_set_blocked(struct runner *r, bool blocked)
         }
 }
 
-/* The runner's thread id in the daemon's namespace, looked up once (< 0: none).  A mapping
- * reads the status of the process's threads from *budget; with too little of it left the
- * lookup waits for a later pass (0). */
-static pid_t runner_task(struct runner *r, unsigned *budget)
+/* The runner's thread id in the daemon's namespace, looked up once (< 0: none, it is never
+ * read).  A mapping reads the status of up to MAP_MIN_BUDGET of the process's threads, charged
+ * to b; with nothing left in b the lookup waits for a later pass (0). */
+static pid_t runner_task(struct runner *r, struct task_budget *b)
 {
         struct session *s = r->session;
+        unsigned map_budget = MAP_MIN_BUDGET;
         pid_t t;
 
         if (r->task)
@@ -601,17 +674,19 @@ static pid_t runner_task(struct runner *r, unsigned *budget)
         if (!r->thread || r->thread >= TASKSTATE_TID_LIMIT || s->pid <= 0)
                 return r->task = -1;
         if (!s->pidns) {
+                if (!b->left)
+                        return 0;
                 s->pidns = taskstate_ns(s->pid, s->uid);
-                (*budget)--;
+                task_spend(b, 1);
         }
         if (s->pidns == TASKSTATE_NS_SAME)
                 return r->task = (pid_t)r->thread;
         if (s->pidns != TASKSTATE_NS_NESTED)
                 return r->task = -1;
-        if (*budget < MAP_MIN_BUDGET)
+        if (!b->left)
                 return 0;
-        t = taskstate_map(s->pid, s->uid, r->thread, &(unsigned){ MAP_MIN_BUDGET });
-        *budget -= MAP_MIN_BUDGET;
+        t = taskstate_map(s->pid, s->uid, r->thread, &map_budget);
+        task_spend(b, MAP_MIN_BUDGET - map_budget);
         return r->task = t > 0 ? t : -1;
 }
 
@@ -652,18 +727,20 @@ static bool runner_answered(struct runner *r, int64_t *due_ms)
         }
 }
 
-/* Reads r's state (one /proc file) when it has a thread to read; false when it has none.
- * *due_ms: lowered to when a reading could find r blocked that this one could not. */
-static bool runner_read(struct runner *r, unsigned *budget, int64_t *due_ms)
+/* Reads r's state (one /proc file) when it has a thread to read and b allows; otherwise r
+ * counts as running.  Returns false when r has no thread to read, ever.  A runner read as
+ * blocked goes to the tail of port->blocked, stamped.  *due_ms: lowered to when a reading
+ * could find r blocked that this one could not. */
+static bool runner_read(struct runner *r, struct task_budget *b, int64_t *due_ms)
 {
-        pid_t t = runner_task(r, budget);
+        pid_t t = runner_task(r, b);
         int w;
 
-        if (t <= 0 || !*budget) {
+        if (t <= 0 || !b->left) {
                 runner_set_blocked(r, false);
-                return t != -1 && *budget;
+                return t != -1;
         }
-        (*budget)--;
+        task_spend(b, 1);
         /* Windows counts a released thread as running from its release.  Until the client has
          * read the answer with its entries, the thread is still on its way (asleep in the
          * library, or waiting for the thread that reads for it to wake it), not blocked.
@@ -675,26 +752,40 @@ static bool runner_read(struct runner *r, unsigned *budget, int64_t *due_ms)
         if (w < 0)
                 r->task = -1; /* gone, or hidden: it counts, as it always did */
         runner_set_blocked(r, w == 1 && r->answered);
+        if (r->blocked) {
+                r->read_ns = mono_ns();
+                sn_list_del(&r->blocked_link);
+                sn_list_add_tail(&r->port->blocked, &r->blocked_link);
+        }
         return true;
 }
 
-/* A full pass over the port's runners (bounded); adjusts the timer's period. */
+/* A pass over the port's runners (bounded by RUNNERS_WALK and the user's budget); adjusts the
+ * timer's period. */
 static void port_read_runners(struct port *port)
 {
-        unsigned budget = RUNNERS_READS;
+        struct task_budget b = task_budget_begin(port);
         uint32_t left = SN_MIN(port->nrunning, RUNNERS_WALK), before = port->nblocked;
+        uint64_t now = mono_ns();
         bool readable = false;
         int64_t due = INT64_MAX;
 
         clock_gettime(CLOCK_MONOTONIC, &port->checked);
-        while (left-- && budget) {
+        while (left && b.left) {
                 struct runner *r = sn_list_first(&port->runners, struct runner, port_link);
 
+                left--;
                 sn_list_del(&r->port_link);
                 sn_list_add_tail(&port->runners, &r->port_link);
-                readable |= runner_read(r, &budget, &due);
+                if (runner_fresh(r, now))
+                        readable = true; /* read as blocked a moment ago: nothing new to learn */
+                else
+                        readable |= runner_read(r, &b, &due);
         }
-        if (!readable)
+        task_budget_end(port, &b);
+        if (left)
+                port->stall_ms = STALL_FIRST_MS; /* runners left for when the bucket fills */
+        else if (!readable)
                 port->stall_ms = STALL_MAX_MS; /* nothing can change: poll slowly */
         else if (port->nblocked > before || port->stall_ms < STALL_FIRST_MS)
                 port->stall_ms = STALL_FIRST_MS;
@@ -706,21 +797,23 @@ static void port_read_runners(struct port *port)
                 port->stall_ms = due > STALL_FIRST_MS ? (uint32_t)due : STALL_FIRST_MS;
 }
 
-/* Reads again the runners last read as blocked, at most RUNNERS_READS of them; the others
- * lose their mark and count again. */
+/* Reads again, oldest first and as far as the budget goes, the runners read as blocked more
+ * than READ_FRESH_MS ago; those it cannot read lose their mark and count again.  The walk stops
+ * at the first fresh one: the list is in the order of the readings. */
 static void port_confirm_blocked(struct port *port)
 {
-        unsigned budget = RUNNERS_READS;
-        struct sn_list *pos, *tmp;
+        struct task_budget b = task_budget_begin(port);
+        uint32_t n = port->nblocked;
+        uint64_t now = mono_ns();
 
-        sn_list_foreach_safe(pos, tmp, &port->blocked) {
-                struct runner *r = sn_list_entry(pos, struct runner, blocked_link);
+        while (n-- && !sn_list_empty(&port->blocked)) {
+                struct runner *r = sn_list_first(&port->blocked, struct runner, blocked_link);
 
-                if (budget)
-                        runner_read(r, &budget, &(int64_t){ 0 });
-                else
-                        runner_set_blocked(r, false);
+                if (runner_fresh(r, now))
+                        break;
+                runner_read(r, &b, &(int64_t){ 0 });
         }
+        task_budget_end(port, &b);
 }
 
 /* A thread that really waits is parked on the port (not a dequeue posted ahead). */
