@@ -18,7 +18,9 @@
  *    stays valid until its holder frees it, and a dead session's waits are off every port.
  *  - A runner's scheduler state is read only while its port is stalled: no free slot, a thread
  *    that waits and entries for it.  A runner read as blocked elsewhere does not count until
- *    it is read as running again; each release that depends on it reads it once more first.
+ *    it is read as running again; a release that depends on a reading older than 16 ms reads
+ *    it once more first.  Every such read is charged to the port's user, whose budget of
+ *    reads refills at a fixed rate: what reading costs is bounded in time per user.
  */
 #include "config.h"
 
@@ -540,9 +542,15 @@ struct port *port_find(struct session *session, uint32_t id)
 
 /* ---- concurrency ------------------------------------------------------------------------ */
 
+static bool port_blocked_stale(const struct port *port);
+
 bool port_may_run(const struct port *port)
 {
-        return port->nrunning - port->nblocked < port->concurrency;
+        if (port->nrunning - port->nblocked >= port->concurrency)
+                return false;
+        /* A free slot that exists only by runners read as blocked: only while those readings
+         * hold (port_blocked_stale()). */
+        return port->nrunning < port->concurrency || !port_blocked_stale(port);
 }
 
 /*
@@ -559,18 +567,21 @@ bool port_may_run(const struct port *port)
  *    blocks while waiters are parked frees its slot within that much, where Windows frees it at
  *    once;
  *  - a release that would rely on a runner read as blocked more than READ_FRESH_MS ago reads
- *    that runner again first, or, when it may not read, counts it again: a thread that runs
- *    again is left uncounted for at most READ_FRESH_MS, as one that blocks waits at most
- *    STALL_MAX_MS to be seen;
+ *    that runner again first, and while the budget (below) does not let it, nothing relies on
+ *    the port's blocked runners (port_may_run()): a thread that runs again is left uncounted
+ *    for at most READ_FRESH_MS, as one that blocks waits at most STALL_MAX_MS to be seen.
+ *    Readings are renewed from READ_RENEW_MS on, before they lapse: renewed only as they
+ *    lapse, one of many would nearly always be stale at the moment of a decision;
  *  - a thread given entries counts until its client has read that answer (session.h,
  *    answer_read): asleep in the library, it is only on its way to run.
  * Every /proc file read is charged to the port's user (issue 39): its bucket holds at most
  * TASK_READS_BURST reads and fills at TASK_READS_PER_MS a millisecond (task_budget_begin()), and
  * one call reads at most what the bucket holds.  Whatever thread ids and counts a client sends,
  * on however many ports and however often it calls, reading its threads costs the daemon at most
- * about 4 x 15 us a millisecond, and no more than 4 reads (and one thread id mapping) at a time
- * before another client is served.  A runner not read for want of budget counts as running and
- * is read in a later pass.
+ * about 4 x 15 us a millisecond, and no more than 16 reads (and one thread id mapping) at a
+ * time before another client is served.  It keeps about 48 blocked runners of a user read
+ * (each every READ_RENEW_MS) with room to find more; a port whose free slot depends on more of
+ * them may not get it.
  * A runner whose thread cannot be read counts as running, as before: an identity that is no
  * thread id (0, the event-loop identities), a client in another PID namespace whose thread is
  * not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state is then never
@@ -579,11 +590,14 @@ bool port_may_run(const struct port *port)
  * whether a runner's thread is read at all.
  */
 #define TASK_READS_PER_MS 4u /* a user's bucket of /proc reads fills at this rate ... */
-#define TASK_READS_BURST 4u  /* ... up to this many, what one call may read */
+/* ... up to this many, what one call may read: 4 ms' worth, as the loop's timers fire on
+ * CLOCK_MONOTONIC_COARSE, one scheduler tick (4 ms at HZ=250) apart, whatever was asked */
+#define TASK_READS_BURST 16u
 #define RUNNERS_WALK 256u /* runners a pass visits, read or not */
 #define STALL_FIRST_MS 1u
 #define STALL_MAX_MS 16u
 #define READ_FRESH_MS STALL_MAX_MS /* how long a reading of "blocked" is relied on */
+#define READ_RENEW_MS 12u /* from this age it is read again, as far as the budget allows */
 #define SOCKET_HANDOFF_MS 16 /* runner_answered() */
 #define MAP_MIN_BUDGET 16u /* threads of a nested namespace's process a mapping may read */
 
@@ -640,10 +654,23 @@ static void task_budget_end(struct port *port, const struct task_budget *b)
         port->srv->counters.thread_reads += b->spent;
 }
 
-/* Whether r's last reading as blocked is recent enough to be relied on at now. */
+/* Whether r was read as blocked less than ms before now. */
+static bool runner_read_within(const struct runner *r, uint64_t now, uint32_t ms)
+{
+        return r->blocked && (int64_t)(now - r->read_ns) < (int64_t)ms * 1000000;
+}
+
 static bool runner_fresh(const struct runner *r, uint64_t now)
 {
-        return r->blocked && (int64_t)(now - r->read_ns) < (int64_t)READ_FRESH_MS * 1000000;
+        return runner_read_within(r, now, READ_FRESH_MS);
+}
+
+/* Whether the oldest reading of the port's blocked runners is too old to be relied on: the
+ * list is in the order of the readings. */
+static bool port_blocked_stale(const struct port *port)
+{
+        return !sn_list_empty(&port->blocked) &&
+               !runner_fresh(sn_list_first(&port->blocked, struct runner, blocked_link), mono_ns());
 }
 
 static void runner_set_blocked(struct runner *r, bool blocked)
@@ -797,19 +824,20 @@ static void port_read_runners(struct port *port)
                 port->stall_ms = due > STALL_FIRST_MS ? (uint32_t)due : STALL_FIRST_MS;
 }
 
-/* Reads again, oldest first and as far as the budget goes, the runners read as blocked more
- * than READ_FRESH_MS ago; those it cannot read lose their mark and count again.  The walk stops
- * at the first fresh one: the list is in the order of the readings. */
+/* Reads again, oldest first and as far as the budget goes, the runners read as blocked
+ * READ_RENEW_MS ago or more.  The list is in the order of the readings: the walk stops at the
+ * first younger one.  Those left keep their mark; once one is older than READ_FRESH_MS,
+ * port_may_run() relies on none of the port's blocked runners until it is read again. */
 static void port_confirm_blocked(struct port *port)
 {
         struct task_budget b = task_budget_begin(port);
         uint32_t n = port->nblocked;
         uint64_t now = mono_ns();
 
-        while (n-- && !sn_list_empty(&port->blocked)) {
+        while (b.left && n-- && !sn_list_empty(&port->blocked)) {
                 struct runner *r = sn_list_first(&port->blocked, struct runner, blocked_link);
 
-                if (runner_fresh(r, now))
+                if (runner_read_within(r, now, READ_RENEW_MS))
                         break;
                 runner_read(r, &b, &(int64_t){ 0 });
         }
@@ -841,18 +869,23 @@ bool port_check_runners(struct port *port)
                 return true;
         if (!port_has_work(port))
                 return port_may_run(port);
+        /* The readings relied on first, then a pass with what the budget has left. */
+        if (port->nblocked)
+                port_confirm_blocked(port);
         if (mono_ms_since(&port->checked) >= (int64_t)SN_MAX(port->stall_ms, STALL_FIRST_MS))
                 port_read_runners(port);
-        else if (port->nblocked)
-                port_confirm_blocked(port);
+        /* Readings relied on have lapsed and the budget did not renew them all: the next pass
+         * soon, when the bucket has filled again, not at the slow period. */
+        if (port_blocked_stale(port))
+                port->stall_ms = STALL_FIRST_MS;
         return port_may_run(port);
 }
 
 /* Arms the stall timer while the port is stalled, stops it when not. */
 static void port_stall_update(struct port *port)
 {
-        bool stalled = port->nrunning - port->nblocked >= port->concurrency && port->nqueued &&
-                       port->nrunning && port_has_waiter(port);
+        bool stalled = !port_may_run(port) && port->nqueued && port->nrunning &&
+                       port_has_waiter(port);
 
         if (!stalled) {
                 if (port->stall_armed)

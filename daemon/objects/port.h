@@ -197,8 +197,8 @@ struct wait *port_wait_ahead(struct port *port, struct session *session, uint32_
 bool port_may_run(const struct port *port);
 /*
  * At the limit (nrunning >= concurrency) with entries to hand out, reads the scheduler state of
- * the port's runners (at most a bounded number per call, at most one pass per millisecond) and
- * updates which of them are blocked.  Returns whether a caller may take entries now.  Never
+ * the port's runners (at most what the port's user's budget of reads holds, at most one pass
+ * per millisecond) and updates which of them are blocked.  Returns whether a caller may take entries now.  Never
  * reads anything while a slot is free.
  */
 bool port_check_runners(struct port *port);
