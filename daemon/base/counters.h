@@ -20,6 +20,7 @@ struct counters {
         uint64_t posted_delivered;
         uint64_t protocol_violations;
         uint64_t reexecs;           /* re-executions in place since the first start */
+        uint64_t thread_reads;      /* /proc files read for client threads' states (port.c) */
         uint64_t call_errors[SN_ERRNO_MAX];  /* call-level failures by errno */
         uint64_t entry_errors[SN_ERRNO_MAX]; /* per-entry failures by errno */
 };

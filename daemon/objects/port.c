@@ -20,7 +20,9 @@
  *    stays valid until its holder frees it, and a dead session's waits are off every port.
  *  - A runner's scheduler state is read only while its port is stalled: no free slot, a thread
  *    that waits and entries for it.  A runner read as blocked elsewhere does not count until
- *    it is read as running again; each release that depends on it reads it once more first.
+ *    it is read as running again; a release that depends on a reading older than 16 ms reads
+ *    it once more first.  Every such read is charged to the port's user, whose budget of
+ *    reads refills at a fixed rate: what reading costs is bounded in time per user.
  */
 #include "config.h"
 
@@ -589,9 +591,15 @@ struct port *port_find(struct session *session, uint32_t id)
 
 /* ---- concurrency ------------------------------------------------------------------------ */
 
+static bool port_blocked_stale(const struct port *port);
+
 bool port_may_run(const struct port *port)
 {
-        return port->nrunning - port->nblocked < port->concurrency;
+        if (port->nrunning - port->nblocked >= port->concurrency)
+                return false;
+        /* A free slot that exists only by runners read as blocked: only while those readings
+         * hold (port_blocked_stale()). */
+        return port->nrunning < port->concurrency || !port_blocked_stale(port);
 }
 
 /*
@@ -600,28 +608,119 @@ bool port_may_run(const struct port *port)
  * runs; the kernel tells it at once.  The daemon only sees /proc, so it reads the runners'
  * state when that can change a decision: the port has no free slot (nrunning >= concurrency),
  * a thread waits on it and entries are there for it (stalled).  Then:
- *  - a full pass reads up to RUNNERS_READS runners (about 15 us each), oldest read first (the
- *    pass moves each runner it reads to the tail), at most once per stall_ms;
+ *  - a pass reads runners oldest read first (the pass moves each runner it visits to the
+ *    tail), at most once per stall_ms; a runner read as blocked less than READ_FRESH_MS ago is
+ *    not read again;
  *  - while the stall lasts the port's timer makes a pass every stall_ms, 1 ms at first,
  *    doubling after each pass that finds no blocked runner, up to STALL_MAX_MS: a thread that
  *    blocks while waiters are parked frees its slot within that much, where Windows frees it at
  *    once;
- *  - a release that would rely on a runner last read as blocked reads that runner again
- *    first, so a thread that runs again is never left uncounted by an old reading.
+ *  - a release that would rely on a runner read as blocked more than READ_FRESH_MS ago reads
+ *    that runner again first, and while the budget (below) does not let it, nothing relies on
+ *    the port's blocked runners (port_may_run()): a thread that runs again is left uncounted
+ *    for at most READ_FRESH_MS, as one that blocks waits at most STALL_MAX_MS to be seen.
+ *    Readings are renewed from READ_RENEW_MS on, before they lapse: renewed only as they
+ *    lapse, one of many would nearly always be stale at the moment of a decision;
  *  - a thread given entries counts until its client has read that answer (session.h,
  *    answer_read): asleep in the library, it is only on its way to run.
+ * Every /proc file read is charged to the port's user (issue 39): its bucket holds at most
+ * TASK_READS_BURST reads and fills at TASK_READS_PER_MS a millisecond (task_budget_begin()), and
+ * one call reads at most what the bucket holds.  Whatever thread ids and counts a client sends,
+ * on however many ports and however often it calls, reading its threads costs the daemon at most
+ * about 4 x 15 us a millisecond, and no more than 16 reads (and one thread id mapping) at a
+ * time before another client is served.  It keeps about 48 blocked runners of a user read
+ * (each every READ_RENEW_MS) with room to find more; a port whose free slot depends on more of
+ * them may not get it.
  * A runner whose thread cannot be read counts as running, as before: an identity that is no
  * thread id (0, the event-loop identities), a client in another PID namespace whose thread is
  * not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state is then never
  * read again.  The thread ids are the client's numbers: they are only looked up among the
- * threads of the session's own process (taskstate.h), and every pass has a bounded cost.
+ * threads of the session's own process (taskstate.h).  runner_task() is the one place that says
+ * whether a runner's thread is read at all.
  */
-#define RUNNERS_READS 32u /* /proc files read per pass, mapping included */
+#define TASK_READS_PER_MS 4u /* a user's bucket of /proc reads fills at this rate ... */
+/* ... up to this many, what one call may read: 4 ms' worth, as the loop's timers fire on
+ * CLOCK_MONOTONIC_COARSE, one scheduler tick (4 ms at HZ=250) apart, whatever was asked */
+#define TASK_READS_BURST 16u
 #define RUNNERS_WALK 256u /* runners a pass visits, read or not */
 #define STALL_FIRST_MS 1u
 #define STALL_MAX_MS 16u
+#define READ_FRESH_MS STALL_MAX_MS /* how long a reading of "blocked" is relied on */
+#define READ_RENEW_MS 12u /* from this age it is read again, as far as the budget allows */
 #define SOCKET_HANDOFF_MS 16 /* runner_answered() */
 #define MAP_MIN_BUDGET 16u /* threads of a nested namespace's process a mapping may read */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static uint64_t mono_ns(void)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* What one call may read of its port's runners (task_budget_begin()), and what it read. */
+struct task_budget {
+        unsigned left;  /* /proc files it may still read */
+        unsigned spent; /* files read, charged to the port's user by task_budget_end() */
+};
+
+/* Fills the port's user's bucket for the time gone by (one read per 1/TASK_READS_PER_MS ms,
+ * at most TASK_READS_BURST held) and grants one call what it holds. */
+static struct task_budget task_budget_begin(struct port *port)
+{
+        const uint64_t per = 1000000u / TASK_READS_PER_MS; /* ns for one read */
+        struct user *u = port->user;
+        uint64_t now = mono_ns(), add;
+
+        if (!u->task_stamp_ns) {
+                u->task_tokens = TASK_READS_BURST;
+                u->task_stamp_ns = now;
+        } else if ((add = (now - u->task_stamp_ns) / per)) {
+                int64_t t = (int64_t)u->task_tokens +
+                            (int64_t)SN_MIN(add, (uint64_t)(TASK_READS_BURST + MAP_MIN_BUDGET));
+
+                u->task_tokens = (int32_t)SN_MIN(t, (int64_t)TASK_READS_BURST);
+                /* Full: the time beyond is not saved up. */
+                u->task_stamp_ns = u->task_tokens == TASK_READS_BURST ? now
+                                                                      : u->task_stamp_ns + add * per;
+        }
+        return (struct task_budget){ .left = u->task_tokens > 0 ? (unsigned)u->task_tokens : 0 };
+}
+
+static void task_spend(struct task_budget *b, unsigned n)
+{
+        b->spent += n;
+        b->left -= SN_MIN(b->left, n);
+}
+
+/* Charges what the call read: a mapping may leave the bucket below 0 (at most
+ * MAP_MIN_BUDGET), and nothing is read until it has filled above 0 again. */
+static void task_budget_end(struct port *port, const struct task_budget *b)
+{
+        port->user->task_tokens -= (int32_t)b->spent;
+        port->user->task_reads += b->spent;
+        port->srv->counters.thread_reads += b->spent;
+}
+
+/* Whether r was read as blocked less than ms before now. */
+static bool runner_read_within(const struct runner *r, uint64_t now, uint32_t ms)
+{
+        return r->blocked && (int64_t)(now - r->read_ns) < (int64_t)ms * 1000000;
+}
+
+static bool runner_fresh(const struct runner *r, uint64_t now)
+{
+        return runner_read_within(r, now, READ_FRESH_MS);
+}
+
+/* Whether the oldest reading of the port's blocked runners is too old to be relied on: the
+ * list is in the order of the readings. */
+static bool port_blocked_stale(const struct port *port)
+{
+        return !sn_list_empty(&port->blocked) &&
+               !runner_fresh(sn_list_first(&port->blocked, struct runner, blocked_link), mono_ns());
+}
 
 static void runner_set_blocked(struct runner *r, bool blocked)
 {
@@ -637,12 +736,13 @@ static void runner_set_blocked(struct runner *r, bool blocked)
         }
 }
 
-/* The runner's thread id in the daemon's namespace, looked up once (< 0: none).  A mapping
- * reads the status of the process's threads from *budget; with too little of it left the
- * lookup waits for a later pass (0). */
-static pid_t runner_task(struct runner *r, unsigned *budget)
+/* The runner's thread id in the daemon's namespace, looked up once (< 0: none, it is never
+ * read).  A mapping reads the status of up to MAP_MIN_BUDGET of the process's threads, charged
+ * to b; with nothing left in b the lookup waits for a later pass (0). */
+static pid_t runner_task(struct runner *r, struct task_budget *b)
 {
         struct session *s = r->session;
+        unsigned map_budget = MAP_MIN_BUDGET;
         pid_t t;
 
         if (r->task)
@@ -650,17 +750,19 @@ static pid_t runner_task(struct runner *r, unsigned *budget)
         if (!r->thread || r->thread >= TASKSTATE_TID_LIMIT || s->pid <= 0)
                 return r->task = -1;
         if (!s->pidns) {
+                if (!b->left)
+                        return 0;
                 s->pidns = taskstate_ns(s->pid, s->uid);
-                (*budget)--;
+                task_spend(b, 1);
         }
         if (s->pidns == TASKSTATE_NS_SAME)
                 return r->task = (pid_t)r->thread;
         if (s->pidns != TASKSTATE_NS_NESTED)
                 return r->task = -1;
-        if (*budget < MAP_MIN_BUDGET)
+        if (!b->left)
                 return 0;
-        t = taskstate_map(s->pid, s->uid, r->thread, &(unsigned){ MAP_MIN_BUDGET });
-        *budget -= MAP_MIN_BUDGET;
+        t = taskstate_map(s->pid, s->uid, r->thread, &map_budget);
+        task_spend(b, MAP_MIN_BUDGET - map_budget);
         return r->task = t > 0 ? t : -1;
 }
 
@@ -701,18 +803,20 @@ static bool runner_answered(struct runner *r, int64_t *due_ms)
         }
 }
 
-/* Reads r's state (one /proc file) when it has a thread to read; false when it has none.
- * *due_ms: lowered to when a reading could find r blocked that this one could not. */
-static bool runner_read(struct runner *r, unsigned *budget, int64_t *due_ms)
+/* Reads r's state (one /proc file) when it has a thread to read and b allows; otherwise r
+ * counts as running.  Returns false when r has no thread to read, ever.  A runner read as
+ * blocked goes to the tail of port->blocked, stamped.  *due_ms: lowered to when a reading
+ * could find r blocked that this one could not. */
+static bool runner_read(struct runner *r, struct task_budget *b, int64_t *due_ms)
 {
-        pid_t t = runner_task(r, budget);
+        pid_t t = runner_task(r, b);
         int w;
 
-        if (t <= 0 || !*budget) {
+        if (t <= 0 || !b->left) {
                 runner_set_blocked(r, false);
-                return t != -1 && *budget;
+                return t != -1;
         }
-        (*budget)--;
+        task_spend(b, 1);
         /* Windows counts a released thread as running from its release.  Until the client has
          * read the answer with its entries, the thread is still on its way (asleep in the
          * library, or waiting for the thread that reads for it to wake it), not blocked.
@@ -724,26 +828,40 @@ static bool runner_read(struct runner *r, unsigned *budget, int64_t *due_ms)
         if (w < 0)
                 r->task = -1; /* gone, or hidden: it counts, as it always did */
         runner_set_blocked(r, w == 1 && r->answered);
+        if (r->blocked) {
+                r->read_ns = mono_ns();
+                sn_list_del(&r->blocked_link);
+                sn_list_add_tail(&r->port->blocked, &r->blocked_link);
+        }
         return true;
 }
 
-/* A full pass over the port's runners (bounded); adjusts the timer's period. */
+/* A pass over the port's runners (bounded by RUNNERS_WALK and the user's budget); adjusts the
+ * timer's period. */
 static void port_read_runners(struct port *port)
 {
-        unsigned budget = RUNNERS_READS;
+        struct task_budget b = task_budget_begin(port);
         uint32_t left = SN_MIN(port->nrunning, RUNNERS_WALK), before = port->nblocked;
+        uint64_t now = mono_ns();
         bool readable = false;
         int64_t due = INT64_MAX;
 
         clock_gettime(CLOCK_MONOTONIC, &port->checked);
-        while (left-- && budget) {
+        while (left && b.left) {
                 struct runner *r = sn_list_first(&port->runners, struct runner, port_link);
 
+                left--;
                 sn_list_del(&r->port_link);
                 sn_list_add_tail(&port->runners, &r->port_link);
-                readable |= runner_read(r, &budget, &due);
+                if (runner_fresh(r, now))
+                        readable = true; /* read as blocked a moment ago: nothing new to learn */
+                else
+                        readable |= runner_read(r, &b, &due);
         }
-        if (!readable)
+        task_budget_end(port, &b);
+        if (left)
+                port->stall_ms = STALL_FIRST_MS; /* runners left for when the bucket fills */
+        else if (!readable)
                 port->stall_ms = STALL_MAX_MS; /* nothing can change: poll slowly */
         else if (port->nblocked > before || port->stall_ms < STALL_FIRST_MS)
                 port->stall_ms = STALL_FIRST_MS;
@@ -755,21 +873,24 @@ static void port_read_runners(struct port *port)
                 port->stall_ms = due > STALL_FIRST_MS ? (uint32_t)due : STALL_FIRST_MS;
 }
 
-/* Reads again the runners last read as blocked, at most RUNNERS_READS of them; the others
- * lose their mark and count again. */
+/* Reads again, oldest first and as far as the budget goes, the runners read as blocked
+ * READ_RENEW_MS ago or more.  The list is in the order of the readings: the walk stops at the
+ * first younger one.  Those left keep their mark; once one is older than READ_FRESH_MS,
+ * port_may_run() relies on none of the port's blocked runners until it is read again. */
 static void port_confirm_blocked(struct port *port)
 {
-        unsigned budget = RUNNERS_READS;
-        struct sn_list *pos, *tmp;
+        struct task_budget b = task_budget_begin(port);
+        uint32_t n = port->nblocked;
+        uint64_t now = mono_ns();
 
-        sn_list_foreach_safe(pos, tmp, &port->blocked) {
-                struct runner *r = sn_list_entry(pos, struct runner, blocked_link);
+        while (b.left && n-- && !sn_list_empty(&port->blocked)) {
+                struct runner *r = sn_list_first(&port->blocked, struct runner, blocked_link);
 
-                if (budget)
-                        runner_read(r, &budget, &(int64_t){ 0 });
-                else
-                        runner_set_blocked(r, false);
+                if (runner_read_within(r, now, READ_RENEW_MS))
+                        break;
+                runner_read(r, &b, &(int64_t){ 0 });
         }
+        task_budget_end(port, &b);
 }
 
 /* A thread that really waits is parked on the port (not a dequeue posted ahead). */
@@ -797,18 +918,23 @@ bool port_check_runners(struct port *port)
                 return true;
         if (!port_has_work(port))
                 return port_may_run(port);
+        /* The readings relied on first, then a pass with what the budget has left. */
+        if (port->nblocked)
+                port_confirm_blocked(port);
         if (mono_ms_since(&port->checked) >= (int64_t)SN_MAX(port->stall_ms, STALL_FIRST_MS))
                 port_read_runners(port);
-        else if (port->nblocked)
-                port_confirm_blocked(port);
+        /* Readings relied on have lapsed and the budget did not renew them all: the next pass
+         * soon, when the bucket has filled again, not at the slow period. */
+        if (port_blocked_stale(port))
+                port->stall_ms = STALL_FIRST_MS;
         return port_may_run(port);
 }
 
 /* Arms the stall timer while the port is stalled, stops it when not. */
 static void port_stall_update(struct port *port)
 {
-        bool stalled = port->nrunning - port->nblocked >= port->concurrency && port->nqueued &&
-                       port->nrunning && port_has_waiter(port);
+        bool stalled = !port_may_run(port) && port->nqueued && port->nrunning &&
+                       port_has_waiter(port);
 
         if (!stalled) {
                 if (port->stall_armed)

@@ -76,6 +76,7 @@ struct runner {
         uint32_t jr;              /* journal record (persist.c), 0 for none */
         bool blocked;             /* last read as waiting; counted in port->nblocked */
         struct sn_list blocked_link; /* in port->blocked while blocked */
+        uint64_t read_ns;         /* CLOCK_MONOTONIC of its last reading (blocked ones) */
         pid_t task;               /* its id in the daemon's PID namespace; 0: not looked up
                                    * yet; negative: none (it always counts, never read) */
         struct session_mark answer; /* session_answer_mark() when it was given its entries */
@@ -99,7 +100,7 @@ struct port {
         struct sn_list runners;   /* struct runner */
         uint32_t nrunning;        /* runners, blocked ones included */
         uint32_t nblocked;        /* runners last read as waiting elsewhere (not counted) */
-        struct sn_list blocked;   /* those runners (their blocked_link) */
+        struct sn_list blocked;   /* those runners (their blocked_link), oldest reading first */
         /* Stalled (port_check_runners()): waiters, entries and no free slot.  The runners are
          * read again on this timer, every stall_ms, until it ends. */
         struct event stall_timer;
@@ -200,8 +201,8 @@ struct wait *port_wait_ahead(struct port *port, struct session *session, uint32_
 bool port_may_run(const struct port *port);
 /*
  * At the limit (nrunning >= concurrency) with entries to hand out, reads the scheduler state of
- * the port's runners (at most a bounded number per call, at most one pass per millisecond) and
- * updates which of them are blocked.  Returns whether a caller may take entries now.  Never
+ * the port's runners (at most what the port's user's budget of reads holds, at most one pass
+ * per millisecond) and updates which of them are blocked.  Returns whether a caller may take entries now.  Never
  * reads anything while a slot is free.
  */
 bool port_check_runners(struct port *port);

@@ -59,6 +59,12 @@ struct user {
         uint64_t bell_stamp_ns;
         uint32_t bell_tokens;
         uint64_t bell_mutes; /* times one of its connections' doorbells was muted */
+        /* Reads of its threads' scheduler states from /proc (port.c): a bucket that fills at
+         * TASK_READS_PER_MS a millisecond up to TASK_READS_BURST; a thread id mapping may take
+         * it below 0, and nothing is read until it is above 0 again. */
+        uint64_t task_stamp_ns;
+        int32_t task_tokens;
+        uint64_t task_reads; /* /proc files read for its threads, in all */
 };
 
 /* The user's record, made on first use (NULL when out of memory). */

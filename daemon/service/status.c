@@ -125,7 +125,7 @@ static json_t *epctl_object(const struct epctl *e, bool counts)
 
 static json_t *user_object(const struct user *u, uid_t uid)
 {
-        return json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I}",
+        return json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}",
                          "uid", (json_int_t)uid,
                          "connections", u ? (int)u->nconns : 0,
                          "rings", u ? (int)u->nrings : 0,
@@ -137,7 +137,8 @@ static json_t *user_object(const struct user *u, uid_t uid)
                          "staged", u ? (int)u->nstaged : 0,
                          "output_bytes", u ? (json_int_t)u->output : 0,
                          "refused", u ? (json_int_t)u->refused : 0,
-                         "doorbell_mutes", u ? (json_int_t)u->bell_mutes : 0);
+                         "doorbell_mutes", u ? (json_int_t)u->bell_mutes : 0,
+                         "thread_reads", u ? (json_int_t)u->task_reads : 0);
 }
 
 static const struct user *user_find(struct server *srv, uid_t uid)
@@ -210,7 +211,7 @@ char *server_status_json(struct server *srv, uid_t uid)
                 json_object_set_new(doc, "waiters", json_integer(srv->nwaits));
                 json_object_set_new(
                         doc, "counters",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                                   "connections_total", (json_int_t)srv->counters.connections_total,
                                   "messages_in", (json_int_t)srv->counters.messages_in,
                                   "doorbells", (json_int_t)srv->counters.doorbells,
@@ -221,7 +222,8 @@ char *server_status_json(struct server *srv, uid_t uid)
                                   "notifications", (json_int_t)srv->counters.notifications,
                                   "posted_delivered", (json_int_t)srv->counters.posted_delivered,
                                   "protocol_violations",
-                                  (json_int_t)srv->counters.protocol_violations));
+                                  (json_int_t)srv->counters.protocol_violations,
+                                  "thread_reads", (json_int_t)srv->counters.thread_reads));
                 json_object_set_new(doc, "errors",
                                     json_pack("{s:o, s:o}",
                                               "call", errors_object(srv->counters.call_errors),

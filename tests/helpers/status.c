@@ -5,12 +5,33 @@
  */
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <check.h>
 
 #include "tests/helpers/daemon.h"
 #include "tests/helpers/status.h"
+
+/* The value at key, whose dots name members of nested objects ("user.refused"); NULL when
+ * absent. */
+static json_t *status_at(json_t *doc, const char *key)
+{
+        char name[128];
+        const char *dot;
+
+        while ((dot = strchr(key, '.')) && doc) {
+                size_t len = (size_t)(dot - key);
+
+                if (len >= sizeof(name))
+                        return NULL;
+                memcpy(name, key, len);
+                name[len] = '\0';
+                doc = json_object_get(doc, name);
+                key = dot + 1;
+        }
+        return doc ? json_object_get(doc, key) : NULL;
+}
 
 long long test_status_number(sn_conn_t *c, const char *key)
 {
@@ -22,7 +43,7 @@ long long test_status_number(sn_conn_t *c, const char *key)
         doc = json_loads(text, 0, NULL);
         free(text);
         ck_assert_ptr_nonnull(doc);
-        v = json_integer_value(json_object_get(doc, key));
+        v = json_integer_value(status_at(doc, key));
         json_decref(doc);
         return v;
 }

@@ -8,7 +8,8 @@
 #include "socknotify.h"
 
 /* The integer at key of the status document that c gets (sn_conn_status(): everything for root,
- * the user's own otherwise); 0 when the key is absent.  Fails the running test when the call
+ * the user's own otherwise); 0 when the key is absent.  Dots in key name members of nested
+ * objects: "user.thread_reads".  Fails the running test when the call
  * fails or the document is not JSON. */
 long long test_status_number(sn_conn_t *c, const char *key);
 

@@ -617,6 +617,129 @@ START_TEST(test_restored_runner_blocks)
 }
 END_TEST
 
+/* ---- through the library: what reading the runners costs (issue 39) ---------------------- */
+
+enum { READ_PORTS = 1, READ_SLEEPERS = 32, READ_DEQUEUES = 400, READ_BURST = 16 };
+
+struct read_scene {
+        sn_port_t *ports[READ_PORTS];
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        int taken;
+        bool done;
+};
+
+struct read_sleeper {
+        struct read_scene *s;
+        sn_port_t *port;
+};
+
+/* Takes one entry, then sleeps until the scene is done: a runner that is blocked elsewhere. */
+static void *read_sleeper(void *arg)
+{
+        struct read_sleeper *rs = arg;
+        struct read_scene *s = rs->s;
+        sn_entry_t e;
+        int r = sn_port_dequeue(rs->port, &e, 1, (uint32_t)test_timeout_ms(20000));
+
+        pthread_mutex_lock(&s->lock);
+        if (r == 1)
+                s->taken++;
+        pthread_cond_broadcast(&s->cond);
+        while (!s->done)
+                pthread_cond_wait(&s->cond, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+/*
+ * The attack of issue 39: 32 sleeping threads of the client run on a port of concurrency 1, so
+ * every one-entry dequeue of another thread relies on all of them being blocked.  The daemon
+ * read all 32 /proc files again for each dequeue (about 15 us each).  Now a reading of
+ * "blocked" holds for 16 ms, and the user's reads come from a bucket of 16 that fills at 4 a
+ * millisecond, one call reading at most what it holds: counted in the status document
+ * (user.thread_reads), per dequeue and per millisecond.  The sleepers still free the slot:
+ * the dequeues get entries.
+ */
+START_TEST(test_thread_reads_bounded)
+{
+        struct read_scene s = { .lock = PTHREAD_MUTEX_INITIALIZER,
+                                .cond = PTHREAD_COND_INITIALIZER };
+        struct read_sleeper rs[READ_SLEEPERS];
+        pthread_t t[READ_SLEEPERS];
+        long long deadline, reads, t0, elapsed;
+        int got = 0;
+        sn_conn_t *c;
+
+        start();
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        for (int i = 0; i < READ_PORTS; i++)
+                ck_assert_int_eq(sn_port_create(c, 1, &s.ports[i]), 0);
+        for (int i = 0; i < READ_SLEEPERS; i++) {
+                rs[i] = (struct read_sleeper){ &s, s.ports[i % READ_PORTS] };
+                pthread_create(&t[i], NULL, read_sleeper, &rs[i]);
+                ck_assert_int_eq(sn_port_post(rs[i].port, (uint64_t)i, 0, 0), 0);
+        }
+        /* Each sleeper is released once the ones before it on its port are read as blocked. */
+        deadline = now_ms() + test_timeout_ms(20000);
+        pthread_mutex_lock(&s.lock);
+        while (s.taken < READ_SLEEPERS) {
+                ck_assert_msg(now_ms() < deadline, "%d of %d sleepers took an entry", s.taken,
+                              READ_SLEEPERS);
+                pthread_mutex_unlock(&s.lock);
+                usleep(1000);
+                pthread_mutex_lock(&s.lock);
+        }
+        pthread_mutex_unlock(&s.lock);
+        /* The last sleeper is read as blocked once it has its answer (on the socket, 16 ms
+         * after the daemon saw it read): from then on a dequeue of this thread gets entries. */
+        ck_assert_int_eq(sn_port_post(s.ports[0], 999, 0, 0), 0);
+        deadline = now_ms() + test_timeout_ms(5000);
+        for (;;) {
+                sn_entry_t e;
+                int r = sn_port_dequeue(s.ports[0], &e, 1, 0);
+
+                if (r == 1)
+                        break;
+                ck_assert_msg(r == -ETIMEDOUT, "dequeue: %d", r);
+                ck_assert_msg(now_ms() < deadline, "the sleepers never freed the slot");
+                usleep(1000);
+        }
+        reads = test_status_number(c, "user.thread_reads");
+        t0 = now_ms();
+        for (int i = 0; i < READ_DEQUEUES; i++) {
+                sn_port_t *p = s.ports[i % READ_PORTS];
+                sn_entry_t e;
+                int r;
+
+                ck_assert_int_eq(sn_port_post(p, 1000 + (uint64_t)i, 0, 0), 0);
+                r = sn_port_dequeue(p, &e, 1, 0);
+                ck_assert_msg(r == 1 || r == -ETIMEDOUT, "dequeue %d: %d", i, r);
+                got += r == 1;
+        }
+        reads = test_status_number(c, "user.thread_reads") - reads;
+        elapsed = now_ms() - t0 + 1;
+        ck_assert_msg(reads <= (long long)READ_BURST * READ_DEQUEUES,
+                      "%lld thread-state reads for %d dequeues (%.1f a dequeue, at most %d)",
+                      reads, READ_DEQUEUES, (double)reads / READ_DEQUEUES, READ_BURST);
+        ck_assert_msg(reads <= READ_BURST + 4 * elapsed,
+                      "%lld thread-state reads in %lld ms (at most %d + 4 a millisecond)", reads,
+                      elapsed, READ_BURST);
+        ck_assert_msg(got > 0, "no dequeue of %d got an entry: the sleepers' slots stayed taken",
+                      READ_DEQUEUES);
+        pthread_mutex_lock(&s.lock);
+        s.done = true;
+        pthread_cond_broadcast(&s.cond);
+        pthread_mutex_unlock(&s.lock);
+        for (int i = 0; i < READ_SLEEPERS; i++)
+                pthread_join(t[i], NULL);
+        for (int i = 0; i < READ_PORTS; i++)
+                sn_port_close(s.ports[i]);
+        sn_conn_close(c);
+        test_daemon_finish(&D, baseline);
+}
+END_TEST
+
 START_TEST(test_handed_entries_rings)
 {
         handed_scene(true);
@@ -645,6 +768,7 @@ int main(void)
         tcase_add_test(tc, test_handed_entries_socket);
         tcase_add_test(tc, test_held_answer_with_polled_calls);
         tcase_add_test(tc, test_restored_runner_blocks);
+        tcase_add_test(tc, test_thread_reads_bounded);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
