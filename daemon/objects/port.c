@@ -562,9 +562,11 @@ bool port_may_run(const struct port *port)
  *  - a thread given entries counts until its client has read that answer (session.h,
  *    answer_read): asleep in the library, it is only on its way to run.
  * A runner whose thread cannot be read counts as running, as before: an identity that is no
- * thread id (0, the event-loop identities), a client in another PID namespace whose thread is
- * not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state is then never
- * read again.  The thread ids are the client's numbers: they are only looked up among the
+ * thread id (0, the event-loop identities), any identity of a session that schedules its own
+ * threads (HELLO's SELF: a runtime that moves its tasks between threads, or parks a thread for
+ * a moment, names no thread whose state means anything), a client in another PID namespace
+ * whose thread is not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state
+ * is then never read again.  The thread ids are the client's numbers: they are only looked up among the
  * threads of the session's own process (taskstate.h), and every pass has a bounded cost.
  */
 #define RUNNERS_READS 32u /* /proc files read per pass, mapping included */
@@ -598,7 +600,7 @@ static pid_t runner_task(struct runner *r, unsigned *budget)
 
         if (r->task)
                 return r->task;
-        if (!r->thread || r->thread >= TASKSTATE_TID_LIMIT || s->pid <= 0)
+        if (s->self_scheduled || !r->thread || r->thread >= TASKSTATE_TID_LIMIT || s->pid <= 0)
                 return r->task = -1;
         if (!s->pidns) {
                 s->pidns = taskstate_ns(s->pid, s->uid);

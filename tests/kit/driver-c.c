@@ -508,8 +508,16 @@ static void run(char *line, char *out, size_t outsz) {
                 cmd_spawn(argv[1], rest_of_spawn, out, outsz);
         } else if (!strcmp(c, "join") && argc == 2) {
                 cmd_join(argv[1], out, outsz);
-        } else if (!strcmp(c, "connect") && argc == 1) {
+        } else if (!strcmp(c, "connect") &&
+                   (argc == 1 || (argc == 2 && !strcmp(argv[1], "self")))) {
+                /* libsocknotify reads SOCKNOTIFY_SELF_SCHEDULED when it opens a connection.
+                 * The driver's other threads only run the commands this thread gives them,
+                 * and none runs now: nothing reads the environment meanwhile. */
+                if (argc == 2)
+                        setenv("SOCKNOTIFY_SELF_SCHEDULED", "1", 1);
                 int r = sn_conn_open(NULL, &conn);
+                if (argc == 2)
+                        unsetenv("SOCKNOTIFY_SELF_SCHEDULED");
                 if (r < 0) {
                         answer_err(out, outsz, r);
                         return;
@@ -631,6 +639,12 @@ static void run(char *line, char *out, size_t outsz) {
                 while ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000 +
                                (uint64_t)((t.tv_nsec - t0.tv_nsec) / 1000000) <
                        a1);
+                snprintf(out, outsz, "ok");
+        } else if (!strcmp(c, "sleep") && argc == 2 && num(argv[1], &a1)) {
+                /* Asleep in the kernel for a1 ms: a thread the daemon reads as blocked. */
+                struct timespec ts = { (time_t)(a1 / 1000), (long)(a1 % 1000) * 1000000 };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
                 snprintf(out, outsz, "ok");
         } else if ((!strcmp(c, "disable") || !strcmp(c, "remove")) && argc == 3 && p &&
                    (fd = sock_lookup(argv[2], true)) >= 0) {
