@@ -679,10 +679,16 @@ static void run(char *line, char *out, size_t outsz) {
                         }
                 size_t len = (size_t)snprintf(out, outsz, "ok taken=%d remaining=%" PRIu32, r,
                                               info.remaining);
+                /* A socket whose descriptor did not arrive (this process ran out of them) has
+                 * no handle: -1, as docs/bindings.md says. */
                 for (int i = 0; i < r && len < outsz; i++) {
-                        int h = taken[i].fd >= 0 ? new_sock(taken[i].fd) : -1;
-                        len += (size_t)snprintf(out + len, outsz - len, " %" PRIu64 "=s%d%s",
-                                                taken[i].key, h, taken[i].armed ? "" : ":disarmed");
+                        char name[16] = "-1";
+
+                        if (taken[i].fd >= 0)
+                                snprintf(name, sizeof(name), "s%d", new_sock(taken[i].fd));
+                        len += (size_t)snprintf(out + len, outsz - len, " %" PRIu64 "=%s%s",
+                                                taken[i].key, name,
+                                                taken[i].armed ? "" : ":disarmed");
                 }
         } else if (!strcmp(c, "send") && argc == 3 && (fd = sock_of(argv[1])) >= 0 &&
                    num(argv[2], &a1) && a1 <= 65536) {
