@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev libjansson-dev
           libsmartcols-dev liburing-dev check libsystemd-dev mandoc man-db systemd python3 python3-pytest
-          python3-mypy"
+          python3-mypy python3-venv python3-wheel"
 
 demo=yes
 deps_only=no

@@ -130,6 +130,9 @@ struct sn_conn {
          * with fd, under send_lock and lock.  no_shm: SOCKNOTIFY_NO_SHM, never ask for them. */
         struct sn_ring ring;
         bool no_shm;
+        /* SOCKNOTIFY_SELF_SCHEDULED: HELLO says SELF (the daemon never reads a waiter's thread
+         * as blocked elsewhere), on every handshake, resumes included. */
+        bool self_scheduled;
         uint64_t fork_gen;
         bool trace;
         /* Resuming (docs/reconnect.md): where the connection was opened, who served it then,

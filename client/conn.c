@@ -870,7 +870,8 @@ static int handshake_once(sn_conn_t *c, bool rings)
         struct snw_hello hello = { .magic = SN_PROTO_MAGIC,
                                   .version_min = SN_PROTO_VERSION_MIN,
                                   .version_max = SN_PROTO_VERSION,
-                                  .flags = rings ? SN_PROTO_HELLO_RING : 0 };
+                                  .flags = (rings ? SN_PROTO_HELLO_RING : 0) |
+                                           (c->self_scheduled ? SN_PROTO_HELLO_SELF : 0) };
         const struct sn_msg_desc *d;
         struct snw_hello_reply rep;
         struct snw_header h;
@@ -947,13 +948,17 @@ static int handshake_once(sn_conn_t *c, bool rings)
 /*
  * HELLO, asking for the rings unless SOCKNOTIFY_NO_SHM.  A daemon older than protocol version 3
  * refuses HELLO's flags (EINVAL) and closes the connection: the library then asks once more,
- * on a new connection to the same address and the same daemon, without them.
+ * on a new connection to the same address and the same daemon, without them.  Under
+ * SOCKNOTIFY_SELF_SCHEDULED a refusal is -EOPNOTSUPP: a daemon that does not know SELF would
+ * read the threads it cannot read rightly, and asking without it would hide that.
  */
 static int handshake(sn_conn_t *c)
 {
         uid_t uid = (uid_t)-1;
         int r = handshake_once(c, !c->no_shm), fd;
 
+        if (r == -EINVAL && c->self_scheduled)
+                return -EOPNOTSUPP;
         if (r != -EINVAL || c->no_shm)
                 return r;
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -1376,6 +1381,7 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         c->fd = -1;
         sn__ring_init(&c->ring);
         c->no_shm = env_set("SOCKNOTIFY_NO_SHM");
+        c->self_scheduled = env_set("SOCKNOTIFY_SELF_SCHEDULED");
         c->fork_gen = fork_generation;
         c->efd = c->pollfd = -1;
         c->trace = env_set("SOCKNOTIFY_TRACE");
@@ -1407,6 +1413,9 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         if (r < 0) {
                 open_error_add("handshake with the daemon at %s failed: %s", cand[which].path,
                                sn_strerror(r));
+                if (r == -EOPNOTSUPP && c->self_scheduled)
+                        open_error_add(" (SOCKNOTIFY_SELF_SCHEDULED is set, and this daemon "
+                                       "does not know self-scheduled connections)");
                 sn_conn_close(c);
                 return r;
         }

@@ -32,8 +32,11 @@
 /* Version 3: the thread's next dequeue, posted ahead while the thread runs (PROTOCOL.md). */
 #define SN_PROTO_PROCESS_AHEAD 0x2u
 #define SN_PROTO_INFINITE 0xffffffffu
-/* HELLO flags (version 3): the client asks for the shared-memory rings (common/ring.h). */
+/* HELLO flags.  RING (version 3): the client asks for the shared-memory rings (common/ring.h).
+ * SELF (any version): the client schedules its own threads; its waiters are never read as
+ * blocked elsewhere (PROTOCOL.md, section 5, "Concurrency and THREAD_EXIT"). */
 #define SN_PROTO_HELLO_RING 0x1u
+#define SN_PROTO_HELLO_SELF 0x2u
 /* MONITOR_FRAME flags: a reply (daemon to client), carried by the rings, only lost frames. */
 #define SN_PROTO_MONITOR_REPLY 0x1u
 #define SN_PROTO_MONITOR_RING 0x2u

@@ -226,6 +226,15 @@ static void session(void)
               .flags = SN_PROTO_HELLO_RING);
         vend("HELLO", SN_MSG_HELLO, 1, 0, 0);
 
+        vbegin("hello-self", "request", 1,
+               "HELLO offering versions 1 to 3 with flag SELF (bit 1, known to every version): "
+               "the client schedules its own threads; the daemon chooses 3");
+        VBODY(hello, .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 3,
+              .flags = SN_PROTO_HELLO_SELF);
+        vexpect("nothing", SN_MSG_HELLO_REPLY, 1, 0, false,
+                json_pack("{s:i,s:i}", "version", 3, "transport", 0));
+        vend("HELLO", SN_MSG_HELLO, 1, 0, 0);
+
         vbegin("hello-reply-v1", "reply", 1, "version 1 chosen, with the daemon's limits");
         hello_reply(1, false);
         vend("HELLO_REPLY", SN_MSG_HELLO_REPLY, 1, 0, 0);
@@ -617,8 +626,8 @@ static void invalid(void)
         vend("invalid", SN_MSG_HELLO, 52, 0, 0);
 
         vbegin("hello-flags", "request", 1,
-               "HELLO with flags bit 1 (undefined): ERROR/EINVAL, and the connection is closed");
-        VBODY(hello, .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 3, .flags = 2);
+               "HELLO with flags bit 2 (undefined): ERROR/EINVAL, and the connection is closed");
+        VBODY(hello, .magic = SN_PROTO_MAGIC, .version_min = 1, .version_max = 3, .flags = 4);
         vexpect("nothing", SN_MSG_ERROR, 53, EINVAL, true, NULL);
         vend("invalid", SN_MSG_HELLO, 53, 0, 0);
 

@@ -632,11 +632,13 @@ bool port_may_run(const struct port *port)
  * (each every READ_RENEW_MS) with room to find more; a port whose free slot depends on more of
  * them may not get it.
  * A runner whose thread cannot be read counts as running, as before: an identity that is no
- * thread id (0, the event-loop identities), a client in another PID namespace whose thread is
- * not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state is then never
- * read again.  The thread ids are the client's numbers: they are only looked up among the
- * threads of the session's own process (taskstate.h).  runner_task() is the one place that says
- * whether a runner's thread is read at all.
+ * thread id (0, the event-loop identities), any identity of a session that schedules its own
+ * threads (HELLO's SELF: a runtime that moves its tasks between threads, or parks a thread for
+ * a moment, names no thread whose state means anything), a client in another PID namespace
+ * whose thread is not found, /proc hidden from the daemon (hidepid), a thread gone.  Its state
+ * is then never read again.  The thread ids are the client's numbers: they are only looked up
+ * among the threads of the session's own process (taskstate.h).  runner_task() is the one place
+ * that says whether a runner's thread is read at all.
  */
 #define TASK_READS_PER_MS 4u /* a user's bucket of /proc reads fills at this rate ... */
 /* ... up to this many, what one call may read: 4 ms' worth, as the loop's timers fire on
@@ -747,7 +749,7 @@ static pid_t runner_task(struct runner *r, struct task_budget *b)
 
         if (r->task)
                 return r->task;
-        if (!r->thread || r->thread >= TASKSTATE_TID_LIMIT || s->pid <= 0)
+        if (s->self_scheduled || !r->thread || r->thread >= TASKSTATE_TID_LIMIT || s->pid <= 0)
                 return r->task = -1;
         if (!s->pidns) {
                 if (!b->left)

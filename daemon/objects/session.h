@@ -111,6 +111,9 @@ struct session_ops {
         struct sn_list runners;  /* struct runner */                                               \
         uint32_t nrunners;       /* at most max_waits (port_mark_running) */                      \
         int pidns;               /* 0 not read yet, else taskstate_ns() of pid (port.c) */        \
+        /* HELLO's SELF: the client schedules its threads itself (Go, virtual threads, Tokio);  \
+         * its waiters' states are never read, so each counts as running until it calls again. */ \
+        bool self_scheduled;                                                                       \
         struct sn_list waits;    /* struct wait */                                                 \
         uint32_t nwaits;                                                                           \
         uint32_t req_id;         /* the request being handled, or the last one */                 \

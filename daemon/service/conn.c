@@ -821,8 +821,11 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
                 violation(c, h->id, EPROTO, "second HELLO");
                 return;
         }
-        if (in.flags & ~SN_PROTO_HELLO_RING ||
-            (in.flags && SN_MIN(in.version_max, (uint16_t)SN_PROTO_VERSION) < 3)) {
+        /* RING needs version 3; SELF is known to every version this daemon speaks (an older
+         * daemon refuses it, so a client never gets less than it asked for). */
+        if (in.flags & ~(SN_PROTO_HELLO_RING | SN_PROTO_HELLO_SELF) ||
+            (in.flags & SN_PROTO_HELLO_RING &&
+             SN_MIN(in.version_max, (uint16_t)SN_PROTO_VERSION) < 3)) {
                 violation(c, h->id, EINVAL, "HELLO with flags");
                 conn_kill(c, "failed handshake");
                 return;
@@ -834,6 +837,7 @@ static void handle_hello(struct conn *c, const struct snw_header *h, const uint8
                 return;
         }
         c->hello = true;
+        c->self_scheduled = in.flags & SN_PROTO_HELLO_SELF;
         c->version = (uint16_t)SN_MIN(in.version_max, (uint16_t)SN_PROTO_VERSION);
         out.version = c->version;
         /* What the reply announces is the connection's for its whole life (session.h). */

@@ -191,12 +191,13 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
 
         sn_list_foreach_safe(pos, tmp, &c->regs)
                 nregs++;
-        return json_pack("{s:I, s:i, s:I, s:I, s:o, s:b, s:s, s:I, s:I, s:I, s:i, s:i, s:i, "
-                         "s:I, s:f}",
+        return json_pack("{s:I, s:i, s:I, s:I, s:o, s:b, s:s, s:b, s:I, s:I, s:I, s:i, s:i, "
+                         "s:i, s:I, s:f}",
                          "id", (json_int_t)c->serial, "pid", (int)c->pid,
                          "uid", (json_int_t)c->uid, "gid", (json_int_t)c->gid, "command",
                          ncomm ? control_json_bytes(comm, ncomm) : json_null(),
                          "handshake", c->hello, "transport", c->ring ? "rings" : "socket",
+                         "self_scheduled", c->self_scheduled,
                          "max_message", (json_int_t)c->max_message,
                          "max_fds", (json_int_t)c->max_fds,
                          "doorbell_mutes", (json_int_t)(c->ring ? c->ring->mutes : 0),

@@ -45,7 +45,8 @@ void live_conn_update(struct conn *c)
         r = journal_rec(j, c->jr);
         r->u8b = (uint8_t)((c->stage.active ? JR_CONN_STAGED : 0) |
                            (c->discarding ? JR_CONN_DISCARD : 0) | (c->hello ? JR_CONN_HELLO : 0) |
-                           (c->passed_fds ? JR_CONN_PASSED : 0) | (c->ring ? JR_CONN_RING : 0));
+                           (c->passed_fds ? JR_CONN_PASSED : 0) | (c->ring ? JR_CONN_RING : 0) |
+                           (c->self_scheduled ? JR_CONN_SELF : 0));
         r->u32b = c->stage.id;
         r->u32c = c->version;
         r->u32e = c->discard_id;
@@ -472,6 +473,7 @@ static struct session *restore_adopt(struct server *srv, int fd, const struct jr
         if (!c)
                 return NULL;
         c->passed_fds = true; /* swept when its process is gone */
+        c->self_scheduled = r->u8b & JR_CONN_SELF;
         c->version = (uint16_t)SN_MIN(SN_MAX(r->u32c, 1u), (uint32_t)SN_PROTO_VERSION);
         if (r->u8b & JR_CONN_DISCARD) {
                 c->discarding = true;

@@ -52,6 +52,7 @@ enum {
         JR_CONN_HELLO = 4,   /* its handshake is done */
         JR_CONN_PASSED = 8,  /* it passed descriptors */
         JR_CONN_RING = 16,   /* it uses rings (JR_RING records, version 3) */
+        JR_CONN_SELF = 32,   /* its HELLO had SELF: its threads are never read (port.c) */
 };
 
 /* Host byte order: the journal is read only by a daemon of the same machine. */

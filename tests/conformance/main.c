@@ -6,7 +6,9 @@
  * Every test runs in its own process (Check fork mode) with its own socknotifyd, WSAStartup done
  * and one port open; afterwards the daemon's descriptor count must be back to its baseline and
  * the daemon must stop cleanly.  The runner prints one line per test and ends with
- * "N passed, N failed".  It also fails when docs/compatibility.md does not list exactly the
+ * "N passed, N failed"; the tests are shared among worker processes that run at once
+ * (SN_TEST_JOBS, 4 by default, 1 under CK_FORK=no), their lines printed in the tests' order.
+ * It also fails when docs/compatibility.md does not list exactly the
  * tests marked as divergences (its table rows "| row-", "| rule-", "| case-" and "| L").
  */
 #include "tests/conformance/conformance.h"
@@ -234,17 +236,49 @@ static int check_compatibility_doc(void)
         return bad;
 }
 
-int main(void)
+/* How many worker processes share the tests: SN_TEST_JOBS (1 to 16), else 4; 1 under
+ * CK_FORK=no, where a debugger wants one process.  Each test waits on its own daemon, mostly
+ * asleep (about 0.2 s each, a tenth of it on the CPU), so four at a time take a quarter of the
+ * time on two CPUs. */
+static size_t worker_count(void)
+{
+        const char *j = getenv("SN_TEST_JOBS"), *f = getenv("CK_FORK");
+        long n = j && *j ? strtol(j, NULL, 10) : 4;
+
+        if (f && !strcmp(f, "no"))
+                return 1;
+        return n < 1 ? 1 : n > 16 ? 16 : (size_t)n;
+}
+
+/* The index of the entry whose test case is named tc, or -1. */
+static long entry_index(const char *tc)
+{
+        char name[64];
+
+        for (size_t k = 0; k < SN_ARRAY_SIZE(entries); k++) {
+                display(entries[k].id, name, sizeof(name));
+                if (!strcmp(name, tc))
+                        return (long)k;
+        }
+        return -1;
+}
+
+/* A worker: runs every jobs-th entry from first, each in its own process with its own daemon
+ * (Check fork mode), and writes one line per test run to fd, which it consumes: "INDEX 1" for
+ * a pass, "INDEX 0 FILE:LINE: MESSAGE" for a failure.  Returns 0, or 1 when fd fails. */
+static int run_share(size_t first, size_t jobs, int fd)
 {
         static TTest tests[SN_ARRAY_SIZE(entries)];
         static char names[SN_ARRAY_SIZE(entries)][64];
         Suite *s = suite_create("conformance");
-        SRunner *sr;
         TestResult **results;
-        int passed = 0, failed = 0, n;
-        char name[64];
+        FILE *out = fdopen(fd, "w");
+        SRunner *sr;
+        int n;
 
-        for (size_t i = 0; i < SN_ARRAY_SIZE(entries); i++) {
+        if (!out)
+                return 1;
+        for (size_t i = first; i < SN_ARRAY_SIZE(entries); i += jobs) {
                 TCase *tc;
 
                 display(entries[i].id, names[i], sizeof(names[i]));
@@ -260,26 +294,110 @@ int main(void)
         n = srunner_ntests_run(sr);
         results = srunner_results(sr);
         for (int i = 0; i < n; i++) {
-                const char *tc = tr_tcname(results[i]);
-                const struct entry *e = NULL;
+                long k = entry_index(tr_tcname(results[i]));
 
-                for (size_t k = 0; k < SN_ARRAY_SIZE(entries); k++) {
-                        display(entries[k].id, name, sizeof(name));
-                        if (!strcmp(name, tc))
-                                e = &entries[k];
-                }
+                if (k < 0)
+                        continue;
                 if (tr_rtype(results[i]) == CK_PASS) {
-                        passed++;
-                        printf("%-28s ok    %s%s\n", tc, e ? e->text : "",
-                               e && e->diverges ? "  [divergence, docs/compatibility.md]" : "");
+                        fprintf(out, "%ld 1\n", k);
                 } else {
-                        failed++;
-                        printf("%-28s FAIL  %s\n%-28s       %s:%d: %s\n", tc, e ? e->text : "",
-                               "", tr_lfile(results[i]), tr_lno(results[i]), tr_msg(results[i]));
+                        const char *m = tr_msg(results[i]);
+                        char msg[512];
+
+                        snprintf(msg, sizeof(msg), "%s", m ? m : "");
+                        for (char *c = msg; *c; c++)
+                                if (*c == '\n')
+                                        *c = ' ';
+                        fprintf(out, "%ld 0 %s:%d: %s\n", k, tr_lfile(results[i]),
+                                tr_lno(results[i]), msg);
                 }
         }
         free(results);
         srunner_free(sr);
+        return fclose(out) == 0 ? 0 : 1;
+}
+
+int main(void)
+{
+        enum { UNRUN = -1 };
+        static int status[SN_ARRAY_SIZE(entries)];
+        static char why[SN_ARRAY_SIZE(entries)][600];
+        size_t jobs = worker_count();
+        FILE *share[16];
+        pid_t pids[16];
+        int passed = 0, failed = 0;
+        char name[64], line[1024];
+
+        for (size_t i = 0; i < SN_ARRAY_SIZE(entries); i++)
+                status[i] = UNRUN;
+        fflush(stdout);
+        /* Each worker writes its lines into a file of its own, read once it has ended.  One
+         * worker runs in this process (no fork: gdb follows it). */
+        for (size_t j = 0; j < jobs; j++) {
+                share[j] = tmpfile();
+                if (!share[j]) {
+                        perror("run-conformance: tmpfile");
+                        return 1;
+                }
+                if (jobs == 1) {
+                        pids[j] = 0;
+                        if (run_share(0, 1, dup(fileno(share[j]))))
+                                failed++;
+                        continue;
+                }
+                pids[j] = fork();
+                if (pids[j] < 0) {
+                        perror("run-conformance: fork");
+                        return 1;
+                }
+                if (pids[j] == 0)
+                        _exit(run_share(j, jobs, dup(fileno(share[j]))));
+        }
+        for (size_t j = 0; j < jobs; j++) {
+                int st = 0;
+
+                while (pids[j] > 0 && waitpid(pids[j], &st, 0) < 0 && errno == EINTR)
+                        ;
+                if (pids[j] > 0 && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+                        printf("worker %zu FAIL  ended with status %#x\n", j, (unsigned)st);
+                        failed++;
+                }
+                rewind(share[j]);
+                while (fgets(line, sizeof(line), share[j])) {
+                        long k;
+                        int ok, used = 0;
+
+                        line[strcspn(line, "\n")] = 0;
+                        if (sscanf(line, "%ld %d %n", &k, &ok, &used) < 2 || k < 0 ||
+                            (size_t)k >= SN_ARRAY_SIZE(entries))
+                                continue;
+                        status[k] = ok;
+                        snprintf(why[k], sizeof(why[k]), "%s", used ? line + used : "");
+                }
+                fclose(share[j]);
+        }
+        /* In the entries' order, whichever worker ran them.  A test selected (all of them, or
+         * the one CK_RUN_CASE names) that no worker reported fails. */
+        for (size_t i = 0; i < SN_ARRAY_SIZE(entries); i++) {
+                const struct entry *e = &entries[i];
+                const char *only = getenv("CK_RUN_CASE");
+
+                display(e->id, name, sizeof(name));
+                if (status[i] == UNRUN) {
+                        if (only && *only && strcmp(only, name))
+                                continue;
+                        status[i] = 0;
+                        snprintf(why[i], sizeof(why[i]), "no result: its worker never reported it");
+                }
+                if (status[i]) {
+                        passed++;
+                        printf("%-28s ok    %s%s\n", name, e->text,
+                               e->diverges ? "  [divergence, docs/compatibility.md]" : "");
+                } else {
+                        failed++;
+                        printf("%-28s FAIL  %s\n%-28s       %s\n", name, e->text, "", why[i]);
+                }
+        }
         if (check_compatibility_doc())
                 failed++;
         else

@@ -843,7 +843,8 @@ START_TEST(test_json_schema)
         static const struct field client[] = {
                 { "id", 'i' },    { "pid", 'i' },        { "uid", 'i' },
                 { "gid", 'i' },   { "command", 'B' },    { "handshake", 'b' },
-                { "transport", 's' }, { "max_message", 'i' }, { "max_fds", 'i' },
+                { "transport", 's' }, { "self_scheduled", 'b' },
+                { "max_message", 'i' }, { "max_fds", 'i' },
                 { "doorbell_mutes", 'i' }, { "ports", 'i' },
                 { "registrations", 'i' }, { "waits", 'i' }, { "queued_bytes", 'i' },
                 { "age_seconds", 'r' },

@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -905,6 +906,95 @@ START_TEST(test_reexec_keeps_max_message_smaller)
 }
 END_TEST
 
+/* How many of the daemon's connections CONTROL "clients" lists as self-scheduled. */
+static unsigned clients_self_scheduled(sn_conn_t *c)
+{
+        char *text = NULL;
+        json_t *doc, *it;
+        unsigned n = 0;
+        size_t i;
+
+        ck_assert_int_eq(sn_conn_control(c, "{\"verb\":\"clients\"}", &text), 0);
+        doc = json_loads(text, 0, NULL);
+        free(text);
+        ck_assert_ptr_nonnull(doc);
+        json_array_foreach(json_object_get(doc, "items"), i, it)
+                n += json_is_true(json_object_get(it, "self_scheduled"));
+        json_decref(doc);
+        return n;
+}
+
+struct blocker {
+        sn_port_t *port;
+        int pipe[2];
+        pid_t tid;
+        int got; /* the dequeue's result */
+        sn_entry_t e;
+};
+
+/* Dequeues one entry, then blocks elsewhere (a read of a pipe) while it runs on the port. */
+static void *blocker_main(void *arg)
+{
+        struct blocker *b = arg;
+        char c;
+
+        __atomic_store_n(&b->tid, gettid(), __ATOMIC_RELEASE);
+        b->got = sn_port_dequeue(b->port, &b->e, 1, 60000);
+        if (read(b->pipe[0], &c, 1) != 1)
+                b->got = -EIO;
+        return NULL;
+}
+
+/* A connection opened with SOCKNOTIFY_SELF_SCHEDULED stays self-scheduled across a re-exec
+ * (its journal record says so): a thread running on a port of concurrency 1 that blocks in a
+ * read keeps its slot, and another thread's dequeue times out, before and after. */
+START_TEST(test_reexec_keeps_self_scheduled)
+{
+        struct blocker b = { 0 };
+        long long t0 = now_ms();
+        sn_conn_t *c, *plain;
+        pthread_t th;
+        sn_entry_t e;
+        pid_t tid;
+
+        test_daemon_start(&D, NULL);
+        ck_assert_int_eq(setenv("SOCKNOTIFY_SELF_SCHEDULED", "1", 1), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(unsetenv("SOCKNOTIFY_SELF_SCHEDULED"), 0);
+        ck_assert_int_eq(sn_conn_open(D.path, &plain), 0);
+        ck_assert_uint_eq(clients_self_scheduled(plain), 1);
+        ck_assert_int_eq(sn_port_create(c, 1, &b.port), 0);
+        ck_assert_int_eq(pipe(b.pipe), 0);
+        ck_assert_int_eq(sn_port_post(b.port, 1, 0, 0), 0);
+        ck_assert_int_eq(pthread_create(&th, NULL, blocker_main, &b), 0);
+        /* Until it sleeps in read(): the daemon would read it as blocked from then on. */
+        while (!(tid = __atomic_load_n(&b.tid, __ATOMIC_ACQUIRE)) ||
+               test_thread_syscall(tid) != SYS_read) {
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "not blocked within 5 s");
+                usleep(1000);
+        }
+        ck_assert_int_eq(b.got, 1);
+        ck_assert_uint_eq(b.e.key, 1);
+        ck_assert_int_eq(sn_port_post(b.port, 2, 0, 0), 0);
+        expect_nothing(b.port, 300);
+        reexec(plain, D.pid);
+        ck_assert_uint_eq(clients_self_scheduled(plain), 1);
+        expect_nothing(b.port, 300);
+        /* Its thread's end (THREAD_EXIT, from the library's exit handler) frees the slot. */
+        ck_assert_int_eq(write(b.pipe[1], "x", 1), 1);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert_int_eq(sn_port_dequeue(b.port, &e, 1, 5000), 1);
+        ck_assert_uint_eq(e.key, 2);
+
+        close(b.pipe[0]);
+        close(b.pipe[1]);
+        sn_port_close(b.port);
+        sn_conn_close(plain);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("reexec");
@@ -920,6 +1010,7 @@ int main(void)
         tcase_add_test(tc, test_reexec_keeps_max_fds_smaller);
         tcase_add_test(tc, test_reexec_keeps_max_message_larger);
         tcase_add_test(tc, test_reexec_keeps_max_message_smaller);
+        tcase_add_test(tc, test_reexec_keeps_self_scheduled);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

@@ -392,7 +392,12 @@ START_TEST(test_signals_during_shutdown)
         close(saved);
         pid = D.pid;
 
+        /* The daemon ends here for good: the connection does not wait for a new one (the
+         * default 10 s of resuming made the port's and the connection's close below take that
+         * long). */
+        ck_assert_int_eq(setenv("SOCKNOTIFY_RECONNECT_MS", "0", 1), 0);
         ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(unsetenv("SOCKNOTIFY_RECONNECT_MS"), 0);
         ck_assert_int_eq(sn_port_create(c, 0, &p), 0);
         tcp_pair(&cl, &sv);
         ck_assert_int_eq(setsockopt(sv, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);

@@ -508,8 +508,16 @@ static void run(char *line, char *out, size_t outsz) {
                 cmd_spawn(argv[1], rest_of_spawn, out, outsz);
         } else if (!strcmp(c, "join") && argc == 2) {
                 cmd_join(argv[1], out, outsz);
-        } else if (!strcmp(c, "connect") && argc == 1) {
+        } else if (!strcmp(c, "connect") &&
+                   (argc == 1 || (argc == 2 && !strcmp(argv[1], "self")))) {
+                /* libsocknotify reads SOCKNOTIFY_SELF_SCHEDULED when it opens a connection.
+                 * The driver's other threads only run the commands this thread gives them,
+                 * and none runs now: nothing reads the environment meanwhile. */
+                if (argc == 2)
+                        setenv("SOCKNOTIFY_SELF_SCHEDULED", "1", 1);
                 int r = sn_conn_open(NULL, &conn);
+                if (argc == 2)
+                        unsetenv("SOCKNOTIFY_SELF_SCHEDULED");
                 if (r < 0) {
                         answer_err(out, outsz, r);
                         return;
@@ -632,6 +640,12 @@ static void run(char *line, char *out, size_t outsz) {
                                (uint64_t)((t.tv_nsec - t0.tv_nsec) / 1000000) <
                        a1);
                 snprintf(out, outsz, "ok");
+        } else if (!strcmp(c, "sleep") && argc == 2 && num(argv[1], &a1)) {
+                /* Asleep in the kernel for a1 ms: a thread the daemon reads as blocked. */
+                struct timespec ts = { (time_t)(a1 / 1000), (long)(a1 % 1000) * 1000000 };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
+                snprintf(out, outsz, "ok");
         } else if ((!strcmp(c, "disable") || !strcmp(c, "remove")) && argc == 3 && p &&
                    (fd = sock_lookup(argv[2], true)) >= 0) {
                 sn_registration_t reg = { .fd = fd,
@@ -665,10 +679,16 @@ static void run(char *line, char *out, size_t outsz) {
                         }
                 size_t len = (size_t)snprintf(out, outsz, "ok taken=%d remaining=%" PRIu32, r,
                                               info.remaining);
+                /* A socket whose descriptor did not arrive (this process ran out of them) has
+                 * no handle: -1, as docs/bindings.md says. */
                 for (int i = 0; i < r && len < outsz; i++) {
-                        int h = taken[i].fd >= 0 ? new_sock(taken[i].fd) : -1;
-                        len += (size_t)snprintf(out + len, outsz - len, " %" PRIu64 "=s%d%s",
-                                                taken[i].key, h, taken[i].armed ? "" : ":disarmed");
+                        char name[16] = "-1";
+
+                        if (taken[i].fd >= 0)
+                                snprintf(name, sizeof(name), "s%d", new_sock(taken[i].fd));
+                        len += (size_t)snprintf(out + len, outsz - len, " %" PRIu64 "=%s%s",
+                                                taken[i].key, name,
+                                                taken[i].armed ? "" : ":disarmed");
                 }
         } else if (!strcmp(c, "send") && argc == 3 && (fd = sock_of(argv[1])) >= 0 &&
                    num(argv[2], &a1) && a1 <= 65536) {

@@ -178,9 +178,12 @@ class Driver:
             if w[1] not in self.workers:
                 return "err ESRCH"
             return self.workers[w[1]].done.get()
-        if c == "connect" and n == 1:
-            self.conn = sn.Connection()
+        if c == "connect" and (n == 1 or (n == 2 and w[1] == "self")):
+            self.conn = sn.Connection(self_scheduled=n == 2)
             return f"ok max_fds={self.conn.limits.max_fds}"
+        if c == "sleep" and n == 2:
+            time.sleep(int(w[1]) / 1000)  # asleep in the kernel: read as blocked elsewhere
+            return "ok"
         if c == "busy" and n == 2:
             # The daemon must read this thread as running all along.  A loop of Python code
             # would wait for the GIL (asleep, for /proc) whenever another thread of this

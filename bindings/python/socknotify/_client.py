@@ -455,6 +455,12 @@ def reconnect_ms_from_env() -> int:
     return RECONNECT_MS_DEFAULT
 
 
+def self_scheduled_from_env() -> bool:
+    """``SOCKNOTIFY_SELF_SCHEDULED`` set, not empty and not ``0``, as libsocknotify reads it."""
+    raw = os.environ.get("SOCKNOTIFY_SELF_SCHEDULED", "")
+    return raw not in ("", "0")
+
+
 def _peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end of a connected Unix socket (SO_PEERCRED)."""
     cred = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -534,12 +540,23 @@ class Connection:
     it and every call raises ``EACCES``.  When no daemon answers in time every call raises
     ``ECONNRESET``, as without resuming.  :attr:`resumes` counts the resumptions.
 
+    **Self-scheduled.**  ``self_scheduled=True`` (default ``$SOCKNOTIFY_SELF_SCHEDULED``)
+    declares in ``HELLO`` that the program schedules its own threads (``SELF``): the daemon
+    then never reads a waiter's thread as blocked elsewhere, so a waiter given entries keeps
+    its place in the port's concurrency until it calls again or :meth:`thread_exit` names it,
+    whatever its thread does meanwhile, and ``thread`` may be any value the program keeps for
+    one waiter.  A daemon that does not know ``SELF`` refuses the handshake: ``EOPNOTSUPP``.
+
     A connection belongs to the process that opened it; after ``fork()`` open a new one.
     """
 
-    def __init__(self, path: str | None = None, *, reconnect_ms: int | None = None):
+    def __init__(self, path: str | None = None, *, reconnect_ms: int | None = None,
+                 self_scheduled: bool | None = None):
         candidates = [path] if path else default_paths()
         self.path = candidates[0]
+        #: whether HELLO declared SELF (the daemon never reads this connection's threads)
+        self.self_scheduled = (self_scheduled_from_env() if self_scheduled is None
+                               else bool(self_scheduled))
         self.reconnect_ms = (reconnect_ms_from_env() if reconnect_ms is None
                              else max(0, int(reconnect_ms)))
         self.resumes = 0  #: how many times the connection resumed on a new daemon
@@ -588,7 +605,8 @@ class Connection:
     # -- plumbing ---------------------------------------------------------------------------
 
     def _handshake(self) -> Limits:
-        body = w.HELLO_BODY.pack(w.MAGIC, w.VERSION_MIN, w.VERSION, 0)
+        flags = w.HELLO_SELF if self.self_scheduled else 0
+        body = w.HELLO_BODY.pack(w.MAGIC, w.VERSION_MIN, w.VERSION, flags)
         # A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
         # our HELLO arrived, and the kernel may report the reset before the reason queued
         # behind it: read that reason whenever it is there.
@@ -614,7 +632,10 @@ class Connection:
             raise _error(_errno.EPROTO, str(e)) from None
         if m.type == w.ERROR:
             # Refusals (connection limits) carry their reason; anything else is a protocol
-            # mismatch.
+            # mismatch.  EINVAL to SELF: a daemon that does not know it.
+            if m.status == _errno.EINVAL and flags:
+                raise _error(_errno.EOPNOTSUPP, "the daemon does not know self-scheduled "
+                             "connections (HELLO's SELF)")
             raise _error(m.status or _errno.EPROTO, "handshake refused")
         if m.type != (w.HELLO | w.REPLY_BIT) or m.status:
             raise _error(_errno.EPROTO, "unexpected handshake reply")

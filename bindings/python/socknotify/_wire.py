@@ -43,6 +43,7 @@ ERROR = 0xFF
 
 HEADER = struct.Struct("<IHHIIII")
 HELLO_BODY = struct.Struct("<IHHI")
+HELLO_SELF = 0x2  # HELLO flags bit 1: the client schedules its own threads (any version)
 HELLO_REPLY_BODY = struct.Struct("<HHIIIIIIII")
 PORT_CREATE_BODY = struct.Struct("<II")
 PORT_REPLY_BODY = struct.Struct("<II")
