@@ -20,8 +20,12 @@ pipes inside a callback, asyncio only logged that, and the child's output was ne
 Files epoll refuses (regular files) raise ``PermissionError`` as with the default selector.
 
 When the connection resumes on a new daemon (see ``Connection``) the selector's port and
-registrations come back with it and a ``select()`` under way goes on waiting; nothing here
-needs to know.  Only a ``wakeup()`` packet still queued in the daemon that ended is lost.
+registrations come back with it.  While no daemon answers, ``select()`` keeps its timeout and
+reports what the registered sockets' own ``poll()`` says (level-triggered, as the daemon
+would), so that asyncio's timers run and its signal handlers (whose wake-up socket is one of
+them) are woken; changes registered meanwhile go to the new daemon at the first ``select()``
+after the resumption, and ``close()`` does not wait for it.  A ``wakeup()`` packet still queued
+in the daemon that ended is lost.
 """
 
 from __future__ import annotations
@@ -36,12 +40,15 @@ import time
 from typing import Any, Iterator, Mapping
 
 from ._client import (Connection, Event, Filter, Op, Port, Registration, SocknotifyError,
-                      Trigger)
+                      Trigger, _Away)
 
 EVENT_READ = selectors.EVENT_READ
 EVENT_WRITE = selectors.EVENT_WRITE
 _READ_BITS = int(Event.IN | Event.HANGUP | Event.ERR)
 _WRITE_BITS = int(Event.OUT | Event.HANGUP | Event.ERR)
+# While the connection resumes: how long select() waits for it before it watches the sockets
+# itself, and how often it looks again whether the resumption is over.
+_AWAY_LOOK = 0.05
 
 
 def _filter_of(events: int) -> Filter:
@@ -253,9 +260,12 @@ class Selector(selectors.BaseSelector):
         return regs
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        regs = self._flush()
         if timeout is not None and timeout < 0:
             timeout = 0
+        if self.connection._away:
+            return self._select_away(timeout)
+        changes = dict(self._changes)
+        regs = self._flush()
         local = self._local if self._local is not None and self._local.fds else None
         held: list[tuple[int, int]] = []
         if local is not None:
@@ -264,7 +274,18 @@ class Selector(selectors.BaseSelector):
                 timeout = 0  # something holds already: collect the daemon's without waiting
             elif timeout != 0:
                 local.arm()
-        entries, _ = self.port._process_raw(regs, self._max_events, timeout, None)
+        try:
+            # A resumption under way is waited for briefly at most: then see _select_away.
+            entries, _ = self.port._process_raw(
+                regs, self._max_events, timeout, None,
+                away=time.monotonic() + min(_AWAY_LOOK, _AWAY_LOOK if timeout is None
+                                            else timeout))
+        except _Away:
+            # Nothing of this call reached a daemon that stays: its changes go to the new one.
+            for fd, events in changes.items():
+                if fd in self._keys:
+                    self._changes.setdefault(fd, events)
+            return self._select_away(timeout)
         if local is not None and not held:
             held = local.ready()
         failed = None
@@ -290,6 +311,48 @@ class Selector(selectors.BaseSelector):
             if key is not None and ev & key.events:
                 ready.append((key, ev & key.events))
         return ready
+
+    def _select_away(self, timeout: float | None
+                     ) -> list[tuple[selectors.SelectorKey, int]]:
+        """select() while the connection resumes and no daemon answers: what poll() says of
+        the registered sockets (and the local set), a moment at a time, until timeout passes,
+        something is ready, or the resumption is over (then select() for the rest)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        local = self._local if self._local is not None and self._local.fds else None
+        while True:
+            poller = select.poll()
+            for fd, key in self._keys.items():
+                if local is None or fd not in local.fds:
+                    poller.register(fd, (select.POLLIN if key.events & EVENT_READ else 0) |
+                                    (select.POLLOUT if key.events & EVENT_WRITE else 0))
+            if local is not None:
+                poller.register(local.epoll.fileno(), select.POLLIN)
+            left = _AWAY_LOOK if deadline is None else min(_AWAY_LOOK,
+                                                           deadline - time.monotonic())
+            ready = []
+            for fd, bits in poller.poll(max(0, int(left * 1000 + 0.999))):
+                key = self._keys.get(fd)
+                if key is None or bits & select.POLLNVAL:
+                    continue  # the local set's epoll: read below
+                ev = 0
+                if bits & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    ev |= EVENT_READ
+                if bits & (select.POLLOUT | select.POLLHUP | select.POLLERR):
+                    ev |= EVENT_WRITE
+                if ev & key.events:
+                    ready.append((key, ev & key.events))
+            if local is not None:
+                for fd, ev in local.ready():
+                    key = self._keys.get(fd)
+                    if key is not None and ev & key.events:
+                        ready.append((key, ev & key.events))
+            if ready:
+                return ready
+            if not self.connection._away:
+                return self.select(None if deadline is None
+                                   else max(0.0, deadline - time.monotonic()))
+            if deadline is not None and time.monotonic() >= deadline:
+                return []
 
     def _ready(self, entries: list[tuple[int, int, int, int]]
                ) -> list[tuple[selectors.SelectorKey, int]]:
