@@ -12,9 +12,11 @@
  * SOCKNOTIFY_TRACE=1.
  *
  * Resuming (docs/reconnect.md).  When the daemon ends (end of file or a reset on the socket),
- * the thread that notices it keeps the reader role and takes send_lock, so that nobody else
- * reads or sends, and connects again to the same path until SOCKNOTIFY_RECONNECT_MS have
- * passed.  It sends nothing to the new daemon, not even HELLO, unless SO_PEERCRED says that it
+ * the thread that notices it takes the reader role for a thread of its own (resume_behind()),
+ * which takes send_lock, so that nobody else reads or sends, and connects again to the same
+ * path until SOCKNOTIFY_RECONNECT_MS have passed; a handshake waits for its answer no longer.
+ * Meanwhile a pure dequeue with a finite timeout waits for it at most that long and returns
+ * -ETIMEDOUT (sn__send_lock_until(), sn__conn_recover_until()); every other call waits.  It sends nothing to the new daemon, not even HELLO, unless SO_PEERCRED says that it
  * runs as the user of the daemon that was lost or as root.  Then the replay hook makes the
  * process's ports and registrations again, and the waiting calls are woken: a pure dequeue
  * with SN__ASK_AGAIN (its caller asks the new daemon), any other call with -EIO (it may or may

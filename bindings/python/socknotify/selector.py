@@ -282,9 +282,9 @@ class Selector(selectors.BaseSelector):
                                             else timeout))
         except _Away:
             # Nothing of this call reached a daemon that stays: its changes go to the new one.
-            for fd, events in changes.items():
-                if fd in self._keys:
-                    self._changes.setdefault(fd, events)
+            for cfd, events in changes.items():
+                if cfd in self._keys:
+                    self._changes.setdefault(cfd, events)
             return self._select_away(timeout)
         if local is not None and not held:
             held = local.ready()
@@ -321,34 +321,35 @@ class Selector(selectors.BaseSelector):
         local = self._local if self._local is not None and self._local.fds else None
         while True:
             poller = select.poll()
-            for fd, key in self._keys.items():
-                if local is None or fd not in local.fds:
-                    poller.register(fd, (select.POLLIN if key.events & EVENT_READ else 0) |
-                                    (select.POLLOUT if key.events & EVENT_WRITE else 0))
+            for kfd, k in self._keys.items():
+                if local is None or kfd not in local.fds:
+                    poller.register(kfd, (select.POLLIN if k.events & EVENT_READ else 0) |
+                                    (select.POLLOUT if k.events & EVENT_WRITE else 0))
             if local is not None:
                 poller.register(local.epoll.fileno(), select.POLLIN)
             left = _AWAY_LOOK if deadline is None else min(_AWAY_LOOK,
                                                            deadline - time.monotonic())
-            ready = []
-            for fd, bits in poller.poll(max(0, int(left * 1000 + 0.999))):
-                key = self._keys.get(fd)
-                if key is None or bits & select.POLLNVAL:
+            ready: list[tuple[selectors.SelectorKey, int]] = []
+            for pfd, bits in poller.poll(max(0, int(left * 1000 + 0.999))):
+                pk = self._keys.get(pfd)
+                if pk is None or bits & select.POLLNVAL:
                     continue  # the local set's epoll: read below
                 ev = 0
                 if bits & (select.POLLIN | select.POLLHUP | select.POLLERR):
                     ev |= EVENT_READ
                 if bits & (select.POLLOUT | select.POLLHUP | select.POLLERR):
                     ev |= EVENT_WRITE
-                if ev & key.events:
-                    ready.append((key, ev & key.events))
+                if ev & pk.events:
+                    ready.append((pk, ev & pk.events))
             if local is not None:
-                for fd, ev in local.ready():
-                    key = self._keys.get(fd)
-                    if key is not None and ev & key.events:
-                        ready.append((key, ev & key.events))
+                for lfd, ev in local.ready():
+                    lk = self._keys.get(lfd)
+                    if lk is not None and ev & lk.events:
+                        ready.append((lk, ev & lk.events))
             if ready:
                 return ready
-            if not self.connection._away:
+            if self.connection._resumer is None:
+                # Resumed (or lost for good, which select() raises): ask the daemon.
                 return self.select(None if deadline is None
                                    else max(0.0, deadline - time.monotonic()))
             if deadline is not None and time.monotonic() >= deadline:
