@@ -146,6 +146,10 @@ struct sn_conn {
         bool reader_active;
         bool broken;
         bool resuming;
+        /* A resume runs in a thread of its own (conn.c, resume_behind()) while behind is set;
+         * closing asks it to give up (sn_conn_close() waits for it on resumed). */
+        bool behind;
+        bool closing;
         int lost_err;              /* what calls fail with once broken (-ECONNRESET, -EACCES) */
         uint64_t gen;              /* transports so far: 0 is the first; changes under both locks */
         pthread_cond_t resumed;    /* broadcast when a resume ends */
@@ -293,6 +297,14 @@ int sn__send(sn_conn_t *conn, const uint8_t *buf, size_t len, const int *fds, un
  * resume (making it if nobody reads).  Returns 0 when a new transport is in place (the message
  * never reached a daemon: send it again), else a negative errno for the call. */
 int sn__conn_recover(sn_conn_t *conn, uint64_t gen, int err);
+/* As sn__conn_recover, for a dequeue with a finite timeout: waits for the resume at most until
+ * deadline (CLOCK_MONOTONIC, ms), then returns -ETIMEDOUT; the resume goes on behind it. */
+int sn__conn_recover_until(sn_conn_t *conn, uint64_t gen, int err, int64_t deadline);
+/* Takes send_lock, waiting at most until deadline (CLOCK_MONOTONIC, ms; -1: no bound) while a
+ * resume holds it.  Returns 0 with send_lock held, or -ETIMEDOUT (the resume goes on). */
+int sn__send_lock_until(sn_conn_t *conn, int64_t deadline);
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t sn__mono_ms(void);
 /* During a replay (see struct sn_conn_hooks): sends one request (its id is set here) with nfds
  * descriptors (borrowed) and reads its reply into conn's receive buffer.  Returns 0 when the
  * daemon answered: *ret_status is its status as a negative errno (0: success), and when the

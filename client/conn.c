@@ -12,9 +12,11 @@
  * SOCKNOTIFY_TRACE=1.
  *
  * Resuming (docs/reconnect.md).  When the daemon ends (end of file or a reset on the socket),
- * the thread that notices it keeps the reader role and takes send_lock, so that nobody else
- * reads or sends, and connects again to the same path until SOCKNOTIFY_RECONNECT_MS have
- * passed.  It sends nothing to the new daemon, not even HELLO, unless SO_PEERCRED says that it
+ * the thread that notices it takes the reader role for a thread of its own (resume_behind()),
+ * which takes send_lock, so that nobody else reads or sends, and connects again to the same
+ * path until SOCKNOTIFY_RECONNECT_MS have passed; a handshake waits for its answer no longer.
+ * Meanwhile a pure dequeue with a finite timeout waits for it at most that long and returns
+ * -ETIMEDOUT (sn__send_lock_until(), sn__conn_recover_until()); every other call waits.  It sends nothing to the new daemon, not even HELLO, unless SO_PEERCRED says that it
  * runs as the user of the daemon that was lost or as root.  Then the replay hook makes the
  * process's ports and registrations again, and the waiting calls are woken: a pure dequeue
  * with SN__ASK_AGAIN (its caller asks the new daemon), any other call with -EIO (it may or may
@@ -33,6 +35,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -81,6 +84,29 @@ static int64_t mono_ms(void)
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t sn__mono_ms(void)
+{
+        return mono_ms();
+}
+
+/* The CLOCK_REALTIME instant (for pthread's timed waits) that lies as far ahead as deadline
+ * (CLOCK_MONOTONIC, ms) does now.  A step of the wall clock meanwhile moves it; the callers
+ * look at the monotonic clock again when it passes. */
+static struct timespec realtime_at(int64_t deadline)
+{
+        int64_t left = SN_MAX(deadline - mono_ms(), (int64_t)0);
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)(left / 1000);
+        ts.tv_nsec += (long)(left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+        }
+        return ts;
 }
 
 static void trace(sn_conn_t *c, const char *dir, const uint8_t *buf, size_t len)
@@ -742,10 +768,16 @@ int sn__call_on(sn_conn_t *c, const uint32_t *port, const uint8_t *buf, size_t l
                 if (r == 0) {
                         r = sn__wait(c, &p);
                         if (r == SN__SEND_AGAIN) {
-                                /* Not taken, so not done: to the new daemon, once. */
+                                /* Not taken, so not done: to the new daemon, once.  The resume
+                                 * runs in a thread of its own, which may not have taken
+                                 * send_lock yet: wait for it, or the copy would go into the
+                                 * lost daemon's ring too. */
                                 if (again)
                                         return -EIO;
                                 again = true;
+                                r = sn__conn_recover(c, gen, -ECONNRESET);
+                                if (r < 0)
+                                        return r;
                                 continue;
                         }
                         /* The daemon died handling it (retry.c): again where that is safe. */
@@ -864,7 +896,32 @@ uint8_t *sn__msgbuf(size_t size)
 
 static int peer_uid(int fd, uid_t *ret_uid);
 
-static int handshake_once(sn_conn_t *c, bool rings)
+/* Waits until fd is readable (or hung up) or deadline (CLOCK_MONOTONIC, ms; -1: none) passes.
+ * Returns 0, -ETIMEDOUT, or -ECANCELED once sn_conn_close() asks a resume to give up (looked
+ * at every 100 ms). */
+static int wait_readable(sn_conn_t *c, int fd, int64_t deadline)
+{
+        for (;;) {
+                int64_t left = deadline < 0 ? 100 : deadline - mono_ms();
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int n;
+
+                if (__atomic_load_n(&c->closing, __ATOMIC_RELAXED))
+                        return -ECANCELED;
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                n = poll(&p, 1, (int)SN_MIN(left, (int64_t)100));
+                if (n > 0)
+                        return 0;
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+        }
+}
+
+/* deadline: when to stop waiting for the answer (CLOCK_MONOTONIC, ms; -1: never).  A resume
+ * passes its own: a listener that accepts and never answers (a socket unit whose service is
+ * down, another program) must not hold it past SOCKNOTIFY_RECONNECT_MS (-ETIMEDOUT). */
+static int handshake_once(sn_conn_t *c, bool rings, int64_t deadline)
 {
         uint8_t buf[SN_HEADER_SIZE + SN_WIRE_SIZE_hello_reply + 64];
         struct snw_hello hello = { .magic = SN_PROTO_MAGIC,
@@ -884,10 +941,18 @@ static int handshake_once(sn_conn_t *c, bool rings)
         r = sn__send(c, buf, sn_msg_size(SN_MSG_HELLO, 0, 0), NULL, 0);
         if (r < 0 && r != -EPIPE && r != -ECONNRESET)
                 return r;
+        /* The answer is waited for in poll(), which a deadline bounds, and then read without
+         * blocking: recvmsg() itself has no deadline. */
+        if (r == 0) {
+                int wr = wait_readable(c, c->fd, deadline);
+
+                if (wr < 0)
+                        return wr;
+        }
         /* A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
          * our HELLO arrived: its reason is still there to read. */
         n = sn__fdmsg_recv(c->fd, buf, sizeof(buf), fds, SN_PROTO_RING_NFDS, &nfds,
-                           r < 0 ? MSG_DONTWAIT : 0);
+                           MSG_DONTWAIT);
         if (n == -ECONNRESET) {
                 /* Reported before a reason queued behind it: read that too. */
                 sn__fds_close(fds, nfds);
@@ -950,12 +1015,13 @@ static int handshake_once(sn_conn_t *c, bool rings)
  * refuses HELLO's flags (EINVAL) and closes the connection: the library then asks once more,
  * on a new connection to the same address and the same daemon, without them.  Under
  * SOCKNOTIFY_SELF_SCHEDULED a refusal is -EOPNOTSUPP: a daemon that does not know SELF would
- * read the threads it cannot read rightly, and asking without it would hide that.
+ * read the threads it cannot read rightly, and asking without it would hide that.  deadline:
+ * as handshake_once()'s, for both.
  */
-static int handshake(sn_conn_t *c)
+static int handshake(sn_conn_t *c, int64_t deadline)
 {
         uid_t uid = (uid_t)-1;
-        int r = handshake_once(c, !c->no_shm), fd;
+        int r = handshake_once(c, !c->no_shm, deadline), fd;
 
         if (r == -EINVAL && c->self_scheduled)
                 return -EOPNOTSUPP;
@@ -973,7 +1039,7 @@ static int handshake(sn_conn_t *c)
         sn_close(c->fd);
         c->fd = fd;
         pthread_mutex_unlock(&c->lock);
-        return handshake_once(c, false);
+        return handshake_once(c, false, deadline);
 }
 
 /* Why the calling thread's last sn_conn_open() failed ("" after a success). */
@@ -1073,10 +1139,11 @@ static int peer_uid(int fd, uid_t *ret_uid)
 }
 
 /* One attempt at the path the connection was opened on.  Returns 0 with c->fd connected and
- * the handshake done; 1 when no daemon answers there (yet); -EACCES when the one that answers
- * runs as another user than the daemon that was lost, and not as root: nothing was sent to
- * it.  Called with send_lock and the reader role held. */
-static int reconnect_once(sn_conn_t *c)
+ * the handshake done; 1 when no daemon answers there (yet), or its answer did not come before
+ * deadline (the resume's, CLOCK_MONOTONIC ms); -EACCES when the one that answers runs as
+ * another user than the daemon that was lost, and not as root: nothing was sent to it.  Called
+ * with send_lock and the reader role held. */
+static int reconnect_once(sn_conn_t *c, int64_t deadline)
 {
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         uid_t uid = 0;
@@ -1103,7 +1170,7 @@ static int reconnect_once(sn_conn_t *c)
         pthread_mutex_lock(&c->lock);
         c->fd = fd;
         pthread_mutex_unlock(&c->lock);
-        r = handshake(c);
+        r = handshake(c, deadline);
         if (r < 0) {
                 pthread_mutex_lock(&c->lock);
                 c->fd = transport_close(c);
@@ -1187,7 +1254,11 @@ static void conn_resume(sn_conn_t *c)
                 uint32_t old_max = c->limits.max_message;
                 int64_t now;
 
-                r = reconnect_once(c);
+                if (__atomic_load_n(&c->closing, __ATOMIC_RELAXED)) {
+                        r = -ECONNRESET; /* sn_conn_close() waits for this resume */
+                        break;
+                }
+                r = reconnect_once(c, deadline);
                 if (r == 0) {
                         pthread_mutex_lock(&c->lock);
                         rbuf_fit(c, old_max);
@@ -1229,18 +1300,93 @@ static void conn_resume(sn_conn_t *c)
         pthread_setcancelstate(cancel_state, NULL);
 }
 
+/* The thread of a resume started by resume_behind(): it has the reader role already. */
+static void *resume_thread(void *arg)
+{
+        sn_conn_t *c = arg;
+
+        pthread_mutex_lock(&c->lock);
+        conn_resume(c);
+        c->reader_active = false;
+        c->behind = false;
+        hand_off(c);
+        conn_idle(c);
+        pthread_cond_broadcast(&c->resumed); /* sn_conn_close() may wait for behind */
+        pthread_mutex_unlock(&c->lock);
+        return NULL;
+}
+
+/*
+ * With c->lock held and the reader role taken for the resume: starts it in a thread of its own,
+ * so that the thread that noticed the end (often a dequeue with a short timeout) does not make
+ * it: a wait with a finite timeout returns by its timeout while the daemon is away, and the
+ * resume goes on behind it (docs/reconnect.md).  The thread blocks every signal (they are the
+ * application's threads' to take) and is detached; sn_conn_close() makes it give up and waits
+ * for it.  Returns false when no thread could be started: the caller resumes itself, as
+ * before.
+ */
+static bool resume_behind(sn_conn_t *c)
+{
+        pthread_attr_t attr;
+        sigset_t all, old;
+        pthread_t t;
+        int r;
+
+        if (pthread_attr_init(&attr) != 0)
+                return false;
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        /* Set before the thread runs: every caller from now on sees a resume under way. */
+        c->resuming = c->behind = true;
+        r = pthread_create(&t, &attr, resume_thread, c);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        if (r != 0)
+                c->resuming = c->behind = false;
+        return r == 0;
+}
+
 static void conn_ended(sn_conn_t *c)
 {
-        if (!c->reconnect_ms || c->broken || c->fork_gen != fork_generation) {
+        if (!c->reconnect_ms || c->broken || c->fork_gen != fork_generation || c->closing) {
                 conn_lost(c);
                 return;
         }
         c->reader_active = true;
+        if (resume_behind(c))
+                return; /* the reader role is the resume's thread's now */
         conn_resume(c);
         c->reader_active = false;
 }
 
-int sn__conn_recover(sn_conn_t *c, uint64_t gen, int err)
+int sn__send_lock_until(sn_conn_t *c, int64_t deadline)
+{
+        if (deadline < 0) {
+                pthread_mutex_lock(&c->send_lock);
+                return 0;
+        }
+        if (pthread_mutex_trylock(&c->send_lock) == 0)
+                return 0;
+        for (;;) {
+                bool away;
+                struct timespec at;
+
+                pthread_mutex_lock(&c->lock);
+                away = c->resuming;
+                pthread_mutex_unlock(&c->lock);
+                if (away && mono_ms() >= deadline)
+                        return -ETIMEDOUT;
+                /* While a resume holds it, until the deadline; while only other senders do, a
+                 * moment at a time, to see a resume that starts meanwhile. */
+                at = realtime_at(away ? deadline : mono_ms() + 10);
+                if (pthread_mutex_timedlock(&c->send_lock, &at) == 0)
+                        return 0;
+        }
+}
+
+/* sn__conn_recover(), waiting for a resume at most until deadline (-1: no bound). */
+static int recover(sn_conn_t *c, uint64_t gen, int err, int64_t deadline)
 {
         int cancel_state, r;
 
@@ -1269,11 +1415,30 @@ int sn__conn_recover(sn_conn_t *c, uint64_t gen, int err)
                         continue;
                 }
                 /* The reader sees the end of file too (or already resumes). */
-                pthread_cond_wait(&c->resumed, &c->lock);
+                if (deadline < 0) {
+                        pthread_cond_wait(&c->resumed, &c->lock);
+                } else if (mono_ms() >= deadline) {
+                        r = -ETIMEDOUT; /* the resume goes on behind the caller */
+                        break;
+                } else {
+                        struct timespec at = realtime_at(deadline);
+
+                        pthread_cond_timedwait(&c->resumed, &c->lock, &at);
+                }
         }
         pthread_mutex_unlock(&c->lock);
         pthread_setcancelstate(cancel_state, NULL);
         return r;
+}
+
+int sn__conn_recover(sn_conn_t *c, uint64_t gen, int err)
+{
+        return recover(c, gen, err, -1);
+}
+
+int sn__conn_recover_until(sn_conn_t *c, uint64_t gen, int err, int64_t deadline)
+{
+        return recover(c, gen, err, deadline);
 }
 
 int sn__conn_exchange(sn_conn_t *c, uint8_t *buf, size_t len, const int *fds, unsigned nfds,
@@ -1404,7 +1569,7 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         open_error[0] = 0;
         r = peer_uid(c->fd, &c->daemon_uid);
         if (r == 0)
-                r = handshake(c);
+                r = handshake(c, -1);
         if (r == 0) {
                 c->rbuf = malloc(c->limits.max_message);
                 if (!c->rbuf)
@@ -1439,6 +1604,15 @@ SN_EXPORT sn_conn_t *sn_conn_close(sn_conn_t *c)
                 }
         }
         pthread_mutex_unlock(&live_lock);
+        /* A resume running behind the application's calls gives up, and is waited for (not in
+         * a child after fork(): that thread is the parent's). */
+        pthread_mutex_lock(&c->lock);
+        if (c->fork_gen == fork_generation) {
+                __atomic_store_n(&c->closing, true, __ATOMIC_RELAXED);
+                while (c->behind)
+                        pthread_cond_wait(&c->resumed, &c->lock);
+        }
+        pthread_mutex_unlock(&c->lock);
         if (c->hooks.calls_release)
                 c->hooks.calls_release(c);
         transport_close(c);

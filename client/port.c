@@ -221,6 +221,7 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *
         uint32_t per_msg, nstale = 0;
         uint32_t thread = max_entries ? sn__thread_id(c) : 0;
         uint64_t gen;
+        int64_t until = -1;
         uint8_t *buf;
         int r;
 
@@ -304,7 +305,16 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *
                 r = -ENOMEM;
                 goto out;
         }
-        pthread_mutex_lock(&c->send_lock);
+        /* A pure dequeue with a finite timeout returns by it while the daemon is away: it
+         * waits for a resume (which holds send_lock) at most that long, and the resume goes on
+         * behind it (docs/reconnect.md).  A call that registers waits for the new daemon: its
+         * items must reach one. */
+        if (max_entries && !ctx.nsent && timeout_ms != SN_INFINITE)
+                until = sn__mono_ms() + timeout_ms;
+        if (sn__send_lock_until(c, until) < 0) {
+                r = -ETIMEDOUT;
+                goto out;
+        }
         if (c->gen != gen) {
                 /* A resume came between: a new daemon, which knows no descriptor yet, and
                  * the port's new number (both read under send_lock). */
@@ -383,7 +393,12 @@ static int do_process(sn_port_t *port, sn_registration_t *regs, const uint64_t *
                 int r2;
 
                 sn__pending_remove(c, &pend);
-                r2 = sn__conn_recover(c, gen, r);
+                r2 = until < 0 ? sn__conn_recover(c, gen, r)
+                               : sn__conn_recover_until(c, gen, r, until);
+                if (r2 == -ETIMEDOUT && until >= 0) {
+                        r = r2; /* nothing reached a daemon: an empty wait */
+                        goto out;
+                }
                 if (r2 == 0 && !retry) {
                         /* The daemon ended: no part of the call took effect (a daemon applies
                          * a call at its last part).  The new daemon gets all of it, once. */

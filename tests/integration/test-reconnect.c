@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +32,7 @@
 #include "tests/helpers/status.h"
 
 #define NSOCK 50
+#define SN_MAX_LL(a, b) ((a) > (b) ? (a) : (b))
 
 static struct test_daemon D;
 
@@ -243,15 +246,18 @@ START_TEST(test_expiry)
 }
 END_TEST
 
-/* The same through the Win32 layer, with no wait in progress: the next call notices. */
+/* The same through the Win32 layer, with no wait in progress: the next call notices.  While
+ * the resume goes on behind them, 10 ms waits return WAIT_TIMEOUT by their timeout; once the
+ * window passed, the port's calls fail with ERROR_INVALID_HANDLE. */
 START_TEST(test_expiry_win32)
 {
-        long long t0;
+        long long t0, t;
         OVERLAPPED_ENTRY e;
         ULONG n;
         WSADATA wsa;
         HANDLE port;
         int st;
+        BOOL ok;
 
         setenv("SOCKNOTIFY_RECONNECT_MS", "300", 1);
         ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &wsa), 0);
@@ -261,7 +267,14 @@ START_TEST(test_expiry_win32)
         ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
         D.pid = 0;
         t0 = now_ms();
-        ck_assert(!GetQueuedCompletionStatusEx(port, &e, 1, &n, 10, FALSE));
+        for (;;) {
+                t = now_ms();
+                ok = GetQueuedCompletionStatusEx(port, &e, 1, &n, 10, FALSE);
+                ck_assert(!ok);
+                ck_assert_int_lt(now_ms() - t, 10 + test_timeout_ms(500));
+                if (GetLastError() != WAIT_TIMEOUT)
+                        break;
+        }
         ck_assert_uint_eq(GetLastError(), ERROR_INVALID_HANDLE);
         ck_assert_int_lt(now_ms() - t0, test_timeout_ms(300 + 3000));
         ck_assert(!PostQueuedCompletionStatus(port, 0, 1, NULL));
@@ -269,6 +282,219 @@ START_TEST(test_expiry_win32)
         WSACleanup();
         unlink(D.path);
         rmdir(D.dir);
+}
+END_TEST
+
+
+/* ---- a listener that accepts and never answers: the resume gives up at its deadline -------- */
+
+struct timed_wait {
+        sn_port_t *port;
+        uint32_t timeout;
+        int r;
+        sem_t done;
+};
+
+static void *dequeue_once(void *arg)
+{
+        struct timed_wait *w = arg;
+        sn_entry_t e;
+
+        w->r = sn_port_dequeue(w->port, &e, 1, w->timeout);
+        sem_post(&w->done);
+        return NULL;
+}
+
+/* Whether w's thread returned within ms. */
+static bool returned_within(struct timed_wait *w, long long ms)
+{
+        struct timespec at;
+
+        clock_gettime(CLOCK_REALTIME, &at);
+        at.tv_sec += ms / 1000;
+        at.tv_nsec += (ms % 1000) * 1000000;
+        if (at.tv_nsec >= 1000000000) {
+                at.tv_sec++;
+                at.tv_nsec -= 1000000000;
+        }
+        while (sem_timedwait(&w->done, &at) < 0)
+                if (errno != EINTR)
+                        return false;
+        return true;
+}
+
+/* The path now has a listener that never accepts (as the shipped socket unit while its
+ * service is down): the kernel completes connect() from its backlog, and the HELLO is never
+ * answered.  With SOCKNOTIFY_RECONNECT_MS=500 a wait without end fails with ECONNRESET soon after
+ * 500 ms (before: it stayed blocked in the handshake's recvmsg()). */
+START_TEST(test_silent_listener)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timed_wait w = { .timeout = SN_INFINITE };
+        long long t0, bound = test_timeout_ms(500 + 3000);
+        sn_conn_t *c;
+        pthread_t t;
+        int l, st;
+
+        setenv("SOCKNOTIFY_RECONNECT_MS", "500", 1);
+        ck_assert_int_eq(sn_conn_open(NULL, &c), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &w.port), 0);
+        ck_assert_int_eq(sem_init(&w.done, 0, 0), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, dequeue_once, &w), 0);
+        wait_status("waiters", 1);
+        l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(l, 0);
+        t0 = now_ms();
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        ck_assert_int_eq(unlink(D.path), 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", D.path);
+        ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(l, 16), 0);
+        ck_assert_msg(returned_within(&w, bound),
+                      "the resume still waited for the silent listener after %lld ms",
+                      now_ms() - t0);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_int_eq(w.r, -ECONNRESET);
+        printf("TIME: silent listener, SOCKNOTIFY_RECONNECT_MS=500: lost after %lld ms\n",
+               now_ms() - t0);
+        sn_port_close(w.port);
+        sn_conn_close(c);
+        close(l);
+        unlink(D.path);
+        rmdir(D.dir);
+}
+END_TEST
+
+/* ---- while the daemon is away, waits return by their timeouts ------------------------------ */
+
+/* A daemon killed and started again AWAY ms later, no service manager.  A loop of 100 ms
+ * GetQueuedCompletionStatusEx calls returns WAIT_TIMEOUT by each timeout all along (before:
+ * the first call noticed the end and made the resume itself, for the whole time the daemon was
+ * away), and the next one after the resume gets the entry of a readable socket registered
+ * before.  A wait without end on another port keeps waiting and gets its entry from the new
+ * daemon. */
+struct forever {
+        HANDLE port;
+        OVERLAPPED_ENTRY e;
+        ULONG n;
+        BOOL ok;
+};
+
+static void *gqcs_forever(void *arg)
+{
+        struct forever *f = arg;
+
+        f->ok = GetQueuedCompletionStatusEx(f->port, &f->e, 1, &f->n, INFINITE, FALSE);
+        return NULL;
+}
+
+/* Starts the daemon again after away ms (the time it is away is what the test is about), in a
+ * thread of its own, so that a wait that does not return cannot keep it away.  The daemon dies
+ * with the thread that started it (PR_SET_PDEATHSIG), so the thread stops it itself when told
+ * (done). */
+struct starter {
+        long long away;
+        long long back; /* when it listens again (read with __atomic) */
+        sem_t done;
+        int status;
+};
+
+static void *start_later(void *arg)
+{
+        struct starter *sr = arg;
+
+        usleep((useconds_t)sr->away * 1000);
+        test_daemon_start_with_fds(&D, NULL, NULL, 0, NULL);
+        __atomic_store_n(&sr->back, now_ms(), __ATOMIC_RELEASE);
+        while (sem_wait(&sr->done) < 0)
+                ;
+        sr->status = test_daemon_stop(&D);
+        return NULL;
+}
+
+START_TEST(test_waits_keep_timeouts_while_away)
+{
+        const long long slack = test_timeout_ms(400), away = 2500 + 2 * slack;
+        SOCK_NOTIFY_REGISTRATION r[2];
+        struct forever f = { 0 };
+        struct starter sr = { .away = away };
+        long long killed, back, worst = 0, t, gap;
+        unsigned timeouts = 0;
+        int cl[2], sv[2], st;
+        OVERLAPPED_ENTRY e;
+        HANDLE port[2];
+        WSADATA wsa;
+        pthread_t th, ts;
+        ULONG n;
+
+        ck_assert_int_eq(WSAStartup(WINSOCK_VERSION, &wsa), 0);
+        for (int i = 0; i < 2; i++) {
+                port[i] = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0);
+                ck_assert_ptr_nonnull(port[i]);
+                tcp_pair(&cl[i], &sv[i]);
+                r[i] = (SOCK_NOTIFY_REGISTRATION){
+                        .socket = (SOCKET)cl[i],
+                        .completionKey = (void *)(uintptr_t)(i + 1),
+                        .eventFilter = SOCK_NOTIFY_REGISTER_EVENT_IN,
+                        .operation = SOCK_NOTIFY_OP_ENABLE,
+                        .triggerFlags = SOCK_NOTIFY_TRIGGER_LEVEL | SOCK_NOTIFY_TRIGGER_PERSISTENT,
+                };
+                ck_assert_uint_eq(ProcessSocketNotifications(port[i], 1, &r[i], 0, 0, NULL, NULL),
+                                  ERROR_SUCCESS);
+                ck_assert_uint_eq(r[i].registrationResult, ERROR_SUCCESS);
+        }
+        f.port = port[1];
+        ck_assert_int_eq(pthread_create(&th, NULL, gqcs_forever, &f), 0);
+        wait_status("waiters", 1);
+        /* Readable, reported only by a daemon: the new one, after the resume. */
+        ck_assert_int_eq(write(sv[0], "x", 1), 1);
+        killed = now_ms();
+        ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(D.pid, &st, 0), D.pid);
+        D.pid = 0;
+        ck_assert_int_eq(sem_init(&sr.done, 0, 0), 0);
+        ck_assert_int_eq(pthread_create(&ts, NULL, start_later, &sr), 0);
+        for (;;) {
+                t = now_ms();
+                BOOL ok = GetQueuedCompletionStatusEx(port[0], &e, 1, &n, 100, FALSE);
+
+                gap = now_ms() - t;
+                back = __atomic_load_n(&sr.back, __ATOMIC_ACQUIRE);
+                if (ok) {
+                        ck_assert_msg(back, "an entry while no daemon ran");
+                        ck_assert_uint_eq(n, 1);
+                        ck_assert_uint_eq((uintptr_t)e.lpCompletionKey, 1);
+                        break;
+                }
+                ck_assert_uint_eq(GetLastError(), WAIT_TIMEOUT);
+                timeouts++;
+                worst = SN_MAX_LL(worst, gap);
+                ck_assert_msg(gap < 100 + slack,
+                              "a 100 ms wait returned after %lld ms (%u returned by their "
+                              "timeout before it; daemon %s)",
+                              gap, timeouts - 1, back ? "back" : "away");
+                ck_assert_msg(!back || now_ms() - back < test_timeout_ms(10000),
+                              "no entry %lld ms after the daemon came back",
+                              now_ms() - back);
+        }
+        ck_assert_int_eq(write(sv[1], "y", 1), 1);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert(f.ok);
+        ck_assert_uint_eq((uintptr_t)f.e.lpCompletionKey, 2);
+        printf("TIME: daemon away %lld ms: %u waits of 100 ms returned WAIT_TIMEOUT, worst %lld "
+               "ms; entry %lld ms after the new daemon listened\n",
+               back - killed, timeouts, worst, now_ms() - back);
+        for (int i = 0; i < 2; i++) {
+                CloseHandle(port[i]);
+                close(cl[i]);
+                close(sv[i]);
+        }
+        WSACleanup();
+        sem_post(&sr.done);
+        ck_assert_int_eq(pthread_join(ts, NULL), 0);
+        ck_assert_int_eq(sr.status, 0);
 }
 END_TEST
 
@@ -282,7 +508,8 @@ START_TEST(test_other_user_refused)
         sn_port_t *port;
         sn_conn_t *c;
         sn_entry_t e;
-        int cl, sv, st, base;
+        int cl, sv, st, base, r;
+        long long t0;
         uid_t uid;
 
         if (!test_private_uid(&uid, why, sizeof(why))) {
@@ -311,7 +538,12 @@ START_TEST(test_other_user_refused)
         ck_assert_int_eq(symlink(other.path, tmp), 0);
         ck_assert_int_eq(rename(tmp, link_path), 0);
 
-        ck_assert_int_eq(sn_port_dequeue(port, &e, 1, 0), -EACCES);
+        /* A wait of 0 ms returns at once while the resume looks behind it (-ETIMEDOUT); then
+         * the session is lost. */
+        t0 = now_ms();
+        while ((r = sn_port_dequeue(port, &e, 1, 0)) == -ETIMEDOUT)
+                ck_assert_msg(now_ms() - t0 < test_timeout_ms(5000), "never refused");
+        ck_assert_int_eq(r, -EACCES);
         ck_assert_int_eq(sn_port_post(port, 1, 0, 0), -EACCES);
         /* It received nothing, and the probe connection is gone. */
         ck_assert_int_eq(test_daemon_wait_fds(&other, base, 2000), base);
@@ -815,6 +1047,8 @@ int main(void)
         tcase_add_test(tc, test_win32_sigterm);
         tcase_add_test(tc, test_expiry);
         tcase_add_test(tc, test_expiry_win32);
+        tcase_add_test(tc, test_silent_listener);
+        tcase_add_test(tc, test_waits_keep_timeouts_while_away);
         tcase_add_test(tc, test_other_user_refused);
         tcase_add_test(tc, test_closed_not_replayed);
         tcase_add_test(tc, test_named_shared);

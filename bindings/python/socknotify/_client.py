@@ -400,6 +400,11 @@ class _Lost(Exception):
     """Internal: the connection a request was sent on ended before its reply came."""
 
 
+class _Away(Exception):
+    """Internal: a wait with a deadline met a resumption still under way when it passed (the
+    resumption goes on in its own thread; the wait returns as timed out)."""
+
+
 class _Reg:
     """What the binding remembers of one registration it made, to make it again on a new
     daemon (see Connection, "Resuming").  Slots and plain ints: one per registration."""
@@ -604,7 +609,11 @@ class Connection:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _handshake(self) -> Limits:
+    def _handshake(self, deadline: float | None = None) -> Limits:
+        """HELLO and its reply.  deadline (time.monotonic()): when to stop waiting for the
+        reply (ETIMEDOUT); a resumption passes its own, so that a listener that accepts and
+        never answers (a socket unit whose service is down) cannot hold it past
+        reconnect_ms.  The reply is waited for in poll(), then read without blocking."""
         flags = w.HELLO_SELF if self.self_scheduled else 0
         body = w.HELLO_BODY.pack(w.MAGIC, w.VERSION_MIN, w.VERSION, flags)
         # A daemon that refuses the connection (a limit) sends ERROR and closes, maybe before
@@ -615,8 +624,10 @@ class Connection:
             self._sock.sendall(w.encode(w.HELLO, 0, body))
         except (ConnectionResetError, BrokenPipeError):
             sent = False
+        if sent:
+            self._wait_readable(deadline)
         try:
-            data = self._recv(4096, 0 if sent else socket.MSG_DONTWAIT)
+            data = self._recv(4096, socket.MSG_DONTWAIT)
         except ConnectionResetError:
             try:
                 data = self._recv(4096, socket.MSG_DONTWAIT)
@@ -646,6 +657,20 @@ class Connection:
         self.version = version
         return Limits(max_message, min(max_fds, w.MAX_FDS), max_ports, max_regs, max_posted,
                       max_waits, max_sockets, pid)
+
+    def _wait_readable(self, deadline: float | None) -> None:
+        """Waits until the socket is readable (or hung up); ETIMEDOUT once deadline passed,
+        EBADF once the connection is closed (looked at every 100 ms)."""
+        poller = select.poll()
+        poller.register(self._sock.fileno(), select.POLLIN)
+        while True:
+            if self._closed:
+                raise _error(_errno.EBADF, "connection closed")
+            left = 0.1 if deadline is None else min(deadline - time.monotonic(), 0.1)
+            if left <= 0:
+                raise _error(_errno.ETIMEDOUT, "the daemon did not answer HELLO in time")
+            if poller.poll(max(1, int(left * 1000))):
+                return
 
     def _recv(self, size: int, flags: int = 0) -> bytes:
         """One message of the handshake, which carries no descriptor (EPROTO if it does)."""
@@ -680,15 +705,40 @@ class Connection:
         if self._failed:
             raise _error(*self._failed)
 
-    def _enter(self) -> int:
+    def _enter(self, until: float | None = None) -> int:
         """Checks that the connection can be used and returns its generation, waiting while
-        another thread resumes it."""
+        another thread resumes it; raises _Away when until (time.monotonic()) passes first."""
         self._usable()
         with self._cond:
             while self._resumer is not None and self._resumer != threading.get_ident():
-                self._cond.wait()
+                self._wait_resumed(until)
             self._usable()
             return self._gen
+
+    def _wait_resumed(self, until: float | None) -> None:
+        """With _cond held: one wait for a resumption's news, at most until until."""
+        if until is None:
+            self._cond.wait()
+            return
+        left = until - time.monotonic()
+        if left <= 0:
+            raise _Away()
+        self._cond.wait(left)
+
+    @property
+    def _away(self) -> bool:
+        """Whether a resumption is under way and no new daemon answered yet."""
+        return self._resumer is not None and bool(self._broken)
+
+    def _send_lock_until(self, until: float | None) -> None:
+        """Takes the send lock, which a resumption holds while it runs: at most until until
+        while one is under way (_Away), a moment at a time otherwise (to see one start)."""
+        if until is None:
+            self._send_lock.acquire()
+            return
+        while not self._send_lock.acquire(timeout=0.01):
+            if self._resumer is not None and time.monotonic() >= until:
+                raise _Away()
 
     def _new_id(self) -> int:
         with self._lock:
@@ -910,16 +960,18 @@ class Connection:
 
     # -- resuming ---------------------------------------------------------------------------
 
-    def _recover(self, gen: int) -> None:
-        """The connection of generation gen ended: resumes it on a new daemon (one thread
-        does, the others wait for it), or raises the error every call now gets."""
+    def _recover(self, gen: int, until: float | None = None) -> None:
+        """The connection of generation gen ended: resumes it on a new daemon (in a thread of
+        its own; every caller waits for it), or raises the error every call now gets.  until
+        (time.monotonic()): a wait with a deadline stops waiting then (_Away), and the
+        resumption goes on behind it."""
         with self._cond:
             while True:
                 self._usable()
                 if self._gen != gen and self._resumer is None:
                     return  # resumed already
                 if self._resumer is not None:
-                    self._cond.wait()
+                    self._wait_resumed(until)
                     continue
                 if not self._broken:
                     self._broken = _errno.ECONNRESET
@@ -933,10 +985,25 @@ class Connection:
                         self._sock.shutdown(socket.SHUT_RDWR)
                     except OSError:
                         pass
-                    self._cond.wait()
+                    self._wait_resumed(until)
                     continue
-                self._resumer = threading.get_ident()
-                break
+                # Nobody resumes: a thread of its own does, so that no caller's timeout waits
+                # for it.  Until it runs, _resumer names nobody (-1): every caller waits.
+                self._resumer = -1
+                try:
+                    threading.Thread(target=self._resume_thread, name="socknotify-resume",
+                                     daemon=True).start()
+                except RuntimeError:
+                    break  # no thread to be had: resume here, as before
+        self._resume_thread()
+        with self._cond:
+            self._usable()
+
+    def _resume_thread(self) -> None:
+        """Makes the resumption (see _recover): connects to a new daemon and replays, with the
+        send lock held; wakes every waiter when done."""
+        with self._cond:
+            self._resumer = threading.get_ident()
         failed: tuple[int, str] | None = (_errno.ECONNRESET, "resuming interrupted")
         try:
             with self._send_lock:
@@ -944,6 +1011,8 @@ class Connection:
         finally:
             with self._cond:
                 self._resumer = None
+                if self._closed:
+                    self._sock.close()  # closed meanwhile: the new socket goes too
                 for fds, _cut in self._reply_fds.values():
                     for fd in fds:
                         os.close(fd)
@@ -954,8 +1023,6 @@ class Connection:
                 else:
                     self.resumes += 1
                 self._cond.notify_all()
-        if failed:
-            raise _error(*(self._failed or failed))
 
     def _resume(self) -> tuple[int, str] | None:
         """Connects to a new daemon on self.path within reconnect_ms, checks its user and
@@ -1003,7 +1070,7 @@ class Connection:
                     return (_errno.EACCES, f"the daemon now at {self.path} runs as uid {uid}, "
                             f"not as uid {self._daemon_uid} (the daemon lost) or root")
                 self._sock = sock
-                limits = self._handshake()
+                limits = self._handshake(deadline)
                 break
             except (OSError, SocknotifyError):
                 # No daemon yet (ENOENT, ECONNREFUSED), or one starting or refusing us.
@@ -1146,6 +1213,15 @@ class Connection:
             st = os.fstat(fdn)
             identity = (st.st_dev, st.st_ino)
         body = w.SOCKET_CLOSE_BODY.pack(identity[0], identity[1], fdn & 0xFFFFFFFF, 0)
+        if self._away:
+            # No daemon has it now: forgotten here, so that the resumption does not make it
+            # again (it replays under the table lock, once a new daemon answered), and no
+            # wait for the resumption (asyncio unregisters as it closes).
+            with self._table_lock:
+                if self._away:
+                    for port in self._ports.values():
+                        port._forget(identity, fdn)
+                    return True
         while True:
             try:
                 _m, gen = self._call_gen(w.SOCKET_CLOSE, body, what="SOCKET_CLOSE")
@@ -1237,15 +1313,27 @@ class Port:
         A call under way when the connection resumes on a new daemon is made again there (the
         registrations are applied again, the wait goes on for what is left of ``timeout``).
         """
-        raw, timed_out = self._process_raw(registrations, max_entries, timeout, thread)
+        # A pure dequeue with a timeout returns by it while the daemon is away (empty, timed
+        # out); the resumption goes on behind it.  A call that registers waits for the new
+        # daemon: its items must reach one.
+        away = None
+        if not registrations and max_entries and timeout is not None:
+            away = time.monotonic() + max(timeout, 0)
+        try:
+            raw, timed_out = self._process_raw(registrations, max_entries, timeout, thread,
+                                               away=away)
+        except _Away:
+            raw, timed_out = [], True
         return ProcessResult([r.result or 0 for r in registrations], [Entry(*e) for e in raw],
                              timed_out)
 
     def _process_raw(self, registrations: Sequence[Registration], max_entries: int,
-                     timeout: float | None, thread: int | None
+                     timeout: float | None, thread: int | None, away: float | None = None
                      ) -> tuple[list[tuple[int, int, int, int]], bool]:
         """process() without wrapping: returns ([(key, overlapped, events, kind)...],
-        timed_out); sets each registration's result."""
+        timed_out); sets each registration's result.  away (time.monotonic()): while a
+        resumption is under way, wait for it at most until then, and raise _Away (nothing of
+        this call reached a daemon that stays)."""
         conn = self.connection
         conn._usable()
         if self._closed:
@@ -1289,7 +1377,7 @@ class Port:
         eio = 0
         repeatable = all(int(r.op) in _REPEATABLE_OPS for r in registrations)
         while True:
-            gen = conn._enter()
+            gen = conn._enter(away)
             if self._closed:
                 raise _error(_errno.EBADF, "port closed")
             owed = min(len(self._owed), max_entries - len(carried))
@@ -1306,8 +1394,11 @@ class Port:
             if items or ask:
                 msg_id = conn._new_id()
                 try:
-                    with conn._send_lock:
+                    conn._send_lock_until(away)
+                    try:
                         self._send_parts(msg_id, items, ask, tmo, thread, gen)
+                    finally:
+                        conn._send_lock.release()
                     m = conn._wait(msg_id, gen)
                     if (m.type == w.PROCESS | w.REPLY_BIT and m.status == _errno.ESHUTDOWN and
                             conn.reconnect_ms):
@@ -1315,7 +1406,7 @@ class Port:
                 except _Lost:
                     with conn._lock:
                         conn._pending.discard(msg_id)
-                    conn._recover(gen)
+                    conn._recover(gen, away)
                     continue
                 except BaseException:
                     with conn._lock:
@@ -1700,6 +1791,8 @@ class Port:
             self._owed.clear()
         if conn.closed or conn._failed:
             return
+        if conn._away:
+            return  # no daemon has it now, and the resumption does not make it again
         conn._call(w.PORT_CLOSE, lambda: w.PORT_BODY.pack(self.id), what="PORT_CLOSE",
                    retry=None)
 

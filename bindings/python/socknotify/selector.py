@@ -28,8 +28,12 @@ transport reads the end of file (or fails to write) and closes; ``refusal()`` gi
 is reported, and stays silent.
 
 When the connection resumes on a new daemon (see ``Connection``) the selector's port and
-registrations come back with it and a ``select()`` under way goes on waiting; nothing here
-needs to know.  Only a ``wakeup()`` packet still queued in the daemon that ended is lost.
+registrations come back with it.  While no daemon answers, ``select()`` keeps its timeout and
+reports what the registered sockets' own ``poll()`` says (level-triggered, as the daemon
+would), so that asyncio's timers run and its signal handlers (whose wake-up socket is one of
+them) are woken; changes registered meanwhile go to the new daemon at the first ``select()``
+after the resumption, and ``close()`` does not wait for it.  A ``wakeup()`` packet still queued
+in the daemon that ended is lost.
 """
 
 from __future__ import annotations
@@ -45,12 +49,15 @@ import time
 from typing import Any, Iterator, Mapping
 
 from ._client import (Connection, Event, Filter, Op, Port, Registration, SocknotifyError,
-                      Trigger)
+                      Trigger, _Away)
 
 EVENT_READ = selectors.EVENT_READ
 EVENT_WRITE = selectors.EVENT_WRITE
 _READ_BITS = int(Event.IN | Event.HANGUP | Event.ERR)
 _WRITE_BITS = int(Event.OUT | Event.HANGUP | Event.ERR)
+# While the connection resumes: how long select() waits for it before it watches the sockets
+# itself, and how often it looks again whether the resumption is over.
+_AWAY_LOOK = 0.05
 
 
 def _filter_of(events: int) -> Filter:
@@ -270,10 +277,12 @@ class Selector(selectors.BaseSelector):
         return regs
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        changes = dict(self._changes)
-        regs = self._flush()
         if timeout is not None and timeout < 0:
             timeout = 0
+        if self.connection._away:
+            return self._select_away(timeout)
+        changes = dict(self._changes)
+        regs = self._flush()
         if self._report:
             timeout = 0  # refused sockets to report: collect the daemon's without waiting
         local = self._local if self._local is not None and self._local.fds else None
@@ -285,7 +294,17 @@ class Selector(selectors.BaseSelector):
             elif timeout != 0:
                 local.arm()
         try:
-            entries, _ = self.port._process_raw(regs, self._max_events, timeout, None)
+            # A resumption under way is waited for briefly at most: then see _select_away.
+            entries, _ = self.port._process_raw(
+                regs, self._max_events, timeout, None,
+                away=time.monotonic() + min(_AWAY_LOOK, _AWAY_LOOK if timeout is None
+                                            else timeout))
+        except _Away:
+            # Nothing of this call reached a daemon that stays: its changes go to the new one.
+            for cfd, events in changes.items():
+                if cfd in self._keys:
+                    self._changes.setdefault(cfd, events)
+            return self._select_away(timeout)
         except BaseException:
             # The call failed as a whole (a limit on waits, the connection lost): nothing was
             # applied, so the changes wait for the next select() (newer ones win).
@@ -350,6 +369,49 @@ class Selector(selectors.BaseSelector):
         was shut down and reported ready once; it stays in the map until unregistered."""
         fd = selectors._fileobj_to_fd(fileobj)  # type: ignore[attr-defined]
         return self._refused.get(fd)
+
+    def _select_away(self, timeout: float | None
+                     ) -> list[tuple[selectors.SelectorKey, int]]:
+        """select() while the connection resumes and no daemon answers: what poll() says of
+        the registered sockets (and the local set), a moment at a time, until timeout passes,
+        something is ready, or the resumption is over (then select() for the rest)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        local = self._local if self._local is not None and self._local.fds else None
+        while True:
+            poller = select.poll()
+            for kfd, k in self._keys.items():
+                if local is None or kfd not in local.fds:
+                    poller.register(kfd, (select.POLLIN if k.events & EVENT_READ else 0) |
+                                    (select.POLLOUT if k.events & EVENT_WRITE else 0))
+            if local is not None:
+                poller.register(local.epoll.fileno(), select.POLLIN)
+            left = _AWAY_LOOK if deadline is None else min(_AWAY_LOOK,
+                                                           deadline - time.monotonic())
+            ready: list[tuple[selectors.SelectorKey, int]] = []
+            for pfd, bits in poller.poll(max(0, int(left * 1000 + 0.999))):
+                pk = self._keys.get(pfd)
+                if pk is None or bits & select.POLLNVAL:
+                    continue  # the local set's epoll: read below
+                ev = 0
+                if bits & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    ev |= EVENT_READ
+                if bits & (select.POLLOUT | select.POLLHUP | select.POLLERR):
+                    ev |= EVENT_WRITE
+                if ev & pk.events:
+                    ready.append((pk, ev & pk.events))
+            if local is not None:
+                for lfd, ev in local.ready():
+                    lk = self._keys.get(lfd)
+                    if lk is not None and ev & lk.events:
+                        ready.append((lk, ev & lk.events))
+            if ready:
+                return ready
+            if self.connection._resumer is None:
+                # Resumed (or lost for good, which select() raises): ask the daemon.
+                return self.select(None if deadline is None
+                                   else max(0.0, deadline - time.monotonic()))
+            if deadline is not None and time.monotonic() >= deadline:
+                return []
 
     def _ready(self, entries: list[tuple[int, int, int, int]]
                ) -> list[tuple[selectors.SelectorKey, int]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import queue
 import shutil
 import socket
 import tempfile
@@ -349,8 +350,12 @@ def test_daemon_of_another_user_is_refused(place, monkeypatch):
     except RuntimeError as e:
         pytest.skip(f"another uid cannot run the daemon from this build tree: {e}")
     base = intruder.fds()
+    # A wait of 0 s returns at once (empty) while the resumption looks behind it; then the
+    # session is lost.
+    deadline = time.monotonic() + scaled(5)
     with pytest.raises(sn.SocknotifyError) as ei:
-        port.dequeue(1, timeout=0)
+        while port.dequeue(1, timeout=0) == []:
+            assert time.monotonic() < deadline, "never refused"
     assert ei.value.errno == errno.EACCES and ei.value.winerror == 5
     assert f"uid {uid}" in str(ei.value)
     # Nothing reached it: no connection left, no socket held, every later call refused.
@@ -443,3 +448,173 @@ def test_threads_calling_through_resumptions(place, monkeypatch):
     for a, b in all_pairs:
         a.close()
         b.close()
+
+
+def test_silent_listener_ends_the_resumption_in_time(place, monkeypatch):
+    """The path gets a listener that never accepts (as the shipped socket unit while its
+    service is down): connect() succeeds from the backlog and HELLO is never answered.  With
+    SOCKNOTIFY_RECONNECT_MS=500 a wait without end raises ECONNRESET soon after 500 ms
+    (before: _handshake() stayed blocked in recvmsg())."""
+    monkeypatch.setenv("SOCKNOTIFY_RECONNECT_MS", "500")
+    d1 = place()
+    conn = sn.Connection(place.path)
+    port = conn.create_port()
+    got: list[BaseException | list] = []
+
+    def wait() -> None:
+        try:
+            got.append(port.dequeue(1, timeout=None))
+        except BaseException as e:  # noqa: B036 - reported below
+            got.append(e)
+
+    t = threading.Thread(target=wait, daemon=True)
+    t.start()
+    wait_for("the wait parked", lambda: status_of(place.path)["waiters"] >= 1)
+    t0 = time.monotonic()
+    d1.kill()
+    os.unlink(place.path)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    silent.bind(place.path)
+    silent.listen(16)
+    t.join(scaled(3.5))
+    took = time.monotonic() - t0
+    try:
+        assert not t.is_alive(), f"the resumption still waited for the silent listener " \
+                                 f"after {took:.1f} s"
+        assert isinstance(got[0], sn.SocknotifyError), got
+        assert got[0].errno == errno.ECONNRESET, got
+        assert took < scaled(3.5)
+    finally:
+        silent.close()
+        conn.close()
+
+
+def test_waits_keep_their_timeouts_while_the_daemon_is_away(place, monkeypatch):
+    """A daemon killed and started again 2.5 s later (no service manager): 100 ms dequeues
+    return empty by their timeout all along (before: the first one made the resumption itself
+    and returned when the daemon was back), and the next one after the resumption gets the
+    entry of a socket that became readable meanwhile."""
+    monkeypatch.setenv("SOCKNOTIFY_RECONNECT_MS", str(int(scaled(30) * 1000)))
+    slack = scaled(0.4)
+    away = 2.5 + 2 * slack
+    d1 = place()
+    conn = sn.Connection(place.path)
+    port = conn.create_port()
+    a, b = socket.socketpair()
+    assert port.register([R.enable(a, 1, Filter.IN, Trigger.LEVEL | Trigger.PERSISTENT)]) == [0]
+    back: list[float] = []
+
+    def start_later() -> None:
+        time.sleep(away)  # how long the daemon is away: what the test is about
+        place()
+        back.append(time.monotonic())
+
+    b.send(b"x")
+    killed = time.monotonic()
+    d1.kill()
+    starter = threading.Thread(target=start_later)
+    starter.start()
+    worst, timeouts = 0.0, 0
+    try:
+        while True:
+            t = time.monotonic()
+            got = port.dequeue(1, timeout=0.1)
+            gap = time.monotonic() - t
+            assert gap < 0.1 + slack, f"a 100 ms wait returned after {gap * 1000:.0f} ms " \
+                                      f"({timeouts} returned by their timeout before it)"
+            if got:
+                assert back, "an entry while no daemon ran"
+                assert got[0].key == 1
+                break
+            timeouts += 1
+            worst = max(worst, gap)
+            assert not back or time.monotonic() - back[0] < scaled(10), "no entry"
+    finally:
+        starter.join()
+    print(f"TIME: daemon away {(back[0] - killed) * 1000:.0f} ms: {timeouts} waits of 100 ms "
+          f"returned empty, worst {worst * 1000:.0f} ms")
+    assert timeouts >= 10
+    conn.close()
+    a.close()
+    b.close()
+
+
+_ASYNCIO_SERVICE = r"""
+import asyncio, signal, sys, time
+import socknotify as sn
+
+sel = sn.Selector(path=sys.argv[1])
+loop = asyncio.SelectorEventLoop(sel)
+
+async def main():
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+    async def ticker():
+        while True:
+            print("tick", time.monotonic(), flush=True)
+            await asyncio.sleep(0.1)
+
+    t = asyncio.ensure_future(ticker())
+    print("ready", flush=True)
+    await stop.wait()
+    t.cancel()
+
+loop.run_until_complete(main())
+loop.close()
+print("bye", flush=True)
+"""
+
+
+def test_asyncio_timers_and_sigterm_while_the_daemon_is_away(place, monkeypatch):
+    """An asyncio service on socknotify.Selector whose daemon is killed and not started
+    again: its 100 ms timer keeps ticking, and SIGTERM (whose handler needs the loop) stops it
+    cleanly at once, with no traceback (before: no tick for the whole resumption window, and
+    SIGTERM was handled only when it ended, with a traceback)."""
+    import subprocess
+    import sys
+
+    slack = scaled(0.4)
+    d1 = place()
+    env = dict(os.environ, SOCKNOTIFY_RECONNECT_MS=str(int(scaled(30) * 1000)),
+               PYTHONPATH=os.path.dirname(os.path.dirname(sn.__file__)))
+    proc = subprocess.Popen([sys.executable, "-c", _ASYNCIO_SERVICE, place.path], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True)
+    reader.start()
+    try:
+        assert lines.get(timeout=scaled(10)) == "ready\n"
+        wait_for("the loop parked", lambda: status_of(place.path)["waiters"] >= 1)
+        d1.kill()
+        ticks: list[float] = []
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5:
+            try:
+                line = lines.get(timeout=0.1 + slack)
+            except queue.Empty:
+                raise AssertionError(f"no tick for {(0.1 + slack) * 1000:.0f} ms with the "
+                                     f"daemon away ({len(ticks)} ticks before)") from None
+            assert line.startswith("tick"), line
+            ticks.append(time.monotonic())
+        sent = time.monotonic()
+        proc.send_signal(15)
+        try:
+            proc.wait(timeout=scaled(2))
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running {scaled(2):.1f} s after SIGTERM, with the "
+                                 f"daemon away") from None
+        took = time.monotonic() - sent
+        reader.join(scaled(5))
+        err = proc.stderr.read()
+        out = "".join(lines.queue)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err, err
+        assert out.rstrip().endswith("bye"), out
+        assert took < scaled(2), f"SIGTERM took {took:.1f} s"
+        print(f"TIME: daemon away: {len(ticks)} ticks in 1.5 s, SIGTERM to exit "
+              f"{took * 1000:.0f} ms")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
