@@ -1062,10 +1062,11 @@ static bool level_known(const char *name)
  * in this PATH (socknotifyd --check-config reads the file that binary would). */
 static int verb_check_config(sn_conn_t *c)
 {
-        json_t *ans = control(c, json_pack("{s:s}", "verb", "check-config"));
+        json_t *req = json_pack("{s:s}", "verb", "check-config"), *ans = control(c, req);
         const char *result = json_string_value(json_object_get(ans, "result"));
         char *path = shown(json_object_get(ans, "path"), "");
 
+        json_decref(req);
         if (opt_json) {
                 print_json(ans);
                 free(path);
@@ -1136,6 +1137,16 @@ static void metric(struct metrics *m, const char *name, const char *type, const 
                 fputs("\"}", stdout);
         }
         printf(" %lld\n", (long long)json_integer_value(value));
+}
+
+/* As metric(), for a value of the tool's own (no label). */
+static void metric_own(struct metrics *m, const char *name, const char *type, const char *help,
+                       json_int_t value)
+{
+        json_t *v = json_integer(value);
+
+        metric(m, name, type, help, NULL, NULL, v);
+        json_decref(v);
 }
 
 /* The usage figures of each user of users (an array of the status document's user objects). */
@@ -1239,9 +1250,9 @@ static int verb_metrics(sn_conn_t *c, bool om)
         printf("\",protocol=\"%lld\",scope=\"%s\"} 1\n",
                (long long)json_integer_value(json_object_get(doc, "protocol")),
                scope && !strcmp(scope, "daemon") ? "daemon" : "user");
-        metric(&m, "start_time_seconds", "gauge",
-               "When this process image started (Unix time): a re-exec or a restore starts a "
-               "new one.", NULL, NULL, json_integer((json_int_t)(now - (time_t)up)));
+        metric_own(&m, "start_time_seconds", "gauge",
+                   "When this process image started (Unix time): a re-exec or a restore starts "
+                   "a new one.", (json_int_t)(now - (time_t)up));
         metric(&m, "serving_since_seconds", "gauge",
                "When the first daemon whose clients this one still serves started (Unix time).",
                NULL, NULL, json_object_get(doc, "serving_since"));
@@ -1262,11 +1273,11 @@ static int verb_metrics(sn_conn_t *c, bool om)
                 metric(&m, "configuration_last_reload_time_seconds", "gauge",
                        "When the configuration was last reloaded (Unix time).", NULL, NULL,
                        json_object_get(reload, "at"));
-                metric(&m, "configuration_last_reload_success", "gauge",
-                       "Whether the last reload succeeded (1) or failed (0).", NULL, NULL,
-                       json_integer(json_string_value(json_object_get(reload, "result")) &&
-                                    !strcmp(json_string_value(json_object_get(reload, "result")),
-                                            "ok")));
+                const char *result = json_string_value(json_object_get(reload, "result"));
+
+                metric_own(&m, "configuration_last_reload_success", "gauge",
+                           "Whether the last reload succeeded (1) or failed (0).",
+                           result && !strcmp(result, "ok"));
         }
         for (size_t k = 0; k < SN_ARRAY_SIZE(gauges); k++)
                 metric(&m, gauges[k][1], "gauge", gauges[k][2], NULL, NULL,
