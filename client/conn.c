@@ -1557,12 +1557,16 @@ SN_EXPORT int sn_conn_open(const char *path, sn_conn_t **ret_conn)
         open_error_add("cannot connect to socknotifyd: tried ");
         r = connect_candidates(c, cand, n, &which);
         if (r < 0) {
+                /* A socket that refused us belongs to a daemon that runs: the advice is the
+                 * group, not to start one. */
                 if (r == -EACCES || r == -EPERM)
                         open_error_add(". The system socket admits root and the members of "
                                        "group socknotify");
-                open_error_add(". Start socknotifyd (systemctl start socknotifyd.socket, or "
-                               "systemctl --user start socknotifyd.socket), or set "
-                               "SOCKNOTIFY_SOCKET to the socket path of a running daemon");
+                else
+                        open_error_add(". Start socknotifyd (systemctl start "
+                                       "socknotifyd.socket, or systemctl --user start "
+                                       "socknotifyd.socket), or set SOCKNOTIFY_SOCKET to the "
+                                       "socket path of a running daemon");
                 sn_conn_close(c);
                 return r;
         }

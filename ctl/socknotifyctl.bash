@@ -7,7 +7,7 @@ _socknotifyctl()
         COMPREPLY=()
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
-        verbs="status clients ports registrations log-level reload reexec watch monitor"
+        verbs="status clients ports registrations log-level reload check-config reexec watch metrics monitor"
         opts="--socket --json --color --output --raw --noheadings --no-legend --help --version"
         case $prev in
         -s|--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -25,6 +25,7 @@ _socknotifyctl()
                 [ "$head" = "$cur," ] && head=
                 COMPREPLY=($(compgen -P "$head" -W "$cols" -- "$tail")); return ;;
         log-level) COMPREPLY=($(compgen -W "error warning notice info debug" -- "$cur")); return ;;
+        --format) COMPREPLY=($(compgen -W "openmetrics prometheus" -- "$cur")); return ;;
         esac
         local table="--json --output --raw --noheadings --no-legend"
         local w verb=
@@ -37,6 +38,7 @@ _socknotifyctl()
         watch) COMPREPLY=($(compgen -W "--interval= --count= --output --raw --noheadings --no-legend" -- "$cur")) ;;
         clients|ports) COMPREPLY=($(compgen -W "$table" -- "$cur")) ;;
         monitor) COMPREPLY=($(compgen -W "--client= --port= --json" -- "$cur")) ;;
+        metrics) COMPREPLY=($(compgen -W "--format" -- "$cur")) ;;
         *) COMPREPLY=($(compgen -W "--json" -- "$cur")) ;;
         esac
 }

@@ -44,6 +44,9 @@
 enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_NODAEMON = 3 };
 
 static bool opt_json, opt_color;
+/* How JSON is printed: indented, ASCII only, and reals with at most 15 digits (the daemon
+ * rounds its times to the millisecond; 17 digits would show that double's binary noise). */
+#define JSON_FLAGS (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(15))
 static const char *opt_socket;
 
 static void usage(FILE *f)
@@ -60,6 +63,10 @@ static void usage(FILE *f)
                 "                               registered sockets: kind, addresses, state\n"
                 "  log-level LEVEL              error, warning, notice, info or debug\n"
                 "  reload                       read the configuration file again\n"
+                "  check-config                 have the daemon check its configuration file\n"
+                "                               (its own path and parser), applying nothing\n"
+                "  metrics [--format=FORMAT]    counts for scrapers: openmetrics (default) or\n"
+                "                               prometheus (text format 0.0.4)\n"
                 "  reexec                       re-execute the daemon in place (upgrade)\n"
                 "  watch [--interval=MS] [--count=N]\n"
                 "                               a live view, one line per port\n"
@@ -81,6 +88,24 @@ static void usage(FILE *f)
                 "\n"
                 "Exit status: 0 done, 1 refused or failed by the daemon, 2 bad usage,\n"
                 "3 no daemon reachable.\n");
+}
+
+/* A usage error: the reason, then the pointer to --help that systemd's and util-linux's tools
+ * print (never the whole usage). */
+static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad_usage(const char *fmt, ...)
+{
+        va_list ap;
+
+        if (fmt) {
+                fputs("socknotifyctl: ", stderr);
+                va_start(ap, fmt);
+                vfprintf(stderr, fmt, ap);
+                va_end(ap);
+                fputc('\n', stderr);
+        }
+        fputs("Try 'socknotifyctl --help' for more information.\n", stderr);
+        return EXIT_USAGE;
 }
 
 /* ---- formatting ------------------------------------------------------------------------- */
@@ -412,22 +437,45 @@ static json_t *parse(const char *text)
         return doc;
 }
 
+/* A request the daemon refused or failed (r, a negative errno; why, its reason or NULL): the
+ * reason on stderr and, with --json, as a document on stdout, {"verb", "error", "errno"}, so
+ * that a program reading stdout learns it failed and why.  Exits with EXIT_REFUSED. */
+static _Noreturn void refused(sn_conn_t *c, const char *verb, int r, const char *why)
+{
+        fprintf(stderr, "socknotifyctl: %s: %s\n", verb, why ? why : error_text(c, r));
+        if (r == -EPERM)
+                fprintf(stderr, "  Run it as root or as the user the daemon runs as.\n");
+        if (opt_json) {
+                const char *name = strerrorname_np(-r);
+
+                json_t *doc = json_pack("{s:s, s:s, s:s}", "verb", verb, "error",
+                                        why ? why : error_text(c, r), "errno", name ? name : "?");
+
+                json_dumpf(doc, stdout, JSON_FLAGS);
+                putchar('\n');
+                json_decref(doc);
+        }
+        if (c)
+                sn_conn_close(c);
+        exit(EXIT_REFUSED);
+}
+
 static json_t *status_doc(sn_conn_t *c)
 {
         char *text = NULL;
         int r = sn_conn_status(c, &text);
         json_t *doc;
 
-        if (r < 0) {
-                fprintf(stderr, "socknotifyctl: status: %s\n", error_text(c, r));
-                exit(EXIT_REFUSED);
-        }
+        if (r < 0)
+                refused(c, "status", r, NULL);
         doc = parse(text);
         free(text);
         return doc;
 }
 
-/* One CONTROL request; exits with the daemon's reason on a refusal. */
+/* One CONTROL request; exits with the daemon's reason on a refusal.  The reason is the
+ * daemon's words when it gave some (an errno's description would be about other calls: EPROTO
+ * is "not a socknotifyd" to the library), else the errno's. */
 static json_t *control(sn_conn_t *c, json_t *req)
 {
         char *text = json_dumps(req, JSON_COMPACT), *ans = NULL;
@@ -439,16 +487,8 @@ static json_t *control(sn_conn_t *c, json_t *req)
                 json_t *why = ans ? json_loads(ans, 0, NULL) : NULL;
                 char *s = shown(json_object_get(why, "error"), "");
 
-                fprintf(stderr, "socknotifyctl: %s: %s%s%s\n",
-                        json_string_value(json_object_get(req, "verb")), error_text(c, r),
-                        *s ? ": " : "", s);
-                free(s);
-                if (r == -EPERM)
-                        fprintf(stderr, "  Run it as root or as the user the daemon runs as.\n");
-                json_decref(why);
                 free(ans);
-                sn_conn_close(c);
-                exit(EXIT_REFUSED);
+                refused(c, json_string_value(json_object_get(req, "verb")), r, *s ? s : NULL);
         }
         doc = parse(ans);
         free(ans);
@@ -483,7 +523,7 @@ static json_t *list_all(sn_conn_t *c, const char *verb, json_int_t port, json_in
 /* Prints doc and drops it. */
 static void print_json(json_t *doc)
 {
-        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+        json_dumpf(doc, stdout, JSON_FLAGS);
         putchar('\n');
         json_decref(doc);
 }
@@ -603,6 +643,80 @@ static void print_epoll_ctl(json_t *o)
         printf("epoll_ctl: one call at a time (io_uring %s)\n", shown_why);
 }
 
+/* A Unix time as the tables show it: UTC, to the second. */
+static void utc_text(json_int_t t, char *out, size_t size)
+{
+        time_t tt = (time_t)t;
+        struct tm tm;
+
+        if (!gmtime_r(&tt, &tm) || !strftime(out, size, "%Y-%m-%d %H:%M:%S UTC", &tm))
+                snprintf(out, size, "%lld", (long long)t);
+}
+
+/* How long this image has run, and since when the daemon has served its clients: a re-exec
+ * (an upgrade) and a restore (a restart or a crash, through the descriptor store) each start a
+ * new image and keep the clients. */
+static void print_lifetime(json_t *doc, const char *age)
+{
+        json_t *since = json_object_get(doc, "serving_since");
+        long long reexecs = (long long)json_integer_value(json_object_get(doc, "reexecs"));
+        char when[64], span[32];
+
+        if (!json_is_integer(since) || !json_is_integer(json_object_get(doc, "restores"))) {
+                /* A daemon older than these fields counted both as re-executions. */
+                printf("up %s, %lld re-execution(s) or restore(s)\n", age, reexecs);
+                return;
+        }
+        utc_text(json_integer_value(since), when, sizeof(when));
+        human_age((double)(time(NULL) - (time_t)json_integer_value(since)), span, sizeof(span));
+        printf("this image up %s; serving clients since %s (%s), through %lld re-exec(s) and "
+               "%lld restore(s)\n",
+               age, when, span, reexecs,
+               (long long)json_integer_value(json_object_get(doc, "restores")));
+}
+
+/* Which configuration the daemon runs on, and the last reload. */
+static void print_configuration(json_t *conf)
+{
+        static const char *const states[][2] = {
+                { "file", "read from the file" },
+                { "absent", "the file is absent: the defaults and the options" },
+                { "last-good", "the file was bad at start: the last good settings" },
+                { "defaults", "the file was bad at start: the defaults and the options" },
+                { "none", "no file: the defaults and the options" },
+        };
+        const char *state = json_string_value(json_object_get(conf, "state"));
+        json_t *reload = json_object_get(conf, "last_reload");
+        const char *said = "?";
+        char *path, when[64];
+
+        if (!conf)
+                return; /* a daemon older than this field */
+        for (size_t i = 0; state && i < SN_ARRAY_SIZE(states); i++)
+                if (!strcmp(state, states[i][0]))
+                        said = states[i][1];
+        path = shown(json_object_get(conf, "path"), "none");
+        printf("configuration %s: %s", path, said);
+        if (json_is_integer(json_object_get(conf, "read_at"))) {
+                utc_text(json_integer_value(json_object_get(conf, "read_at")), when,
+                         sizeof(when));
+                printf(", read %s", when);
+        }
+        putchar('\n');
+        free(path);
+        if (json_is_object(reload)) {
+                const char *result = json_string_value(json_object_get(reload, "result"));
+                char *err = shown(json_object_get(reload, "error"), "");
+
+                utc_text(json_integer_value(json_object_get(reload, "at")), when, sizeof(when));
+                if (result && !strcmp(result, "ok"))
+                        printf("last reload %s: ok\n", when);
+                else
+                        printf("last reload %s: failed, running settings kept: %s\n", when, err);
+                free(err);
+        }
+}
+
 static int verb_status(sn_conn_t *c)
 {
         json_t *doc = status_doc(c), *limits = json_object_get(doc, "limits");
@@ -618,11 +732,12 @@ static int verb_status(sn_conn_t *c)
                 return 0;
         }
         human_age(up, age, sizeof(age));
-        printf("socknotifyd %s (protocol %lld), pid %lld, up %s, %lld re-execution(s)\n",
+        printf("socknotifyd %s (protocol %lld), pid %lld\n",
                json_string_value(json_object_get(doc, "version")),
                (long long)json_integer_value(json_object_get(doc, "protocol")),
-               (long long)json_integer_value(json_object_get(doc, "pid")), age,
-               (long long)json_integer_value(json_object_get(doc, "reexecs")));
+               (long long)json_integer_value(json_object_get(doc, "pid")));
+        print_lifetime(doc, age);
+        print_configuration(json_object_get(doc, "configuration"));
         sock = shown(json_object_get(doc, "socket"), "-");
         printf("socket %s, descriptor capacity %lld\n", sock,
                (long long)json_integer_value(json_object_get(doc, "fd_capacity")));
@@ -852,10 +967,29 @@ static char *names_text(json_t *names)
 
 static int verb_registrations(sn_conn_t *c, json_int_t port, json_int_t pid)
 {
-        json_t *items = list_all(c, "registrations", port, pid), *it;
+        json_t *items, *it;
         struct table t = { .cols = registrations_cols,
                            .ncols = (int)SN_ARRAY_SIZE(registrations_cols) };
         size_t i;
+
+        /* A port that does not exist (or is another user's) is an error, not an empty list:
+         * an operator who mistyped its id must not read "no registrations" into it. */
+        if (port) {
+                json_t *ports = list_all(c, "ports", 0, 0);
+                bool found = false;
+
+                json_array_foreach(ports, i, it)
+                        found |= json_integer_value(json_object_get(it, "id")) == port;
+                json_decref(ports);
+                if (!found) {
+                        char why[160];
+
+                        snprintf(why, sizeof(why), "no port %lld (socknotifyctl ports lists the "
+                                 "ports you may see)", (long long)port);
+                        refused(c, "registrations", -ENOENT, why);
+                }
+        }
+        items = list_all(c, "registrations", port, pid);
 
         if (opt_json) {
                 print_json(json_pack("{s:o}", "items", items));
@@ -912,6 +1046,275 @@ static int verb_simple(sn_conn_t *c, json_t *req)
         return 0;
 }
 
+/* Whether name is a log level the daemon takes (socknotifyd(8), --log-level). */
+static bool level_known(const char *name)
+{
+        static const char *const levels[] = { "error", "warning", "notice", "info", "debug" };
+
+        for (size_t i = 0; i < SN_ARRAY_SIZE(levels); i++)
+                if (!strcmp(name, levels[i]))
+                        return true;
+        return false;
+}
+
+/* The daemon reads its own configuration file with its own parser and checks, as a reload
+ * would, and applies nothing: the file of the service that runs, whatever socknotifyd is first
+ * in this PATH (socknotifyd --check-config reads the file that binary would). */
+static int verb_check_config(sn_conn_t *c)
+{
+        json_t *req = json_pack("{s:s}", "verb", "check-config"), *ans = control(c, req);
+        const char *result = json_string_value(json_object_get(ans, "result"));
+        char *path = shown(json_object_get(ans, "path"), "");
+
+        json_decref(req);
+        if (opt_json) {
+                print_json(ans);
+                free(path);
+                return 0;
+        }
+        if (result && !strcmp(result, "good"))
+                printf("%s: good (nothing applied; socknotifyctl reload applies it)\n", path);
+        else if (result && !strcmp(result, "absent"))
+                printf("%s: absent: a reload would run on the defaults and the options\n", path);
+        else
+                printf("no configuration file (--config=''): the defaults and the options apply\n");
+        free(path);
+        json_decref(ans);
+        return 0;
+}
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+/* The text for scrapers: OpenMetrics 1.0 (om) or Prometheus' text format 0.0.4 (for
+ * node_exporter's textfile collector, which reads only that).  They differ in three places: a
+ * counter's family is named without "_total" in OpenMetrics and with it in 0.0.4 (its samples
+ * end in "_total" in both), OpenMetrics ends with "# EOF", and 0.0.4 has no "info" type (the
+ * build's labels are a gauge of 1 in both). */
+struct metrics {
+        bool om;
+        const char *family; /* the family whose samples follow, NULL before the first */
+};
+
+/* Starts a family (once: a family's samples must be together). */
+static void metric_family(struct metrics *m, const char *name, const char *type, const char *help)
+{
+        bool counter = !strcmp(type, "counter");
+
+        if (m->family && !strcmp(m->family, name))
+                return;
+        m->family = name;
+        printf("# TYPE socknotify_%s%s %s\n", name, counter && !m->om ? "_total" : "", type);
+        printf("# HELP socknotify_%s%s %s\n", name, counter && !m->om ? "_total" : "", help);
+}
+
+/* A label value as both formats write it: backslash, double quote and newline escaped.  The
+ * text is shown()'s already (control characters as \xNN), so it is one line of ASCII or UTF-8. */
+static void label_value(const char *v)
+{
+        for (; *v; v++) {
+                if (*v == '\\' || *v == '"')
+                        putchar('\\');
+                if (*v == '\n') {
+                        fputs("\\n", stdout);
+                        continue;
+                }
+                putchar(*v);
+        }
+}
+
+/* One sample: name (with "_total" for a counter), at most one label, and an integer value; a
+ * value that is not an integer in the document (an older daemon's) is left out. */
+static void metric(struct metrics *m, const char *name, const char *type, const char *help,
+                   const char *label, const char *label_text, json_t *value)
+{
+        if (!json_is_integer(value))
+                return;
+        metric_family(m, name, type, help);
+        printf("socknotify_%s%s", name, !strcmp(type, "counter") ? "_total" : "");
+        if (label) {
+                printf("{%s=\"", label);
+                label_value(label_text);
+                fputs("\"}", stdout);
+        }
+        printf(" %lld\n", (long long)json_integer_value(value));
+}
+
+/* As metric(), for a value of the tool's own (no label). */
+static void metric_own(struct metrics *m, const char *name, const char *type, const char *help,
+                       json_int_t value)
+{
+        json_t *v = json_integer(value);
+
+        metric(m, name, type, help, NULL, NULL, v);
+        json_decref(v);
+}
+
+/* The usage figures of each user of users (an array of the status document's user objects). */
+static void metrics_users(struct metrics *m, json_t *users)
+{
+        static const char *const gauges[][3] = {
+                { "connections", "user_connections", "Connections of the user." },
+                { "rings", "user_rings", "Connections of the user with shared-memory rings." },
+                { "ports", "user_ports", "Completion ports of the user." },
+                { "sockets", "user_sockets", "Sockets held for the user." },
+                { "registrations", "user_registrations", "Registrations of the user." },
+                { "waits", "user_waits", "Calls of the user waiting in the daemon." },
+                { "posted", "user_posted", "Posted packets of the user not yet dequeued." },
+                { "staged", "user_staged", "Items of the user's unfinished multi-part calls." },
+                { "output_bytes", "user_output_bytes", "Bytes of replies held for the user." },
+        };
+        static const char *const counters[][3] = {
+                { "refused", "user_refusals", "Requests of the user refused by a limit." },
+                { "doorbell_mutes", "user_doorbell_mutes",
+                  "Times a ring doorbell of the user was muted." },
+        };
+        size_t i;
+        json_t *u;
+
+        for (size_t k = 0; k < SN_ARRAY_SIZE(gauges); k++)
+                json_array_foreach(users, i, u) {
+                        char uid[24];
+
+                        snprintf(uid, sizeof(uid), "%lld",
+                                 (long long)json_integer_value(json_object_get(u, "uid")));
+                        metric(m, gauges[k][1], "gauge", gauges[k][2], "uid", uid,
+                               json_object_get(u, gauges[k][0]));
+                }
+        for (size_t k = 0; k < SN_ARRAY_SIZE(counters); k++)
+                json_array_foreach(users, i, u) {
+                        char uid[24];
+
+                        snprintf(uid, sizeof(uid), "%lld",
+                                 (long long)json_integer_value(json_object_get(u, "uid")));
+                        metric(m, counters[k][1], "counter", counters[k][2], "uid", uid,
+                               json_object_get(u, counters[k][0]));
+                }
+}
+
+/* Every pair of an object of counts (refusals by limit, errors by errno) as one family. */
+static void metrics_by_name(struct metrics *m, json_t *o, const char *name, const char *label,
+                            const char *help)
+{
+        const char *key;
+        json_t *v;
+
+        json_object_foreach(o, key, v) {
+                char *k = escape_bytes((const uint8_t *)key, strlen(key));
+
+                metric(m, name, "counter", help, label, k, v);
+                free(k);
+        }
+}
+
+static int verb_metrics(sn_conn_t *c, bool om)
+{
+        static const char *const totals[][3] = {
+                { "connections_total", "accepted_connections", "Connections accepted." },
+                { "messages_in", "messages_received", "Messages received from clients." },
+                { "messages_out", "messages_sent", "Messages sent to clients." },
+                { "doorbells", "doorbells", "Wake-ups by a client's ring doorbell." },
+                { "doorbell_mutes", "doorbell_mutes", "Ring doorbells muted for ringing for "
+                                                      "nothing." },
+                { "registrations_applied", "registrations_applied",
+                  "Registration items applied." },
+                { "notifications", "notifications", "Notifications delivered." },
+                { "posted_delivered", "posted_delivered", "Posted packets delivered." },
+                { "protocol_violations", "protocol_violations",
+                  "Connections dropped for breaking the protocol." },
+        };
+        static const char *const gauges[][3] = {
+                { "connections", "connections", "Client connections open." },
+                { "rings", "rings", "Connections with shared-memory rings." },
+                { "ports", "ports", "Completion ports." },
+                { "registrations", "registrations", "Registered sockets." },
+                { "queued", "queued", "Notifications queued, not yet dequeued." },
+                { "waiters", "waiting_calls", "Calls waiting in the daemon." },
+                { "posted", "posted", "Posted packets not yet dequeued (the user's own)." },
+                { "fd_capacity", "fd_capacity", "Descriptors the daemon may hold." },
+        };
+        struct metrics m = { .om = om };
+        json_t *doc = status_doc(c), *counters = json_object_get(doc, "counters");
+        json_t *limits = json_object_get(doc, "limits"), *users = json_object_get(doc, "users");
+        json_t *conf = json_object_get(doc, "configuration");
+        json_t *reload = json_object_get(conf, "last_reload"), *v, *one = NULL;
+        const char *key, *scope = json_string_value(json_object_get(doc, "scope"));
+        char *version = shown(json_object_get(doc, "version"), "?");
+        char *state = shown(json_object_get(conf, "state"), "?");
+        double up = json_number_value(json_object_get(doc, "uptime_seconds"));
+        time_t now = time(NULL);
+
+        metric_family(&m, "build_info", "gauge",
+                      "The daemon's version and scope of these figures (always 1).");
+        printf("socknotify_build_info{version=\"");
+        label_value(version);
+        printf("\",protocol=\"%lld\",scope=\"%s\"} 1\n",
+               (long long)json_integer_value(json_object_get(doc, "protocol")),
+               scope && !strcmp(scope, "daemon") ? "daemon" : "user");
+        metric_own(&m, "start_time_seconds", "gauge",
+                   "When this process image started (Unix time): a re-exec or a restore starts "
+                   "a new one.", (json_int_t)(now - (time_t)up));
+        metric(&m, "serving_since_seconds", "gauge",
+               "When the first daemon whose clients this one still serves started (Unix time).",
+               NULL, NULL, json_object_get(doc, "serving_since"));
+        metric(&m, "reexecs", "counter", "Re-executions in place (upgrades).", NULL, NULL,
+               json_object_get(doc, "reexecs"));
+        metric(&m, "restores", "counter",
+               "Restores of clients after a restart or a crash (the descriptor store).", NULL,
+               NULL, json_object_get(doc, "restores"));
+        metric_family(&m, "configuration_info", "gauge",
+                      "Where the settings in force came from (always 1).");
+        printf("socknotify_configuration_info{state=\"");
+        label_value(state);
+        printf("\"} 1\n");
+        metric(&m, "configuration_read_time_seconds", "gauge",
+               "When the daemon last read its configuration file without error (Unix time).",
+               NULL, NULL, json_object_get(conf, "read_at"));
+        if (json_is_object(reload)) {
+                metric(&m, "configuration_last_reload_time_seconds", "gauge",
+                       "When the configuration was last reloaded (Unix time).", NULL, NULL,
+                       json_object_get(reload, "at"));
+                const char *result = json_string_value(json_object_get(reload, "result"));
+
+                metric_own(&m, "configuration_last_reload_success", "gauge",
+                           "Whether the last reload succeeded (1) or failed (0).",
+                           result && !strcmp(result, "ok"));
+        }
+        for (size_t k = 0; k < SN_ARRAY_SIZE(gauges); k++)
+                metric(&m, gauges[k][1], "gauge", gauges[k][2], NULL, NULL,
+                       json_object_get(doc, gauges[k][0]));
+        for (size_t k = 0; k < SN_ARRAY_SIZE(totals); k++)
+                metric(&m, totals[k][1], "counter", totals[k][2], NULL, NULL,
+                       json_object_get(counters, totals[k][0]));
+        metrics_by_name(&m, json_object_get(doc, "refusals"), "refusals", "limit",
+                        "Requests refused by each limit (socknotifyd(8)).");
+        metrics_by_name(&m, json_object_get(json_object_get(doc, "errors"), "call"),
+                        "call_errors", "errno", "Calls that failed, by errno.");
+        metrics_by_name(&m, json_object_get(json_object_get(doc, "errors"), "entry"),
+                        "entry_errors", "errno", "Items of calls that failed, by errno.");
+        json_object_foreach(limits, key, v) {
+                char *k = escape_bytes((const uint8_t *)key, strlen(key));
+
+                metric(&m, "limit", "gauge", "The daemon's limits, by name (socknotifyd(8)).",
+                       "name", k, v);
+                free(k);
+        }
+        /* Root sees every user; anyone else only itself. */
+        if (!users) {
+                one = json_array();
+                json_array_append(one, json_object_get(doc, "user"));
+                users = one;
+        }
+        metrics_users(&m, users);
+        if (om)
+                printf("# EOF\n");
+        fflush(stdout);
+        json_decref(one);
+        json_decref(doc);
+        free(version);
+        free(state);
+        return ferror(stdout) ? EXIT_REFUSED : 0;
+}
+
 /* The table options, taken before or after the verb; whether o was one of them. */
 static bool table_option(int o)
 {
@@ -946,7 +1349,7 @@ static int verb_watch(sn_conn_t *c, long interval_ms, long count)
         /* On a terminal the view is redrawn in place; into a pipe or a file, as systemd-cgtop
          * does, the frames follow each other as plain text, a blank line between them, so that
          * a log or a program reads them without screen codes. */
-        bool redraw = isatty(STDOUT_FILENO);
+        bool redraw = isatty(STDOUT_FILENO) && !opt_json;
 
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
@@ -963,11 +1366,21 @@ static int verb_watch(sn_conn_t *c, long interval_ms, long count)
                 last_up = up;
                 last_n = n;
                 strftime(clock_s, sizeof(clock_s), "%H:%M:%S", localtime(&now));
-                if (redraw)
+                if (opt_json) {
+                        /* One frame a line (JSON Lines): the time, the status document and the
+                         * ports, each as the verbs of their own print them. */
+                        json_t *f = json_pack("{s:I, s:O, s:O}", "time", (json_int_t)now,
+                                              "status", doc, "items", items);
+
+                        json_dumpf(f, stdout, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII |
+                                                      JSON_REAL_PRECISION(15));
+                        putchar('\n');
+                        json_decref(f);
+                } else if (redraw)
                         fputs("\033[H\033[2J", stdout); /* home and clear */
                 else if (frame)
                         putchar('\n');
-                if (!opt_nolegend)
+                if (!opt_nolegend && !opt_json)
                         printf("socknotifyd pid %lld  %s  connections %lld  ports %lld  "
                                "registrations %lld  waiters %lld  notifications %s/s\n\n",
                                (long long)json_integer_value(json_object_get(doc, "pid")),
@@ -978,7 +1391,8 @@ static int verb_watch(sn_conn_t *c, long interval_ms, long count)
                                                                              "registrations")),
                                (long long)json_integer_value(json_object_get(doc, "waiters")),
                                rate);
-                ports_table(items);
+                if (!opt_json)
+                        ports_table(items);
                 fflush(stdout);
                 json_decref(items);
                 json_decref(doc);
@@ -998,6 +1412,7 @@ int main(int argc, char **argv)
                 { "client", required_argument, NULL, 'c' },
                 { "interval", required_argument, NULL, 'i' },
                 { "count", required_argument, NULL, 'N' },
+                { "format", required_argument, NULL, 'F' },
                 { "output", required_argument, NULL, 'o' },
                 { "raw", no_argument, NULL, 'r' },
                 { "noheadings", no_argument, NULL, 'n' },
@@ -1006,7 +1421,7 @@ int main(int argc, char **argv)
                 { "version", no_argument, NULL, 'V' },
                 {},
         };
-        const char *color = "auto", *verb;
+        const char *color = "auto", *verb, *format = "openmetrics";
         long port = 0, pid = 0, interval = 1000, count = 0;
         const struct column *cols = NULL;
         int o, r, ncols = 0, pick[MAXCOLS];
@@ -1015,6 +1430,8 @@ int main(int argc, char **argv)
         /* The character classes, for libsmartcols to measure and encode text by: the rest of
          * the locale (numbers, dates) stays C, so that the output reads the same everywhere. */
         setlocale(LC_CTYPE, "");
+        /* getopt's messages name the tool as a person typed it, not libtool's wrapper path. */
+        argv[0] = (char *)"socknotifyctl";
         while ((o = getopt_long(argc, argv, "+s:jo:rnhV", options, NULL)) >= 0) {
                 if (table_option(o))
                         continue;
@@ -1035,14 +1452,11 @@ int main(int argc, char **argv)
                         printf("socknotifyctl %s\n", PACKAGE_VERSION);
                         return 0;
                 default:
-                        usage(stderr);
-                        return EXIT_USAGE;
+                        return bad_usage(NULL); /* getopt said what was wrong */
                 }
         }
-        if (optind >= argc) {
-                usage(stderr);
-                return EXIT_USAGE;
-        }
+        if (optind >= argc)
+                return bad_usage("no verb given");
         verb = argv[optind];
         if (!strcmp(verb, "monitor"))
                 return ctl_monitor(argc - optind, argv + optind, opt_socket, opt_json);
@@ -1052,10 +1466,15 @@ int main(int argc, char **argv)
                 char *end = NULL;
                 long *dst = o == 'p' ? &port : o == 'c' ? &pid : o == 'i' ? &interval
                                                                 : o == 'N' ? &count : NULL;
+                const char *name = o == 'p' ? "port" : o == 'c' ? "client" : o == 'i' ? "interval"
+                                                                : "count";
+                /* Which verb takes the option (monitor parses its own). */
+                const char *takes = o == 'p' || o == 'c' ? "registrations"
+                                    : o == 'F'           ? "metrics"
+                                                         : "watch";
 
                 if (table_option(o))
                         continue;
-
                 if (o == 's') {
                         opt_socket = optarg;
                         continue;
@@ -1064,32 +1483,51 @@ int main(int argc, char **argv)
                         opt_json = true;
                         continue;
                 }
-                if (!dst || (*dst = strtol(optarg, &end, 10), !end || *end || *dst < 0)) {
-                        fprintf(stderr, "socknotifyctl: bad option for %s (see --help)\n", verb);
-                        return EXIT_USAGE;
+                if (o != 'p' && o != 'c' && o != 'i' && o != 'N' && o != 'F')
+                        return bad_usage(NULL); /* getopt said what was wrong */
+                if (strcmp(verb, takes))
+                        return bad_usage("--%s applies to %s, not to %s",
+                                         o == 'F' ? "format" : name, takes, verb);
+                if (o == 'F') {
+                        if (strcmp(optarg, "openmetrics") && strcmp(optarg, "prometheus"))
+                                return bad_usage("--format: '%s' is not a format: openmetrics "
+                                                 "or prometheus", optarg);
+                        format = optarg;
+                        continue;
                 }
+                errno = 0;
+                *dst = strtol(optarg, &end, 10);
+                if (!*optarg || *end || errno || *dst < 0 ||
+                    ((o == 'p' || o == 'c') && *dst > UINT32_MAX))
+                        return bad_usage("--%s: '%s' is not %s", name, optarg,
+                                         o == 'p' ? "a port id (socknotifyctl ports lists them)"
+                                         : o == 'c' ? "a process id"
+                                         : o == 'i' ? "a number of milliseconds"
+                                                    : "a number of frames");
         }
         if (!strcmp(color, "always"))
                 opt_color = true;
         else if (!strcmp(color, "auto"))
                 opt_color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
-        else if (strcmp(color, "never")) {
-                fprintf(stderr, "socknotifyctl: --color: auto, always or never\n");
-                return EXIT_USAGE;
-        }
+        else if (strcmp(color, "never"))
+                return bad_usage("--color: '%s' is not auto, always or never", color);
         if (opt_json)
                 opt_color = false;
         bool needs_arg = !strcmp(verb, "log-level");
-        if ((needs_arg && optind + 1 != argc) || (!needs_arg && optind != argc)) {
-                fprintf(stderr, "socknotifyctl: wrong arguments for %s (see --help)\n", verb);
-                return EXIT_USAGE;
-        }
         if (strcmp(verb, "status") && strcmp(verb, "clients") && strcmp(verb, "ports") &&
             strcmp(verb, "registrations") && strcmp(verb, "log-level") && strcmp(verb, "reload") &&
-            strcmp(verb, "reexec") && strcmp(verb, "watch")) {
-                fprintf(stderr, "socknotifyctl: unknown verb '%s' (see --help)\n", verb);
-                return EXIT_USAGE;
-        }
+            strcmp(verb, "reexec") && strcmp(verb, "watch") && strcmp(verb, "check-config") &&
+            strcmp(verb, "metrics"))
+                return bad_usage("unknown verb '%s'", verb);
+        if ((needs_arg && optind + 1 != argc) || (!needs_arg && optind != argc))
+                return bad_usage(needs_arg ? "%s takes one argument" : "%s takes no argument",
+                                 verb);
+        /* A level the daemon would refuse is bad usage, known before asking. */
+        if (needs_arg && !level_known(argv[optind]))
+                return bad_usage("log-level: '%s' is not a level: error, warning, notice, info "
+                                 "or debug", argv[optind]);
+        if (opt_json && !strcmp(verb, "metrics"))
+                return bad_usage("--json does not apply to metrics (--format chooses its text)");
         /* The columns -o names must be the verb's, before the daemon is asked anything. */
         if (!strcmp(verb, "clients")) {
                 cols = clients_cols;
@@ -1101,11 +1539,8 @@ int main(int argc, char **argv)
                 cols = registrations_cols;
                 ncols = (int)SN_ARRAY_SIZE(registrations_cols);
         }
-        if (opt_output && !cols) {
-                fprintf(stderr, "socknotifyctl: -o applies to clients, ports, registrations and "
-                                "watch\n");
-                return EXIT_USAGE;
-        }
+        if (opt_output && !cols)
+                return bad_usage("-o applies to clients, ports, registrations and watch");
         if (cols && columns_chosen(cols, ncols, pick) < 0)
                 return EXIT_USAGE;
         c = connect_daemon();
@@ -1121,6 +1556,10 @@ int main(int argc, char **argv)
                 r = verb_simple(c, json_pack("{s:s, s:s}", "verb", verb, "level", argv[optind]));
         else if (!strcmp(verb, "watch"))
                 r = verb_watch(c, interval ? interval : 1000, count);
+        else if (!strcmp(verb, "check-config"))
+                r = verb_check_config(c);
+        else if (!strcmp(verb, "metrics"))
+                r = verb_metrics(c, !strcmp(format, "openmetrics"));
         else
                 r = verb_simple(c, json_pack("{s:s}", "verb", verb));
         sn_conn_close(c);

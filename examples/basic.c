@@ -5,8 +5,9 @@
  *
  * Connects (SOCKNOTIFY_SOCKET or the default path), makes a TCP connection over loopback,
  * registers the server side for IN|HANGUP (level-triggered, persistent), and prints every step:
- * data arriving, a posted packet, the peer hanging up, the REMOVE notification, and the
- * daemon's status document.  Exits 0 when every step behaved as documented, 1 otherwise.
+ * data arriving, a posted packet, the peer hanging up, the REMOVE notification, and a line of
+ * the daemon's status document (socknotifyctl status shows all of it).  Exits 0 when every
+ * step behaved as documented, 1 otherwise.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -59,6 +60,27 @@ static int tcp_pair(int *client, int *server)
         *server = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         close(l);
         return *server < 0 ? -errno : 0;
+}
+
+/* The value of the first "key" of a status document (compact JSON text): a number, or a
+ * string's characters; "?" when the document has no such key (a user other than root sees no
+ * counters).  A full program would use a JSON parser; this example links only libsocknotify. */
+static const char *status_field(const char *doc, const char *key, char *out, size_t size)
+{
+        char pattern[64];
+        const char *p;
+        size_t n;
+
+        snprintf(pattern, sizeof(pattern), "\"%s\":", key);
+        p = strstr(doc, pattern);
+        if (!p)
+                return "?";
+        p += strlen(pattern);
+        if (*p == '"')
+                p++;
+        n = strcspn(p, "\",}");
+        snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p);
+        return out;
 }
 
 int main(void)
@@ -139,8 +161,16 @@ int main(void)
         }
         sn_socket_close(conn, server);
 
+        /* The status document is JSON for programs (PROTOCOL.md, STATUS); a person reads a
+         * line of it, and socknotifyctl status for the rest. */
         if (sn_conn_status(conn, &status) == 0) {
-                printf("daemon status: %s\n", status);
+                char version[32], pid[16], notes[24];
+
+                printf("daemon: socknotifyd %s, pid %s, %s notification(s) delivered so far "
+                       "(socknotifyctl status shows the rest)\n",
+                       status_field(status, "version", version, sizeof(version)),
+                       status_field(status, "pid", pid, sizeof(pid)),
+                       status_field(status, "notifications", notes, sizeof(notes)));
                 free(status);
         }
         sn_port_close(port);

@@ -187,6 +187,49 @@ static void key_place(char *out, size_t outsz, const char *name, const char *tex
         snprintf(out, outsz, "%s", name);
 }
 
+/* Why jansson refused the text, in our words: its own ("'[' or '{' expected near '\xef'")
+ * quote the file's bytes raw and name the parser's grammar, not what to fix. */
+static const char *json_error_words(const json_error_t *je)
+{
+        switch (json_error_code(je)) {
+        case json_error_invalid_utf8:
+                return "not valid UTF-8 text";
+        case json_error_premature_end_of_input:
+                return "the text ends inside the JSON object (a closing '}', ']' or '\"' missing)";
+        case json_error_end_of_input_expected:
+                return "more text after the end of the JSON object";
+        case json_error_null_character:
+        case json_error_null_byte_in_key:
+                return "a NUL byte in the text";
+        case json_error_duplicate_key:
+                return "a key given twice";
+        case json_error_numeric_overflow:
+                return "a number too large";
+        case json_error_stack_overflow:
+                return "nested too deeply";
+        case json_error_out_of_memory:
+                return "out of memory";
+        default:
+                return "not valid JSON here (a missing comma, colon or quote, a trailing comma, "
+                       "or a value JSON does not have)";
+        }
+}
+
+/* A key of the file (any UTF-8, control characters too) as a message may show it: printable
+ * ASCII and UTF-8 as they are, '"', '\\' and every other byte as \xNN. */
+static void key_shown(const char *key, char *out, size_t size)
+{
+        size_t n = 0;
+
+        for (const unsigned char *k = (const unsigned char *)key; *k && n + 5 < size; k++) {
+                if (*k >= 0x20 && *k != 0x7f && *k != '"' && *k != '\\')
+                        out[n++] = (char)*k;
+                else
+                        n += (size_t)snprintf(out + n, size - n, "\\x%02x", *k);
+        }
+        out[n] = 0;
+}
+
 /* What option i accepts, as both sources say it. */
 static void expect_limit(char *what, size_t whatsz, size_t i)
 {
@@ -242,7 +285,10 @@ int settings_take(struct settings *c, const char *key, const json_t *value, cons
                 if (!strcmp(key, settings_limit_options[i].name))
                         break;
         if (i == settings_nlimit_options) {
-                snprintf(what, whatsz, "unknown key \"%s\"", key);
+                char k[256];
+
+                key_shown(key, k, sizeof(k));
+                snprintf(what, whatsz, "unknown key \"%s\"", k);
                 return -ENOENT;
         }
         if (value) {
@@ -271,9 +317,17 @@ int settings_parse(const char *name, const char *text, size_t len, struct settin
         int r = 0;
 
         settings_init(&c);
+        /* RFC 8259 lets a parser take a byte-order mark; jansson does not, and its message
+         * would quote the three bytes raw.  It is refused, named. */
+        if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+                snprintf(err, errsz, "%s:1: the file begins with a byte-order mark (the bytes EF "
+                         "BB BF): save it as UTF-8 without one", name);
+                return -EINVAL;
+        }
         doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         if (!doc) {
-                snprintf(err, errsz, "%s:%d: %s", name, je.line, je.text);
+                snprintf(err, errsz, "%s:%d: %s (column %d)", name, je.line,
+                         json_error_words(&je), je.column);
                 return -EINVAL;
         }
         if (!json_is_object(doc)) {

@@ -70,6 +70,12 @@ void server_log_refusal(struct server *srv, struct session *s, uid_t uid, const 
 {
         unsigned long long dropped;
 
+        /* Counted by the limit's index in the option table; every name is an option's. */
+        for (size_t i = 0; i < settings_nlimit_options && i < SN_COUNTED_LIMITS; i++)
+                if (!strcmp(settings_limit_options[i].name, limit)) {
+                        srv->counters.refusals[i]++;
+                        break;
+                }
         if (s)
                 session_note_refusal(srv, s, limit);
         if (!sn_ratelimit_ok(&srv->refuse_log, &dropped))

@@ -102,6 +102,17 @@ struct server {
         struct settings file_settings; /* the file's settings in force: the last good ones */
         bool lastgood_stored;   /* they are kept in the descriptor store (lastgood.c) */
         char reload_note[160];  /* the outcome of the last reload or start, for STATUS= */
+        /* Which settings of the file are in force, for the status document: where they came
+         * from (server.h, enum config_state), when they were read (CLOCK_REALTIME seconds; 0:
+         * not by this image), and the last reload (time 0: none yet; its error, "" when it
+         * succeeded). */
+        int config_state;
+        int64_t config_read_at;
+        int64_t reload_at;
+        char reload_error[512];
+        /* CLOCK_REALTIME seconds of the first start whose clients this daemon still serves:
+         * carried through re-execs and restores (the journal), unlike started. */
+        int64_t serving_since;
         struct event sig_hup, sig_usr2;
         struct event reexec_later; /* SIGUSR2's re-exec, after the signals of its loop pass */
         bool restoring;         /* a restore: holdings are restored past any limit */

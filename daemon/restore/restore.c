@@ -959,7 +959,11 @@ int restore_state(struct server *srv, const struct restore_conn_ops *ops,
         srv->next_port_id = SN_MAX(srv->next_port_id, h->next_port_id);
         memcpy(srv->port_id_key, h->port_id_key, sizeof(srv->port_id_key));
         srv->next_conn_serial = SN_MAX(srv->next_conn_serial, h->next_conn_serial);
-        srv->counters.reexecs = h->reexecs + 1;
+        /* The caller counts this start as a re-exec or a restore. */
+        srv->counters.reexecs = h->reexecs;
+        srv->counters.restores = h->restores;
+        if (h->serving_since > 0)
+                srv->serving_since = h->serving_since;
         r = restore_conns(&rd);
         if (r < 0)
                 goto out;

@@ -204,8 +204,8 @@ static json_t *client_object(const struct conn *c, const struct timespec *now)
                          "ports", (int)c->nports,
                          "registrations", (int)nregs, "waits", (int)c->nwaits,
                          "queued_bytes", (json_int_t)c->outq_bytes, "age_seconds",
-                         (double)(now->tv_sec - c->started.tv_sec) +
-                                 (double)(now->tv_nsec - c->started.tv_nsec) / 1e9);
+                         control_seconds((double)(now->tv_sec - c->started.tv_sec) +
+                                         (double)(now->tv_nsec - c->started.tv_nsec) / 1e9));
 }
 
 static json_t *port_object(const struct port *p)
@@ -301,7 +301,7 @@ static void page_add(struct pager *pg, json_t *item)
 
         if (!item)
                 return;
-        n = json_dumpb(item, NULL, 0, JSON_COMPACT) + 1;
+        n = json_dumpb(item, NULL, 0, CONTROL_JSON_FLAGS) + 1;
         if (pg->used + n > pg->budget) {
                 pg->full = true;
                 json_decref(item);
@@ -418,7 +418,7 @@ static void control_monitor(struct conn *c, uint32_t id, json_t *req)
                                 c->uid == 0 || c->uid == geteuid(), "client", (int)pid, "port",
                                 (int)port, "buffer_bytes", (json_int_t)MONITOR_BUFFER);
         }
-        out = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
+        out = ans ? json_dumps(ans, CONTROL_JSON_FLAGS) : NULL;
         conn_reply_text(c, SN_MSG_CONTROL_REPLY, id, status, out, out ? strlen(out) : 0);
         free(out);
         json_decref(ans);
@@ -448,7 +448,8 @@ void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t l
                 control_monitor(c, id, req);
                 json_decref(req);
                 return;
-        } else if (strcmp(verb, "log-level") && strcmp(verb, "reload") && strcmp(verb, "reexec")) {
+        } else if (strcmp(verb, "log-level") && strcmp(verb, "reload") && strcmp(verb, "reexec") &&
+                   strcmp(verb, "check-config")) {
                 ans = json_pack("{s:s}", "error", "unknown verb");
                 status = EINVAL;
         } else if (!is_admin(c)) {
@@ -468,6 +469,23 @@ void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t l
                                    (unsigned)c->uid);
                         ans = json_pack("{s:s}", "log_level", name);
                 }
+        } else if (!strcmp(verb, "check-config")) {
+                char err[512];
+                const char *path = srv->config_path;
+                json_t *p = *path ? control_json_bytes(path, strlen(path)) : json_null();
+                int r = server_check_config(srv, err, sizeof(err));
+
+                /* The daemon's own file, parser and checks, as a reload would read it; nothing
+                 * is applied and nothing is logged (the asker gets the whole error). */
+                if (r < 0) {
+                        status = EINVAL;
+                        ans = json_pack("{s:o, s:o}", "error", control_json_bytes(err,
+                                                                                  strlen(err)),
+                                        "path", p);
+                } else {
+                        ans = json_pack("{s:s, s:o}", "result",
+                                        !*path ? "none" : r == 1 ? "absent" : "good", "path", p);
+                }
         } else if (!strcmp(verb, "reload")) {
                 char err[512], why[600];
 
@@ -484,7 +502,7 @@ void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t l
         } else {
                 /* The answer travels in the state and the new image sends it. */
                 ans = json_pack("{s:s}", "result", "re-executed");
-                out = json_dumps(ans, JSON_COMPACT);
+                out = json_dumps(ans, CONTROL_JSON_FLAGS);
                 json_decref(ans);
                 ans = NULL;
                 if (server_reexec_for(srv, c, id, out) < 0) {
@@ -498,7 +516,7 @@ void control_handle(struct conn *c, uint32_t id, const uint8_t *text, uint32_t l
                         return;
                 }
         }
-        out = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
+        out = ans ? json_dumps(ans, CONTROL_JSON_FLAGS) : NULL;
         conn_reply_text(c, SN_MSG_CONTROL_REPLY, id, status, out, out ? strlen(out) : 0);
         free(out);
         json_decref(ans);

@@ -16,3 +16,12 @@ struct json_t;
  * exactly those bytes when they are valid UTF-8, else an array of the byte values (null only
  * when out of memory).  The caller owns the reference. */
 struct json_t *control_json_bytes(const void *bytes, size_t len);
+/* How the daemon writes its JSON documents (STATUS, CONTROL): compact, and reals with at most
+ * 15 significant digits, so that a time rounded to the millisecond (control_seconds()) reads
+ * 12.345, not the 17 digits of its nearest double, 12.345000000000001. */
+#define CONTROL_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+/* Seconds (not negative) rounded to the millisecond. */
+static inline double control_seconds(double s)
+{
+        return s > 0 ? (double)(long long)(s * 1000 + 0.5) / 1000 : 0;
+}

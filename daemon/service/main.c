@@ -194,6 +194,11 @@ static void restore_previous(struct server *srv, struct previous *pv, bool reexe
 
         clock_gettime(CLOCK_MONOTONIC, &t0);
         r = restore_state(srv, &live_restore_ops, pv->journal, pv->size, &pv->fds, &out);
+        /* Counted apart: a re-exec is an operator's upgrade, a restore a restart or a crash. */
+        if (reexec)
+                srv->counters.reexecs++;
+        else
+                srv->counters.restores++;
         if (reexec)
                 restore_sweep(pv->journal, pv->size, &pv->fds, &out.unused);
         previous_free(pv, &out.unused);
@@ -273,7 +278,7 @@ static int check_config(const char *path, bool named)
  * Returns 0, or -1 when the daemon must not start.
  */
 static int start_settings(const char *path, bool named, int carried_fd, bool keeps,
-                          struct settings *ret, char *note, size_t notesz)
+                          struct settings *ret, char *note, size_t notesz, int *ret_state)
 {
         struct settings carried;
         char err[512], cerr[512];
@@ -281,8 +286,11 @@ static int start_settings(const char *path, bool named, int carried_fd, bool kee
 
         settings_init(ret);
         note[0] = 0;
-        if (*path)
+        *ret_state = CONFIG_NONE;
+        if (*path) {
                 r = settings_load_file(path, named, ret, err, sizeof(err));
+                *ret_state = r == 0 ? CONFIG_FILE : CONFIG_ABSENT;
+        }
         if (carried_fd >= 0) {
                 rc = settings_read_fd(carried_fd, "the last good settings", &carried, cerr,
                                       sizeof(cerr));
@@ -298,6 +306,7 @@ static int start_settings(const char *path, bool named, int carried_fd, bool kee
                           "check the file with socknotifyd --check-config", err);
                 return -1;
         }
+        *ret_state = rc == 0 ? CONFIG_LAST_GOOD : CONFIG_DEFAULTS;
         if (rc == 0) {
                 *ret = carried;
                 log_error("configuration: %s; running on the last good settings, kept by the "
@@ -351,6 +360,7 @@ struct start {
         char path[108], note[160];
         int restore_fd, check_fd, settings_fd;
         bool owns_path, check_only;
+        int config_state; /* enum config_state */
         uint64_t cap;
         struct previous pv;
         bool have_prev;
@@ -644,6 +654,11 @@ static int serve(struct start *st)
                 log_warning("fd store: the last good settings are not kept: %s", strerror(-r));
         if (st->note[0])
                 server_set_note(srv, st->note, "");
+        srv->config_state = st->config_state;
+        srv->config_read_at = st->config_state == CONFIG_FILE || st->config_state == CONFIG_ABSENT
+                                      ? (int64_t)time(NULL)
+                                      : 0;
+        srv->serving_since = (int64_t)time(NULL); /* a restore takes its predecessor's */
         if (st->have_prev) {
                 srv->owns_path = st->owns_path;
                 restore_previous(srv, &st->pv, st->restore_fd >= 0);
@@ -700,7 +715,8 @@ int main(int argc, char **argv)
         if (st.settings_fd < 0)
                 st.settings_fd = fdstore_take_settings();
         if (start_settings(st.opt.config_path, st.opt.config_named, st.settings_fd,
-                           st.have_prev, &st.file, st.note, sizeof(st.note)) < 0)
+                           st.have_prev, &st.file, st.note, sizeof(st.note),
+                           &st.config_state) < 0)
                 return 1;
         settings_resolve(&st.opt.cmdline, &st.file, st.cap, &st.opt.limits, &level);
         sn_log_set_level(level);

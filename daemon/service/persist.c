@@ -289,6 +289,8 @@ void live_everything(struct server *srv)
         memcpy(h->port_id_key, srv->port_id_key, sizeof(h->port_id_key));
         h->next_conn_serial = srv->next_conn_serial;
         h->reexecs = srv->counters.reexecs;
+        h->restores = srv->counters.restores;
+        h->serving_since = srv->serving_since;
         h->max_message = srv->limits.max_message;
         h->max_fds = srv->limits.max_fds;
         live_listen(srv);
@@ -415,6 +417,8 @@ int live_leave(struct server *srv)
         }
         journal_flush(j);
         journal_header(j)->reexecs = srv->counters.reexecs;
+        journal_header(j)->restores = srv->counters.restores;
+        journal_header(j)->serving_since = srv->serving_since;
         journal_header(j)->orderly = 1;
         /* Only a stop needs the boxes (a re-exec keeps every descriptor): one that could not
          * be boxed drops its registration at the next start, the others go on. */

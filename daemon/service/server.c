@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -161,6 +162,8 @@ int server_reload(struct server *srv, char *err, size_t errsz)
         r = *srv->config_path ? settings_load_file(srv->config_path, srv->config_named, &file,
                                                    err, errsz)
                               : 1;
+        srv->reload_at = (int64_t)time(NULL);
+        snprintf(srv->reload_error, sizeof(srv->reload_error), "%s", r < 0 ? err : "");
         if (r < 0) {
                 log_error("reload: %s; keeping the running settings", err);
                 /* The status line names the file by its base name; the log has the path. */
@@ -194,12 +197,41 @@ int server_reload(struct server *srv, char *err, size_t errsz)
                  r == 1 ? "file absent: defaults and options" : "read from ",
                  r == 1 ? "" : srv->config_path, settings_log_level_name(level));
         server_set_note(srv, "; configuration reloaded", "");
+        srv->config_state = !*srv->config_path ? CONFIG_NONE : r == 1 ? CONFIG_ABSENT
+                                                                      : CONFIG_FILE;
+        srv->config_read_at = srv->reload_at;
         r = 0;
 out:
         srv->last_status[0] = 0; /* the next tick sends STATUS= again */
         status_tick_cb(-1, 0, srv);
         sd_notify(0, "READY=1");
         return r;
+}
+
+int server_check_config(struct server *srv, char *err, size_t errsz)
+{
+        struct settings file;
+
+        err[0] = 0;
+        if (!*srv->config_path)
+                return 1;
+        return settings_load_file(srv->config_path, srv->config_named, &file, err, errsz);
+}
+
+const char *server_config_state_name(int state)
+{
+        switch (state) {
+        case CONFIG_FILE:
+                return "file";
+        case CONFIG_ABSENT:
+                return "absent";
+        case CONFIG_LAST_GOOD:
+                return "last-good";
+        case CONFIG_DEFAULTS:
+                return "defaults";
+        default:
+                return "none";
+        }
 }
 
 /* Runs `exe --check-state=FD` and waits for it (bounded); returns its exit status or -1. */

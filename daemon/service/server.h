@@ -16,6 +16,17 @@
 struct conn;
 struct server;
 
+/* Where the file's settings in force came from (srv->config_state; the status document's
+ * configuration.state, server_config_state_name()). */
+enum config_state {
+        CONFIG_NONE,      /* no file (--config=''): the defaults and the options */
+        CONFIG_FILE,      /* the file, read without error */
+        CONFIG_ABSENT,    /* the file does not exist: the defaults and the options */
+        CONFIG_LAST_GOOD, /* the file was bad at start: the previous daemon's last good ones */
+        CONFIG_DEFAULTS,  /* the file was bad at start and none were kept: the defaults */
+};
+const char *server_config_state_name(int state);
+
 struct server_options {
         const char *path;
         char *const *argv;        /* for a re-exec: the command line again */
@@ -54,6 +65,10 @@ int server_reexec_for(struct server *srv, struct conn *conn, uint32_t id, const 
  * systemctl reload).  Returns 0, or a negative errno when the file is bad: logged at err, err
  * holds "PATH:LINE: what, naming the key" (errsz bytes), and the running settings stay. */
 int server_reload(struct server *srv, char *err, size_t errsz);
+/* Reads the configuration file as server_reload() would, with the same parser and checks, and
+ * applies nothing (CONTROL check-config).  Returns 0 (good), 1 (no file: none is configured,
+ * or it is absent and need not exist), or a negative errno with err as server_reload()'s. */
+int server_check_config(struct server *srv, char *err, size_t errsz);
 /* Grows the daemon's message buffers to hold max_message bytes: a restored connection keeps the
  * limit its handshake announced, which may exceed the running one.  0 or -ENOMEM (bufsize
  * unchanged: every buffer holds at least that). */

@@ -141,6 +141,41 @@ static json_t *user_object(const struct user *u, uid_t uid)
                          "thread_reads", u ? (json_int_t)u->task_reads : 0);
 }
 
+/* The requests each limit refused, by the limit's option name; only the limits that did. */
+static json_t *refusals_object(const uint64_t *counts)
+{
+        json_t *o = json_object();
+
+        for (size_t i = 0; i < settings_nlimit_options && i < SN_COUNTED_LIMITS; i++)
+                if (counts[i])
+                        json_object_set_new(o, settings_limit_options[i].name,
+                                            json_integer((json_int_t)counts[i]));
+        return o;
+}
+
+/* Which configuration the daemon runs on: the file's path (null: none), where the settings in
+ * force came from, when this image read them (null: it did not, or they are not the file's),
+ * and the last reload's time and outcome (null before the first). */
+static json_t *config_object(const struct server *srv)
+{
+        const char *path = srv->config_path;
+        json_t *reload = json_null();
+
+        if (srv->reload_at)
+                reload = json_pack("{s:I, s:s, s:o}", "at", (json_int_t)srv->reload_at,
+                                   "result", srv->reload_error[0] ? "failed" : "ok", "error",
+                                   srv->reload_error[0]
+                                           ? control_json_bytes(srv->reload_error,
+                                                                strlen(srv->reload_error))
+                                           : json_null());
+        return json_pack("{s:o, s:s, s:o, s:o}", "path",
+                         *path ? control_json_bytes(path, strlen(path)) : json_null(), "state",
+                         server_config_state_name(srv->config_state), "read_at",
+                         srv->config_read_at ? json_integer((json_int_t)srv->config_read_at)
+                                             : json_null(),
+                         "last_reload", reload ? reload : json_null());
+}
+
 static const struct user *user_find(struct server *srv, uid_t uid)
 {
         struct sn_list *pos, *tmp;
@@ -167,8 +202,9 @@ char *server_status_json(struct server *srv, uid_t uid)
                         "protocol", SN_PROTO_VERSION,
                         "protocol_min", SN_PROTO_VERSION_MIN,
                         "pid", (int)getpid(),
-                        "uptime_seconds", (double)(now.tv_sec - srv->started.tv_sec) +
-                                (double)(now.tv_nsec - srv->started.tv_nsec) / 1e9,
+                        "uptime_seconds",
+                        control_seconds((double)(now.tv_sec - srv->started.tv_sec) +
+                                        (double)(now.tv_nsec - srv->started.tv_nsec) / 1e9),
                         "socket",
                         srv->path ? control_json_bytes(srv->path, strlen(srv->path)) : NULL,
                         "fd_capacity", (json_int_t)srv->fd_capacity,
@@ -177,6 +213,9 @@ char *server_status_json(struct server *srv, uid_t uid)
                         "user", user_object(me, uid));
         if (!doc)
                 return NULL;
+        json_object_set_new(doc, "restores", json_integer((json_int_t)srv->counters.restores));
+        json_object_set_new(doc, "serving_since", json_integer((json_int_t)srv->serving_since));
+        json_object_set_new(doc, "configuration", config_object(srv));
         json_object_set_new(doc, "reserve", reserve_object(srv, uid == 0));
         json_object_set_new(doc, "epoll_ctl", epctl_object(srv->epctl, uid == 0));
         if (uid != 0) {
@@ -224,12 +263,13 @@ char *server_status_json(struct server *srv, uid_t uid)
                                   "protocol_violations",
                                   (json_int_t)srv->counters.protocol_violations,
                                   "thread_reads", (json_int_t)srv->counters.thread_reads));
+                json_object_set_new(doc, "refusals", refusals_object(srv->counters.refusals));
                 json_object_set_new(doc, "errors",
                                     json_pack("{s:o, s:o}",
                                               "call", errors_object(srv->counters.call_errors),
                                               "entry", errors_object(srv->counters.entry_errors)));
         }
-        text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+        text = json_dumps(doc, CONTROL_JSON_FLAGS | JSON_SORT_KEYS);
         json_decref(doc);
         return text;
 }

@@ -68,11 +68,14 @@ struct jr_header {
         uint64_t next_seq;     /* queue order of packets, and order of queued replies */
         uint32_t boxes;        /* boxes this generation made (snlive.GEN.0 ..) */
         uint32_t orderly;      /* 1: written by a re-exec or an orderly stop, nothing in flight */
-        uint64_t reexecs;      /* re-executions and restores since the first start */
+        uint64_t reexecs;      /* re-executions since the first start (in journals of
+                                * daemons before restores was kept: and restores) */
         /* The max_message and max_fds the image that wrote it ran with (0: not recorded, a
          * journal of a daemon before they were kept per connection). */
         uint32_t max_message, max_fds;
-        uint8_t reserved[40];
+        uint64_t restores;       /* restores through the descriptor store since the first start */
+        int64_t serving_since;   /* CLOCK_REALTIME seconds of that first start (0: not recorded) */
+        uint8_t reserved[24];
 };
 
 struct jr_record {

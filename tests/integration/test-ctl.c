@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -25,12 +26,14 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
 
 #include "socknotify.h"
 #include "tests/helpers/daemon.h"
+#include "tests/helpers/status.h"
 
 static struct test_daemon D;
 
@@ -291,15 +294,21 @@ START_TEST(test_verbs)
 
         /* Steering. */
         ck_assert_int_eq(ctl(out, sizeof(out), "log-level debug"), 0);
-        ck_assert_int_eq(ctl(out, sizeof(out), "log-level loud"), 1);
+        ck_assert_int_eq(ctl(out, sizeof(out), "log-level loud"), 2); /* bad usage */
         ck_assert_ptr_nonnull(strstr(out, "level:"));
         ck_assert_int_eq(ctl(out, sizeof(out), "reload"), 0);
         ck_assert_int_eq(ctl(out, sizeof(out), "reexec"), 0);
         ck_assert_ptr_nonnull(strstr(out, "re-executed"));
         doc = ctl_json("status");
         ck_assert_int_eq(json_integer_value(json_object_get(doc, "reexecs")), 1);
+        ck_assert_int_eq(json_integer_value(json_object_get(doc, "restores")), 0);
         ck_assert_int_eq(json_integer_value(json_object_get(doc, "registrations")), 4);
         json_decref(doc);
+        /* Which is which: the image's uptime, and the re-exec apart from restores. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "status"), 0);
+        ck_assert_msg(strstr(out, "this image up ") &&
+                              strstr(out, "through 1 re-exec(s) and 0 restore(s)"),
+                      "%s", out);
         /* The waiter still waits through it, and is served. */
         ck_assert_int_eq(sn_port_post(p, 9, 0, 0), 0);
         void *got;
@@ -397,6 +406,14 @@ START_TEST(test_other_user)
                 ok &= pclose(f) == 0 && strstr(out, "theirs") && !strstr(out, "roots");
                 snprintf(cmd, sizeof(cmd),
                          "SOCKNOTIFY_SOCKET=%s %s/ctl/socknotifyctl log-level debug 2>&1",
+                         D.path, SN_BUILDDIR);
+                f = popen(cmd, "r");
+                n = fread(out, 1, sizeof(out) - 1, f);
+                out[n] = 0;
+                ok &= WEXITSTATUS(pclose(f)) == 1 && strstr(out, "only root") != NULL;
+                /* check-config reads the daemon's file: an administrator's verb. */
+                snprintf(cmd, sizeof(cmd),
+                         "SOCKNOTIFY_SOCKET=%s %s/ctl/socknotifyctl check-config 2>&1",
                          D.path, SN_BUILDDIR);
                 f = popen(cmd, "r");
                 n = fread(out, 1, sizeof(out) - 1, f);
@@ -762,6 +779,8 @@ START_TEST(test_open_errors)
         ck_assert_int_eq(rc, 3);
         ck_assert_msg(strstr(out, D.path) && strstr(out, "Permission denied"), "%s", out);
         ck_assert_msg(strstr(out, "group socknotify"), "no group hint: %s", out);
+        /* The daemon runs: starting one is the wrong advice. */
+        ck_assert_msg(!strstr(out, "Start socknotifyd"), "permission denied: %s", out);
         ck_assert_msg(!strstr(out, "Is the daemon running") && !strstr(out, "-s PATH") &&
                               !strstr(out, "sn_") && !strstr(out, "registration"),
                       "permission denied: %s", out);
@@ -932,6 +951,605 @@ START_TEST(test_json_schema)
 }
 END_TEST
 
+/* ---- the metrics text, read by a strict parser of its own --------------------------------- */
+
+/*
+ * Checks text (socknotifyctl metrics) against the exposition format: OpenMetrics 1.0 when om,
+ * else Prometheus' text format 0.0.4.  Strict where the two are: every line ends in a newline
+ * and none is empty; metadata (# TYPE, # HELP) of a family comes once, before its samples, and
+ * a family's lines are together; names and label names are of the formats' alphabets, label
+ * values escape only \\, \" and \n, no label is given twice in a sample and no sample twice; a
+ * value is a number; a counter's samples end in "_total" (its family is named without it in
+ * OpenMetrics, with it in 0.0.4) and are not negative; OpenMetrics ends with "# EOF" and 0.0.4
+ * has no EOF line nor the type "info".  Returns NULL, or what is wrong and on which line
+ * (static).  Each sample goes to the list samples ("name{labels} value" lines, for
+ * metric_value()).
+ */
+#define OM_MAX 4096
+struct om_family {
+        char name[128], type[16];
+        bool help, samples;
+};
+static struct om_family om_fam[OM_MAX];
+static char om_sample[OM_MAX][1024];
+static double om_value[OM_MAX];
+static int om_nfam, om_nsample;
+
+static bool om_name(const char *s, size_t n, bool colon)
+{
+        if (!n || !(s[0] == '_' || ((s[0] | 32) >= 'a' && (s[0] | 32) <= 'z') ||
+                    (colon && s[0] == ':')))
+                return false;
+        for (size_t i = 1; i < n; i++)
+                if (!(s[i] == '_' || ((s[i] | 32) >= 'a' && (s[i] | 32) <= 'z') ||
+                      (s[i] >= '0' && s[i] <= '9') || (colon && s[i] == ':')))
+                        return false;
+        return true;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+        size_t n = strlen(s), k = strlen(suffix);
+
+        return n > k && !strcmp(s + n - k, suffix);
+}
+
+static const char *om_check(const char *text, bool om)
+{
+        static char why[2048];
+        const char *line = text;
+        int lineno = 0, cur = -1;
+        bool eof = false;
+
+        om_nfam = om_nsample = 0;
+        while (*line) {
+                const char *nl = strchr(line, '\n');
+                char buf[1024];
+                size_t len;
+
+                lineno++;
+                if (!nl) {
+                        snprintf(why, sizeof(why), "line %d: no newline at its end", lineno);
+                        return why;
+                }
+                len = (size_t)(nl - line);
+                if (len >= sizeof(buf) || len == 0) {
+                        snprintf(why, sizeof(why), "line %d: %s", lineno,
+                                 len ? "too long" : "empty");
+                        return why;
+                }
+                memcpy(buf, line, len);
+                buf[len] = 0;
+                line = nl + 1;
+                if (eof) {
+                        snprintf(why, sizeof(why), "line %d: after # EOF", lineno);
+                        return why;
+                }
+                if (buf[len - 1] == ' ' || buf[len - 1] == '\t') {
+                        snprintf(why, sizeof(why), "line %d: trailing white space", lineno);
+                        return why;
+                }
+                if (!strcmp(buf, "# EOF")) {
+                        if (!om) {
+                                snprintf(why, sizeof(why), "line %d: # EOF in 0.0.4", lineno);
+                                return why;
+                        }
+                        eof = true;
+                        continue;
+                }
+                if (buf[0] == '#') {
+                        char kind[8], name[128];
+                        int used = 0, f;
+
+                        if (sscanf(buf, "# %7s %127s %n", kind, name, &used) != 2 || !used ||
+                            (strcmp(kind, "TYPE") && strcmp(kind, "HELP")) ||
+                            !om_name(name, strlen(name), true)) {
+                                snprintf(why, sizeof(why), "line %d: not metadata: %s", lineno,
+                                         buf);
+                                return why;
+                        }
+                        for (f = 0; f < om_nfam && strcmp(om_fam[f].name, name); f++)
+                                ;
+                        if (f == om_nfam) {
+                                ck_assert_int_lt(om_nfam, OM_MAX);
+                                memset(&om_fam[f], 0, sizeof(om_fam[f]));
+                                snprintf(om_fam[f].name, sizeof(om_fam[f].name), "%s", name);
+                                om_nfam++;
+                        } else if (f != cur || om_fam[f].samples) {
+                                snprintf(why, sizeof(why), "line %d: %s's metadata is not "
+                                         "together, before its samples", lineno, name);
+                                return why;
+                        }
+                        cur = f;
+                        if (!strcmp(kind, "TYPE")) {
+                                const char *t = buf + used;
+
+                                if (om_fam[f].type[0] ||
+                                    (strcmp(t, "counter") && strcmp(t, "gauge") &&
+                                     !(om && !strcmp(t, "info")))) {
+                                        snprintf(why, sizeof(why), "line %d: bad or second "
+                                                 "TYPE: %s", lineno, buf);
+                                        return why;
+                                }
+                                if (!strcmp(t, "counter") && ends_with(name, "_total") == om) {
+                                        snprintf(why, sizeof(why), "line %d: counter family "
+                                                 "%s %s _total", lineno, name,
+                                                 om ? "ends in" : "does not end in");
+                                        return why;
+                                }
+                                snprintf(om_fam[f].type, sizeof(om_fam[f].type), "%s", t);
+                        } else {
+                                if (om_fam[f].help || !buf[used]) {
+                                        snprintf(why, sizeof(why), "line %d: bad or second "
+                                                 "HELP", lineno);
+                                        return why;
+                                }
+                                om_fam[f].help = true;
+                        }
+                        continue;
+                }
+                /* A sample: name, labels, one space, the value. */
+                {
+                        size_t n = strcspn(buf, "{ ");
+                        char name[128], labels[8][64], *p = buf + n, *end;
+                        int nlabels = 0, f;
+                        double v;
+                        const char *fam_name;
+
+                        if (n >= sizeof(name) || !om_name(buf, n, true)) {
+                                snprintf(why, sizeof(why), "line %d: bad name: %s", lineno, buf);
+                                return why;
+                        }
+                        memcpy(name, buf, n);
+                        name[n] = 0;
+                        if (*p == '{') {
+                                p++;
+                                while (*p != '}') {
+                                        size_t k = strcspn(p, "=");
+
+                                        if (!om_name(p, k, false) || p[k] != '=' ||
+                                            p[k + 1] != '"' || nlabels == 8 || k >= 64) {
+                                                snprintf(why, sizeof(why), "line %d: bad label: "
+                                                         "%s", lineno, buf);
+                                                return why;
+                                        }
+                                        memcpy(labels[nlabels], p, k);
+                                        labels[nlabels][k] = 0;
+                                        for (int i = 0; i < nlabels; i++)
+                                                if (!strcmp(labels[i], labels[nlabels])) {
+                                                        snprintf(why, sizeof(why), "line %d: "
+                                                                 "label twice", lineno);
+                                                        return why;
+                                                }
+                                        nlabels++;
+                                        p += k + 2;
+                                        while (*p != '"') {
+                                                if (!*p) {
+                                                        snprintf(why, sizeof(why), "line %d: "
+                                                                 "unterminated value", lineno);
+                                                        return why;
+                                                }
+                                                if (*p == '\\' && !strchr("\\\"n", p[1])) {
+                                                        snprintf(why, sizeof(why), "line %d: "
+                                                                 "bad escape", lineno);
+                                                        return why;
+                                                }
+                                                p += *p == '\\' ? 2 : 1;
+                                        }
+                                        p++;
+                                        if (*p == ',')
+                                                p++;
+                                        else if (*p != '}') {
+                                                snprintf(why, sizeof(why), "line %d: bad label "
+                                                         "list", lineno);
+                                                return why;
+                                        }
+                                }
+                                p++;
+                        }
+                        if (*p != ' ' || !p[1] || p[1] == ' ') {
+                                snprintf(why, sizeof(why), "line %d: no value: %s", lineno, buf);
+                                return why;
+                        }
+                        errno = 0;
+                        v = strtod(p + 1, &end);
+                        if (*end || errno) {
+                                snprintf(why, sizeof(why), "line %d: bad value (or a "
+                                         "timestamp): %s", lineno, buf);
+                                return why;
+                        }
+                        /* The family the sample belongs to: the current one, by the rules of
+                         * its type. */
+                        if (cur < 0 || !om_fam[cur].type[0]) {
+                                snprintf(why, sizeof(why), "line %d: a sample without TYPE",
+                                         lineno);
+                                return why;
+                        }
+                        f = cur;
+                        fam_name = om_fam[f].name;
+                        {
+                                char want[160];
+                                bool counter = !strcmp(om_fam[f].type, "counter");
+
+                                snprintf(want, sizeof(want), "%s%s", fam_name,
+                                         counter && om ? "_total"
+                                         : !strcmp(om_fam[f].type, "info") ? "_info"
+                                                                           : "");
+                                if (strcmp(name, want)) {
+                                        snprintf(why, sizeof(why), "line %d: sample %s in "
+                                                 "family %s (%s)", lineno, name, fam_name,
+                                                 om_fam[f].type);
+                                        return why;
+                                }
+                                if (counter && v < 0) {
+                                        snprintf(why, sizeof(why), "line %d: negative counter",
+                                                 lineno);
+                                        return why;
+                                }
+                        }
+                        om_fam[f].samples = true;
+                        *p = 0;
+                        for (int i = 0; i < om_nsample; i++)
+                                if (!strcmp(om_sample[i], buf)) {
+                                        snprintf(why, sizeof(why), "line %d: sample twice: %s",
+                                                 lineno, buf);
+                                        return why;
+                                }
+                        ck_assert_int_lt(om_nsample, OM_MAX);
+                        snprintf(om_sample[om_nsample], sizeof(om_sample[0]), "%s", buf);
+                        om_value[om_nsample++] = v;
+                }
+        }
+        if (om && !eof)
+                return "no # EOF at the end";
+        for (int f = 0; f < om_nfam; f++)
+                if (!om_fam[f].samples) {
+                        snprintf(why, sizeof(why), "family %s has no sample", om_fam[f].name);
+                        return why;
+                }
+        return NULL;
+}
+
+/* The value of the sample written exactly as sample ("name" or "name{labels}") in the text
+ * om_check() read last; NAN when there is none. */
+static double metric_value(const char *sample)
+{
+        for (int i = 0; i < om_nsample; i++)
+                if (!strcmp(om_sample[i], sample))
+                        return om_value[i];
+        return NAN;
+}
+/* The text of the JSON number that follows "key": in text, or "" (static). */
+static const char *number_text(const char *text, const char *key)
+{
+        static char num[64];
+        char pat[80];
+        const char *p;
+
+        snprintf(pat, sizeof(pat), "\"%s\": ", key);
+        p = strstr(text, pat);
+        num[0] = 0;
+        if (p) {
+                p += strlen(pat);
+                snprintf(num, sizeof(num), "%.*s", (int)strspn(p, "0123456789.eE+-"), p);
+        }
+        return num;
+}
+
+/* The JSON document that starts at the first '{' of out (stdout and stderr are one text). */
+static json_t *json_in(const char *out)
+{
+        const char *p = strchr(out, '{');
+        json_error_t je;
+        json_t *doc = p ? json_loads(p, JSON_DISABLE_EOF_CHECK, &je) : NULL;
+
+        ck_assert_msg(doc != NULL, "no JSON in: %s", out);
+        return doc;
+}
+
+/* Issue 41 item 4: the edges of the command line.  A bad value is named, an unknown option
+ * gets the one line systemd's and util-linux's tools print, a bad level is bad usage (2), an
+ * unknown port an error (1) and not an empty list, --json is JSON for watch (one frame a line)
+ * and for a refusal, and reals have the digits they mean, not 17. */
+START_TEST(test_usage_edges)
+{
+        char out[65536], *line2;
+        sn_conn_t *c;
+        sn_port_t *p;
+        json_t *doc, *f;
+
+        ck_assert_int_eq(ctl(out, sizeof(out), "--bogus"), 2);
+        ck_assert_str_eq(out, "socknotifyctl: unrecognized option '--bogus'\n"
+                              "Try 'socknotifyctl --help' for more information.\n");
+        ck_assert_int_eq(ctl(out, sizeof(out), "%s", ""), 2);
+        ck_assert_msg(!strstr(out, "Usage:") && strstr(out, "Try 'socknotifyctl --help'"), "%s",
+                      out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "registrations --port=abc"), 2);
+        ck_assert_msg(strstr(out, "--port: 'abc' is not a port id") && !strstr(out, "Usage:"),
+                      "%s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "watch --port=1"), 2);
+        ck_assert_msg(strstr(out, "--port applies to registrations"), "%s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "log-level loud"), 2);
+        ck_assert_msg(strstr(out, "'loud' is not a level"), "%s", out);
+
+        test_daemon_start(&D, NULL);
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, "edges", 0, &p), 0);
+        ck_assert_int_eq(ctl(out, sizeof(out), "registrations --port=424242"), 1);
+        ck_assert_msg(strstr(out, "no port 424242"), "%s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--json registrations --port=424242"), 1);
+        doc = json_in(out);
+        ck_assert_msg(strstr(json_string_value(json_object_get(doc, "error")), "no port 424242"),
+                      "%s", out);
+        ck_assert_str_eq(json_string_value(json_object_get(doc, "errno")), "ENOENT");
+        json_decref(doc);
+
+        /* watch --json: a frame a line, each a document with the status and the ports. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "--json watch --interval=50 --count=2"), 0);
+        line2 = strchr(out, '\n');
+        ck_assert_msg(line2 && line2[1] && strchr(line2 + 1, '\n') &&
+                              !strchr(line2 + 1, '\n')[1],
+                      "two lines: %s", out);
+        for (char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                f = json_loadb(l, strcspn(l, "\n"), 0, NULL);
+                ck_assert_msg(f != NULL, "watch --json, not JSON: %s", out);
+                ck_assert(json_is_integer(json_object_get(json_object_get(f, "status"), "pid")));
+                ck_assert_str_eq(json_string_value(json_object_get(
+                                         json_array_get(json_object_get(f, "items"), 0), "name")),
+                                 "edges");
+                json_decref(f);
+        }
+
+        /* Times to the millisecond: at most three decimals, never 17 digits. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "--json status"), 0);
+        const char *up = number_text(out, "uptime_seconds"), *dot = strchr(up, '.');
+        ck_assert_msg(*up && (!dot || strlen(dot + 1) <= 3), "uptime_seconds %s", up);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--json clients"), 0);
+        up = number_text(out, "age_seconds");
+        dot = strchr(up, '.');
+        ck_assert_msg(*up && (!dot || strlen(dot + 1) <= 3), "age_seconds %s", up);
+
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+END_TEST
+
+/* A re-exec the new binary refuses is reported in the daemon's words (exit 1), not as the
+ * library's reading of EPROTO, "not a socknotifyd"; with --json as a document. */
+START_TEST(test_reexec_refused)
+{
+        char dir[] = "/tmp/sn-ctl-reexec-XXXXXX", bin[128], cmd[1024], out[8192];
+        struct test_daemon saved = D;
+        sn_conn_t *c;
+        pid_t pid;
+        json_t *doc;
+        FILE *f;
+        int st;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(bin, sizeof(bin), "%s/socknotifyd", dir);
+        snprintf(D.path, sizeof(D.path), "%s/s.sock", dir);
+        snprintf(cmd, sizeof(cmd), "cp %s/daemon/socknotifyd %s", SN_BUILDDIR, bin);
+        ck_assert_int_eq(system(cmd), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                execl(bin, bin, "--socket", D.path, (char *)NULL);
+                _exit(127);
+        }
+        for (int i = 0; i < 1000 && sn_conn_open(D.path, &c) < 0; i++)
+                usleep(10000);
+        /* "Upgrade" to a binary that takes no state. */
+        ck_assert_int_eq(unlink(bin), 0);
+        f = fopen(bin, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("#!/bin/sh\nexit 3\n", f);
+        fclose(f);
+        ck_assert_int_eq(chmod(bin, 0755), 0);
+        ck_assert_int_eq(ctl(out, sizeof(out), "reexec"), 1);
+        ck_assert_msg(strstr(out, "reexec: the daemon could not re-execute itself") &&
+                              !strstr(out, "not a socknotifyd") && !strstr(out, "protocol error"),
+                      "%s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "--json reexec"), 1);
+        doc = json_in(out);
+        ck_assert_str_eq(json_string_value(json_object_get(doc, "errno")), "EPROTO");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(doc, "error")),
+                                     "could not re-execute"));
+        json_decref(doc);
+        ck_assert_int_eq(test_status_number(c, "reexecs"), 0);
+        sn_conn_close(c);
+        kill(pid, SIGTERM);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        D = saved;
+}
+END_TEST
+
+static void write_file(const char *path, const char *text, size_t n)
+{
+        FILE *f = fopen(path, "w");
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(text, 1, n, f), n);
+        ck_assert_int_eq(fclose(f), 0);
+}
+
+#define WRITE(path, lit) write_file(path, lit, sizeof(lit) - 1)
+
+/* Issue 41 item 2: which configuration the daemon runs on (STATUS's configuration: the path,
+ * where the settings came from, when read, the last reload), and check-config, the running
+ * daemon's own parser on its own file, applying nothing.  Item 4: errors in our words, never
+ * the raw byte-order mark nor the parser's "near '...'"; reload's refusal as JSON. */
+START_TEST(test_config_status)
+{
+        char dir[] = "/tmp/sn-ctl-conf-XXXXXX", conf[96], arg[128], out[65536];
+        time_t t0 = time(NULL);
+        json_t *doc, *cf;
+        sn_conn_t *c;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(conf, sizeof(conf), "%s/socknotifyd.json", dir);
+        snprintf(arg, sizeof(arg), "--config=%s", conf);
+        WRITE(conf, "{\"max-waits\": 100}\n");
+        test_daemon_start(&D, (const char *const[]){ arg, NULL });
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+
+        doc = ctl_json("status");
+        cf = json_object_get(doc, "configuration");
+        ck_assert_msg(json_is_object(cf), "no configuration in status");
+        ck_assert_str_eq(json_string_value(json_object_get(cf, "path")), conf);
+        ck_assert_str_eq(json_string_value(json_object_get(cf, "state")), "file");
+        ck_assert(json_integer_value(json_object_get(cf, "read_at")) >= t0 - 1 &&
+                  json_integer_value(json_object_get(cf, "read_at")) <= time(NULL) + 1);
+        ck_assert(json_is_null(json_object_get(cf, "last_reload")));
+        json_decref(doc);
+        ck_assert_int_eq(ctl(out, sizeof(out), "status"), 0);
+        ck_assert_msg(strstr(out, "configuration ") && strstr(out, ": read from the file, read "),
+                      "%s", out);
+        ck_assert_int_eq(ctl(out, sizeof(out), "check-config"), 0);
+        ck_assert_msg(strstr(out, conf) && strstr(out, ": good (nothing applied"), "%s", out);
+
+        /* A byte-order mark: named, its bytes never printed raw; nothing applied. */
+        WRITE(conf, "\xef\xbb\xbf{\"max-waits\": 200}\n");
+        ck_assert_int_eq(ctl(out, sizeof(out), "check-config"), 1);
+        ck_assert_msg(strstr(out, "socknotifyd.json:1: the file begins with a byte-order mark") &&
+                              !strstr(out, "\xef\xbb\xbf") && !strstr(out, "\\xef"),
+                      "%s", out);
+        doc = ctl_json("status");
+        ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "limits"),
+                                                            "max_waits")), 100);
+        ck_assert(json_is_null(json_object_get(json_object_get(doc, "configuration"),
+                                               "last_reload")));
+        json_decref(doc);
+
+        /* Bad JSON: our words and the column, not jansson's. */
+        WRITE(conf, "{\"max-waits\": 200,\n}\n");
+        ck_assert_int_eq(ctl(out, sizeof(out), "check-config"), 1);
+        ck_assert_msg(strstr(out, "socknotifyd.json:2: not valid JSON here") &&
+                              strstr(out, "(column ") && !strstr(out, "near") &&
+                              !strstr(out, "expected"),
+                      "%s", out);
+        WRITE(conf, "{\"max-waits\": 200");
+        ck_assert_int_eq(ctl(out, sizeof(out), "check-config"), 1);
+        ck_assert_msg(strstr(out, "the text ends inside the JSON object"), "%s", out);
+
+        /* A failed reload: JSON on stdout with --json, and the status says so. */
+        ck_assert_int_eq(ctl(out, sizeof(out), "--json reload"), 1);
+        doc = json_in(out);
+        ck_assert_str_eq(json_string_value(json_object_get(doc, "errno")), "EINVAL");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(doc, "error")),
+                                     "the text ends inside"));
+        json_decref(doc);
+        doc = ctl_json("status");
+        cf = json_object_get(json_object_get(doc, "configuration"), "last_reload");
+        ck_assert_str_eq(json_string_value(json_object_get(cf, "result")), "failed");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(cf, "error")), conf));
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "configuration"),
+                                                           "state")), "file");
+        json_decref(doc);
+        ck_assert_int_eq(ctl(out, sizeof(out), "status"), 0);
+        ck_assert_msg(strstr(out, ": failed, running settings kept: "), "%s", out);
+
+        /* Good again: applied by the reload, which the status shows. */
+        WRITE(conf, "{\"max-waits\": 300}\n");
+        ck_assert_int_eq(ctl(out, sizeof(out), "reload"), 0);
+        doc = ctl_json("status");
+        cf = json_object_get(json_object_get(doc, "configuration"), "last_reload");
+        ck_assert_str_eq(json_string_value(json_object_get(cf, "result")), "ok");
+        ck_assert(json_is_null(json_object_get(cf, "error")));
+        ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "limits"),
+                                                            "max_waits")), 300);
+        json_decref(doc);
+
+        /* The file gone: named with --config, it must exist; still nothing applied. */
+        ck_assert_int_eq(unlink(conf), 0);
+        ck_assert_int_eq(ctl(out, sizeof(out), "check-config"), 1);
+        ck_assert_msg(strstr(out, "socknotifyd.json: No such file or directory"), "%s", out);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+        rmdir(dir);
+}
+END_TEST
+
+/* Issue 41 item 3: socknotifyctl metrics, read by a strict parser of each format (om_check()),
+ * with figures that agree with what the test made: a port, a registration, a refusal by
+ * max-ports, the build's labels, no re-exec.  The parser is shown to refuse each format's text
+ * for the other. */
+START_TEST(test_metrics)
+{
+        static char om[1 << 18], prom[1 << 18];
+        char want[256], *version;
+        json_int_t protocol;
+        sn_conn_t *c;
+        sn_port_t *p, *q;
+        int cl, sv;
+        const char *why;
+        json_t *doc;
+
+        test_daemon_start(&D, (const char *const[]){ "--max-ports=1", NULL });
+        ck_assert_int_eq(sn_conn_open(D.path, &c), 0);
+        ck_assert_int_eq(sn_port_create_named(c, "metrics", 0, &p), 0);
+        ck_assert_int_eq(sn_port_create(c, 0, &q), -EDQUOT);
+        tcp_pair(&cl, &sv);
+        sn_registration_t r = { .fd = sv, .key = 5, .op = SN_OP_ENABLE,
+                                .filter = SN_REGISTER_EVENT_IN, .trigger = SN_TRIGGER_LEVEL };
+        ck_assert_int_eq(sn_port_process(p, &r, 1, NULL, 0, 0), 0);
+        ck_assert_int_eq(r.result, 0);
+        doc = ctl_json("status");
+        version = strdup(json_string_value(json_object_get(doc, "version")));
+        protocol = json_integer_value(json_object_get(doc, "protocol"));
+        json_decref(doc);
+
+        ck_assert_int_eq(ctl(om, sizeof(om), "metrics"), 0);
+        why = om_check(om, true);
+        if (why)
+                fprintf(stderr, "%s", om);
+        ck_assert_msg(why == NULL, "OpenMetrics: %s", why);
+        ck_assert(metric_value("socknotify_ports") == 1);
+        ck_assert(metric_value("socknotify_registrations") == 1);
+        ck_assert(metric_value("socknotify_connections") >= 1);
+        ck_assert(metric_value("socknotify_reexecs_total") == 0);
+        ck_assert(metric_value("socknotify_restores_total") == 0);
+        ck_assert(metric_value("socknotify_refusals_total{limit=\"max-ports\"}") == 1);
+        ck_assert(metric_value("socknotify_limit{name=\"max_ports\"}") == 1);
+        snprintf(want, sizeof(want), "socknotify_user_ports{uid=\"%u\"}", (unsigned)getuid());
+        ck_assert_msg(metric_value(want) == 1, "%s: %g", want, metric_value(want));
+        snprintf(want, sizeof(want), "socknotify_user_refusals_total{uid=\"%u\"}",
+                 (unsigned)getuid());
+        ck_assert(metric_value(want) >= 0);
+        snprintf(want, sizeof(want),
+                 "socknotify_build_info{version=\"%s\",protocol=\"%lld\",scope=\"daemon\"}",
+                 version, (long long)protocol);
+        ck_assert_msg(metric_value(want) == 1, "%s: %g", want, metric_value(want));
+        ck_assert(metric_value("socknotify_configuration_info{state=\"file\"}") == 1 ||
+                  metric_value("socknotify_configuration_info{state=\"absent\"}") == 1);
+
+        ck_assert_int_eq(ctl(prom, sizeof(prom), "metrics --format=prometheus"), 0);
+        why = om_check(prom, false);
+        if (why)
+                fprintf(stderr, "%s", prom);
+        ck_assert_msg(why == NULL, "text format 0.0.4: %s", why);
+        ck_assert(metric_value("socknotify_ports") == 1);
+        ck_assert(metric_value("socknotify_refusals_total{limit=\"max-ports\"}") == 1);
+        /* Each format is wrong for the other's parser: the checks can fail. */
+        ck_assert_ptr_nonnull(om_check(prom, true));
+        ck_assert_ptr_nonnull(om_check(om, false));
+
+        ck_assert_int_eq(ctl(om, sizeof(om), "metrics --format=xml"), 2);
+        ck_assert_int_eq(ctl(om, sizeof(om), "--json metrics"), 2);
+        free(version);
+        sn_socket_close(c, sv);
+        close(cl);
+        sn_port_close(p);
+        sn_conn_close(c);
+        ck_assert_int_eq(test_daemon_stop(&D), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("socknotifyctl");
@@ -945,6 +1563,10 @@ int main(void)
         tcase_add_test(tc, test_oneshot_states);
         tcase_add_test(tc, test_open_errors);
         tcase_add_test(tc, test_json_schema);
+        tcase_add_test(tc, test_usage_edges);
+        tcase_add_test(tc, test_reexec_refused);
+        tcase_add_test(tc, test_config_status);
+        tcase_add_test(tc, test_metrics);
         suite_add_tcase(s, tc);
         return test_run_suite(s);
 }

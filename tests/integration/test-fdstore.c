@@ -126,6 +126,10 @@ START_TEST(test_restart_keeps_everything)
         ck_assert_int_eq(pthread_create(&th, NULL, wait_thread, &w), 0);
         usleep(100 * 1000);
         fds_before = test_daemon_fds(&d);
+        long long since = test_status_number(c, "serving_since");
+
+        ck_assert_int_gt(since, 0);
+        ck_assert_int_eq(test_status_number(c, "restores"), 0);
 
         /* The stop: everything goes to the store, the daemon exits 0 without closing. */
         ck_assert_int_eq(kill(d.pid, SIGTERM), 0);
@@ -151,6 +155,11 @@ START_TEST(test_restart_keeps_everything)
         /* The next daemon, with the same store (it keeps its own journal and boxes). */
         manager_start_daemon(&m, &d, NULL);
         ck_assert_int_eq(test_daemon_wait_fds(&d, fds_before, 5000), fds_before);
+        /* A restore, counted apart from re-executions; the clients' service goes on since the
+         * first start (issue 41 item 4). */
+        ck_assert_int_eq(test_status_number(c, "restores"), 1);
+        ck_assert_int_eq(test_status_number(c, "reexecs"), 0);
+        ck_assert_int_eq(test_status_number(c, "serving_since"), since);
 
         /* Exactly what was owed, once: the posted packets in their order, and the IN. */
         {
