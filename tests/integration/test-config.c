@@ -345,7 +345,8 @@ START_TEST(test_fresh_start_refuses_bad_file)
         } cases[] = {
                 { "missing.json", NULL, "missing.json: No such file or directory; not starting" },
                 { "comma.json", "{\n  \"max-ports-per-user\": 8,\n}\n",
-                  "comma.json:3: string or '}' expected near '}'; not starting" },
+                  "comma.json:3: not valid JSON here (a missing comma, colon or quote, a "
+                  "trailing comma, or a value JSON does not have) (column 1); not starting" },
                 { "zero.json", "{\n  \"max-ports\": 0\n}\n",
                   "zero.json:2: key \"max-ports\": an integer from 1 to 1048576; not starting" },
         };
