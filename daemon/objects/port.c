@@ -591,15 +591,25 @@ struct port *port_find(struct session *session, uint32_t id)
 
 /* ---- concurrency ------------------------------------------------------------------------ */
 
+#define RUNNERS_WALK 256u /* runners a pass visits, read or not */
 static bool port_blocked_stale(const struct port *port);
+static bool port_blocked_fresh(const struct port *port, uint32_t n);
 
 bool port_may_run(const struct port *port)
 {
+        uint32_t need;
+
         if (port->nrunning - port->nblocked >= port->concurrency)
                 return false;
-        /* A free slot that exists only by runners read as blocked: only while those readings
-         * hold (port_blocked_stale()). */
-        return port->nrunning < port->concurrency || !port_blocked_stale(port);
+        if (port->nrunning < port->concurrency)
+                return true;
+        /* A free slot that exists only by runners read as blocked: only by as many of them as
+         * it needs whose readings hold, the youngest (port_blocked_fresh()); one lapsed reading
+         * does not take the others' slots away.  Past RUNNERS_WALK of them, all must hold. */
+        need = port->nrunning - port->concurrency + 1;
+        if (need > RUNNERS_WALK)
+                return !port_blocked_stale(port);
+        return port_blocked_fresh(port, need);
 }
 
 /*
@@ -616,8 +626,9 @@ bool port_may_run(const struct port *port)
  *    blocks while waiters are parked frees its slot within that much, where Windows frees it at
  *    once;
  *  - a release that would rely on a runner read as blocked more than READ_FRESH_MS ago reads
- *    that runner again first, and while the budget (below) does not let it, nothing relies on
- *    the port's blocked runners (port_may_run()): a thread that runs again is left uncounted
+ *    that runner again first, and while the budget (below) does not let it, that reading is
+ *    not relied on (port_may_run() counts only the readings that hold, youngest first, enough
+ *    for the slot or none): a thread that runs again is left uncounted
  *    for at most READ_FRESH_MS, as one that blocks waits at most STALL_MAX_MS to be seen.
  *    Readings are renewed from READ_RENEW_MS on, before they lapse: renewed only as they
  *    lapse, one of many would nearly always be stale at the moment of a decision;
@@ -644,7 +655,6 @@ bool port_may_run(const struct port *port)
 /* ... up to this many, what one call may read: 4 ms' worth, as the loop's timers fire on
  * CLOCK_MONOTONIC_COARSE, one scheduler tick (4 ms at HZ=250) apart, whatever was asked */
 #define TASK_READS_BURST 16u
-#define RUNNERS_WALK 256u /* runners a pass visits, read or not */
 #define STALL_FIRST_MS 1u
 #define STALL_MAX_MS 16u
 #define READ_FRESH_MS STALL_MAX_MS /* how long a reading of "blocked" is relied on */
@@ -722,6 +732,19 @@ static bool port_blocked_stale(const struct port *port)
 {
         return !sn_list_empty(&port->blocked) &&
                !runner_fresh(sn_list_first(&port->blocked, struct runner, blocked_link), mono_ns());
+}
+
+/* Whether the n youngest readings of the port's blocked runners all hold: the list is in the
+ * order of the readings, the youngest at its tail.  At most n entries are looked at. */
+static bool port_blocked_fresh(const struct port *port, uint32_t n)
+{
+        uint64_t now = mono_ns();
+        const struct sn_list *pos;
+
+        for (pos = port->blocked.prev; n && pos != &port->blocked; pos = pos->prev, n--)
+                if (!runner_fresh(sn_list_entry(pos, struct runner, blocked_link), now))
+                        return false;
+        return n == 0;
 }
 
 static void runner_set_blocked(struct runner *r, bool blocked)
@@ -878,7 +901,7 @@ static void port_read_runners(struct port *port)
 /* Reads again, oldest first and as far as the budget goes, the runners read as blocked
  * READ_RENEW_MS ago or more.  The list is in the order of the readings: the walk stops at the
  * first younger one.  Those left keep their mark; once one is older than READ_FRESH_MS,
- * port_may_run() relies on none of the port's blocked runners until it is read again. */
+ * port_may_run() does not rely on it until it is read again. */
 static void port_confirm_blocked(struct port *port)
 {
         struct task_budget b = task_budget_begin(port);
@@ -1169,13 +1192,17 @@ void port_harvest(struct port *port, uint32_t want)
 {
         struct server *srv = port->srv;
         uint64_t quiet_left = 2 * (uint64_t)port->nregs;
+        bool wide = false;
 
         while (want) {
                 uint32_t fresh = 0, again = 0, quiet = 0;
-                uint32_t ask = SN_MIN(want, srv->evcap);
+                /* Past quiet events, a whole buffer at a time: one epoll_wait() per quiet event
+                 * would let a client's registrations set the system calls a request costs. */
+                uint32_t ask = wide ? srv->evcap : SN_MIN(want, srv->evcap);
                 int n = harvest_once(port, ask, &fresh, &again, &quiet);
                 bool read_on = quiet && quiet_left;
 
+                wide = wide || read_on;
                 quiet_left -= SN_MIN(quiet_left, quiet);
                 /* Stop when the ready list is exhausted or only re-reported old packets, unless
                  * a registration just left the fresh state: what it reports now (a connect
