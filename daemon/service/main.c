@@ -274,7 +274,8 @@ static int check_config(const char *path, bool named)
  * settings (carried_fd: a memfd of lastgood.c, -1 for none; closed here) are used instead,
  * else none (the defaults and the command line apply); the outcome for STATUS= goes to note
  * ("" when the file was fine).  A fresh start has no session to keep and no settings its
- * clients were served under: it refuses, as the file is bad, with the error logged at err.
+ * clients were served under (no last good settings either): it refuses, as the file is bad,
+ * with the error logged at err.
  * Returns 0, or -1 when the daemon must not start.
  */
 static int start_settings(const char *path, bool named, int carried_fd, bool keeps,
@@ -298,6 +299,11 @@ static int start_settings(const char *path, bool named, int carried_fd, bool kee
                 if (rc < 0 && keeps)
                         log_warning("%s: not used", cerr);
         }
+        /* Last good settings from the descriptor store are a running service's, even when its
+         * journal could not be taken over (an upgrade that cannot read it, a damaged one): a
+         * restart keeps the service up on them, as for a restart that keeps its sessions. */
+        if (rc == 0)
+                keeps = true;
         if (r >= 0)
                 return 0;
         settings_init(ret);
