@@ -25,7 +25,9 @@ loop: ``select()`` does not raise, it shuts the socket down (``SHUT_RDWR``: its 
 end) and reports it ready with the events it was registered for, once, so that asyncio's
 transport reads the end of file (or fails to write) and closes; ``refusal()`` gives the error
 (a ``LimitError`` naming the limit).  A datagram socket cannot be made to fail that way: it
-is reported, and stays silent.
+is reported, and stays silent.  A listening socket is reported and never shut down (it may
+be shared with a socket unit or another process, for which it would stop listening): the
+server's ``accept()`` finds nothing, and ``refusal()`` says why it is not served.
 
 When the connection resumes on a new daemon (see ``Connection``) the selector's port and
 registrations come back with it.  While no daemon answers, ``select()`` keeps its timeout and
@@ -359,6 +361,11 @@ class Selector(selectors.BaseSelector):
             return  # not a socket any more: reported all the same
         with s:
             try:
+                # A listener is often one open socket with other holders (a socket unit, a
+                # port's parked copy, another loop): shut down, it would stop listening for
+                # all of them.  It is reported and left as it is.
+                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    return
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass  # not connected (a datagram socket): reported all the same

@@ -418,6 +418,33 @@ def test_refused_registration_is_an_event_of_its_key(make_daemon):
             b.close()
 
 
+def test_refused_listener_is_not_shut_down(make_daemon):
+    """A refused listening socket is reported and refusal() names the limit, but it is not shut
+    down: another holder of the same listener (a socket unit, a parked copy) still accepts on
+    it.  A shutdown would have stopped it listening for all of them (connect refused)."""
+    d = make_daemon("--max-registrations=1")
+    a, b = socket.socketpair()
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(8)
+    lst.setblocking(False)
+    other = lst.dup()  # the other holder
+    try:
+        with sn.Selector(path=d.path) as sel:
+            sel.register(a, selectors.EVENT_READ, "pair")
+            key = sel.register(lst, selectors.EVENT_READ, "listener")
+            assert sel.select(0) == [(key, selectors.EVENT_READ)]
+            e = sel.refusal(lst)
+            assert isinstance(e, sn.LimitError) and e.limit == "max-registrations"
+            with socket.create_connection(lst.getsockname(), timeout=scaled(5)):
+                other.settimeout(scaled(5))
+                conn, _ = other.accept()
+                conn.close()
+    finally:
+        for s in (a, b, lst, other):
+            s.close()
+
+
 def test_select_refused_as_a_whole_keeps_its_registrations(make_daemon):
     """A select() whose PROCESS call is refused as a whole (--max-waits-per-user=1 while another
     connection of the user waits) raises the LimitError, and the registrations it carried go
