@@ -294,6 +294,22 @@ static void hold_for_program(int first_free)
         g_conn_fd = fd;
 }
 
+/* Names the held connection's descriptor to the program (SOCKNOTIFY_HANDOFF_FD), so that it
+ * can keep it from its own children (FD_CLOEXEC): a child that outlives the program would
+ * hold the port, and the next activated run would find it held.  Unset when none is held. */
+static void name_held_fd(void)
+{
+        char buf[16];
+
+        if (g_conn_fd < 0) {
+                unsetenv("SOCKNOTIFY_HANDOFF_FD");
+                return;
+        }
+        snprintf(buf, sizeof(buf), "%d", g_conn_fd);
+        if (setenv("SOCKNOTIFY_HANDOFF_FD", buf, 1) < 0)
+                die(EXIT_FAILED, "setenv: %s", strerror(errno));
+}
+
 /* Sleeps ms milliseconds (a wait for another process, see HOLDERS_WAIT_MS). */
 static void pause_ms(long ms)
 {
@@ -739,6 +755,7 @@ static int take(void)
         if (setenv("LISTEN_PID", buf, 1) < 0)
                 die(EXIT_FAILED, "setenv: %s", strerror(errno));
         unsetenv("LISTEN_FDNAMES"); /* names are not kept on the port */
+        name_held_fd();
         return n;
 }
 

@@ -314,8 +314,12 @@ run_killed() {
         check "$nm: and a new client (\"$ans\")" test "$ans" = "$kpid2 $pk two"
         [ -n "$kpid2" ] && kill -9 "$kpid2"
         wait "$k2" 2>/dev/null || true
-        # Done: the port goes (linger 1 ms), with the listener.
-        "$tool" --name "$nm" --linger 1 -- true || flunk "$nm: could not shorten the port's linger"
+        # Done: the port goes (linger 1 ms), with the listener.  That last run's environment
+        # names the connection it holds for the program.
+        "$tool" --name "$nm" --linger 1 -- sh -c 'readlink "/proc/$$/fd/$SOCKNOTIFY_HANDOFF_FD"' \
+                > "$tmp/$nm.hfd" 2>&1 || flunk "$nm: could not shorten the port's linger"
+        check "$nm: SOCKNOTIFY_HANDOFF_FD names the connection held for the program ($(cat "$tmp/$nm.hfd"))" \
+                grep -q '^socket:' "$tmp/$nm.hfd"
         gone() { "$ctl" --json ports > "$tmp/$nm.ports" && ! grep -q "\"name\": \"$nm\"" "$tmp/$nm.ports"; }
         wait_for 10 gone || flunk "$nm: the port outlived its 1 ms linger"
 }
