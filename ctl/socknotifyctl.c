@@ -485,10 +485,16 @@ static json_t *control(sn_conn_t *c, json_t *req)
         free(text);
         if (r < 0) {
                 json_t *why = ans ? json_loads(ans, 0, NULL) : NULL;
-                char *s = shown(json_object_get(why, "error"), "");
+                char *s = shown(json_object_get(why, "error"), ""), reason[1024], verb[64];
 
+                /* Copied: refused() does not return, and what is freed here is not leaked. */
+                snprintf(reason, sizeof(reason), "%s", s);
+                snprintf(verb, sizeof(verb), "%s",
+                         json_string_value(json_object_get(req, "verb")) ?: "control");
+                free(s);
+                json_decref(why);
                 free(ans);
-                refused(c, json_string_value(json_object_get(req, "verb")), r, *s ? s : NULL);
+                refused(c, verb, r, *reason ? reason : NULL);
         }
         doc = parse(ans);
         free(ans);
